@@ -1,0 +1,150 @@
+//! Keys and delegation certificates (VERSIONS.md §2.3, §2.4).
+//!
+//! Randomness is never drawn here: keys are made from seeds the caller got
+//! from its own RNG.
+
+use ed25519_dalek::{Signer, SigningKey};
+
+use crate::error::WireError;
+use crate::profile::Profile;
+use crate::tag::Tag;
+use crate::wire::{self, Message};
+
+/// Length of a CERT value with one online key: 16 + 64 + 72.
+pub const CERT_LEN: usize = 152;
+const DELE_LEN: usize = 72;
+/// Longest context string of any version.
+pub(crate) const MAX_CONTEXT: usize = 36;
+
+/// An Ed25519 key pair, as the long-term identity or as an online key.
+#[derive(Clone)]
+pub struct KeyPair(SigningKey);
+
+impl KeyPair {
+    /// The key with this 32-byte seed.
+    pub fn from_seed(seed: &[u8; 32]) -> KeyPair {
+        KeyPair(SigningKey::from_bytes(seed))
+    }
+
+    /// The public key.
+    pub fn public(&self) -> [u8; 32] {
+        self.0.verifying_key().to_bytes()
+    }
+
+    /// The seed (for writing key files; handle as a secret).
+    pub fn seed(&self) -> [u8; 32] {
+        self.0.to_bytes()
+    }
+
+    /// Sign `message` as it is.
+    pub(crate) fn sign_raw(&self, message: &[u8]) -> [u8; 64] {
+        self.0.sign(message).to_bytes()
+    }
+
+    /// Sign `context ‖ message` without allocating (contexts are short and
+    /// messages bounded by `buf`).
+    pub(crate) fn sign_with_context(
+        &self,
+        context: &[u8],
+        message: &[u8],
+        buf: &mut [u8],
+    ) -> Result<[u8; 64], WireError> {
+        let total = context.len() + message.len();
+        let buf = buf.get_mut(..total).ok_or(WireError::NoRoom)?;
+        buf[..context.len()].copy_from_slice(context);
+        buf[context.len()..].copy_from_slice(message);
+        Ok(self.0.sign(buf).to_bytes())
+    }
+}
+
+impl core::fmt::Debug for KeyPair {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Never print secret material.
+        write!(f, "KeyPair(public {:02x?})", &self.public()[..4])
+    }
+}
+
+/// A signed delegation in one profile's encoding: the CERT value bytes, and
+/// the validity window in Unix µs as it was encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Certificate {
+    bytes: [u8; CERT_LEN],
+    /// MINT as Unix µs.
+    pub mint_us: u64,
+    /// MAXT as Unix µs (`u64::MAX` for "no limit").
+    pub maxt_us: u64,
+    /// The online public key delegated to.
+    pub online_public: [u8; 32],
+}
+
+impl Certificate {
+    /// Delegate to `online_public` for [mint_us, maxt_us], signed by
+    /// `long_term` in `profile`'s context and time encoding. Seconds-encoded
+    /// windows are narrowed inwards, never widened.
+    pub fn mint(
+        long_term: &KeyPair,
+        online_public: &[u8; 32],
+        mint_us: u64,
+        maxt_us: u64,
+        profile: &Profile,
+    ) -> Certificate {
+        let t = profile.time;
+        let (mint, maxt) = (t.encode_start(mint_us), t.encode_end(maxt_us));
+        let mut dele = [0u8; DELE_LEN];
+        let written = wire::write_message(
+            &mut dele,
+            &[
+                (Tag::PUBK, online_public),
+                (Tag::MINT, &mint.to_le_bytes()),
+                (Tag::MAXT, &maxt.to_le_bytes()),
+            ],
+        );
+        debug_assert_eq!(written, Ok(DELE_LEN));
+        let mut buf = [0u8; MAX_CONTEXT + DELE_LEN];
+        let sig = long_term
+            .sign_with_context(profile.contexts.dele, &dele, &mut buf)
+            .unwrap_or([0; 64]);
+        let mut bytes = [0u8; CERT_LEN];
+        let written = wire::write_message(&mut bytes, &[(Tag::SIG, &sig), (Tag::DELE, &dele)]);
+        debug_assert_eq!(written, Ok(CERT_LEN));
+        Certificate {
+            bytes,
+            mint_us: t.decode(mint).unwrap_or(u64::MAX),
+            maxt_us: t.decode(maxt).unwrap_or(0),
+            online_public: *online_public,
+        }
+    }
+
+    /// Load CERT bytes made elsewhere (an offline delegation) for `profile`.
+    /// The signature is not checked here; a server checks it against its
+    /// long-term public key with [`crate::verify::check_certificate`].
+    pub fn from_bytes(bytes: &[u8], profile: &Profile) -> Result<Certificate, WireError> {
+        let arr: [u8; CERT_LEN] = bytes
+            .try_into()
+            .map_err(|_| WireError::ValueLength(Tag::CERT))?;
+        let cert = Message::parse(&arr)?;
+        cert.fixed::<64>(Tag::SIG)?;
+        let dele = cert.nested(Tag::DELE)?;
+        let online_public = *dele.fixed::<32>(Tag::PUBK)?;
+        let t = profile.time;
+        let bad = WireError::ValueLength(Tag::MINT);
+        let mint_us = t.decode(dele.u64(Tag::MINT)?).ok_or(bad)?;
+        let maxt_us = t.decode(dele.u64(Tag::MAXT)?).ok_or(bad)?;
+        Ok(Certificate {
+            bytes: arr,
+            mint_us,
+            maxt_us,
+            online_public,
+        })
+    }
+
+    /// The CERT value.
+    pub fn bytes(&self) -> &[u8; CERT_LEN] {
+        &self.bytes
+    }
+
+    /// Whether a response made at `now_us` would satisfy MINT ≤ MIDP ≤ MAXT.
+    pub fn covers(&self, now_us: u64) -> bool {
+        self.mint_us <= now_us && now_us <= self.maxt_us
+    }
+}

@@ -1,0 +1,601 @@
+//! The version table: one [`Profile`] row per distinguishable wire format.
+//!
+//! Every difference between versions lives in a field here (VERSIONS.md §1,
+//! §8). Code elsewhere reads fields; it never compares version numbers. Adding
+//! a version is adding a row to [`PROFILES`].
+
+use crate::tag::Tag;
+use crate::version::Version;
+
+/// How a request or response is carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// One bare message per datagram (Google).
+    Bare,
+    /// "ROUGHTIM" + length + message (drafts and version 1).
+    Packet,
+}
+
+/// The Merkle hash (VERSIONS.md §2.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashAlg {
+    /// SHA-512, all 64 bytes (Google).
+    Sha512,
+    /// The first 32 bytes of SHA-512, at every node.
+    Sha512Trunc32,
+    /// FIPS 180-4 SHA-512/256 (drafts 02 and 07).
+    Sha512_256,
+}
+
+impl HashAlg {
+    /// Output length in bytes.
+    pub const fn len(self) -> usize {
+        match self {
+            HashAlg::Sha512 => 64,
+            HashAlg::Sha512Trunc32 | HashAlg::Sha512_256 => 32,
+        }
+    }
+}
+
+/// What a Merkle leaf hashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafInput {
+    /// The request's NONC value (Google to draft 11).
+    Nonce,
+    /// The whole request packet as sent, header and padding included (12+).
+    Packet,
+}
+
+/// Encoding of MIDP, MINT, MAXT and the unit of RADI (VERSIONS.md §4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeEncoding {
+    /// µs since the Unix epoch; RADI in µs.
+    UnixMicros,
+    /// MJD << 40 | µs since UTC midnight; RADI in µs.
+    MjdMicros,
+    /// s since the Unix epoch; RADI in s.
+    UnixSeconds,
+}
+
+/// Where a response carries a copy of the request's nonce (§4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoncePlace {
+    /// Nowhere; the Merkle leaf binds it (Google).
+    Absent,
+    /// Inside the signed SREP (drafts 01–02): one nonce per signature.
+    Srep,
+    /// A top-level, unsigned copy (drafts 03 and later).
+    TopLevel,
+}
+
+/// Where a response says its version (§4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerPlace {
+    /// No version at all (Google).
+    Absent,
+    /// One top-level, unsigned VER (drafts 01–11).
+    TopLevel,
+    /// VER and VERS inside SREP, signed (drafts 12 and later).
+    Srep,
+}
+
+/// Rules for the VER list of a request (§3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerList {
+    /// No VER (Google).
+    Absent,
+    /// At least one value, any order, repeats tolerated (01–09).
+    Any,
+    /// No repeats (10–11).
+    Unique,
+    /// Ascending, no repeats, at most 32 (12+).
+    Sorted,
+}
+
+/// How a server may batch this format (§4.1, §7.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batching {
+    /// Any batch size.
+    Free,
+    /// Implementations disagree on the tree orientation: batches of one unless
+    /// the operator opts in to hash-first batches (gnomon policy, §7.1).
+    OrientationDisputed,
+    /// Never: SREP carries the nonce (drafts 01–02).
+    Never,
+}
+
+/// How a client derives a chained nonce from the previous response (§6.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainRule {
+    /// H(previous response as received ‖ rand), cut to the nonce length.
+    /// `framed` keeps the ROUGHTIM header in the hashed response (12+).
+    Concat {
+        /// The hash.
+        hash: HashAlg,
+        /// Whether the ROUGHTIM header is part of the hashed response.
+        framed: bool,
+    },
+    /// SHA-512(SHA-512(previous response) ‖ rand), as Google-era clients do.
+    DoubleSha512,
+}
+
+/// The two Ed25519 context strings of a version (§2.4, §5.12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contexts {
+    /// Prefix of DELE signed by the long-term key.
+    pub dele: &'static [u8],
+    /// Prefix of SREP signed by the online key.
+    pub srep: &'static [u8],
+}
+
+/// Delegation context with dashes (Google, drafts 01–06, 08–11).
+pub const DELE_DASHES: &[u8] = b"RoughTime v1 delegation signature--\0";
+/// Delegation context without dashes (draft 07, drafts 12–19).
+pub const DELE_PLAIN: &[u8] = b"RoughTime v1 delegation signature\0";
+/// RFC 10049 delegation context (lower-case t).
+pub const DELE_RFC: &[u8] = b"Roughtime v1 delegation signature\0";
+/// Response context of every version before 1.
+pub const SREP_DRAFT: &[u8] = b"RoughTime v1 response signature\0";
+/// RFC 10049 response context (lower-case t).
+pub const SREP_RFC: &[u8] = b"Roughtime v1 response signature\0";
+
+const CTX_DASHES: Contexts = Contexts {
+    dele: DELE_DASHES,
+    srep: SREP_DRAFT,
+};
+const CTX_PLAIN: Contexts = Contexts {
+    dele: DELE_PLAIN,
+    srep: SREP_DRAFT,
+};
+const CTX_RFC: Contexts = Contexts {
+    dele: DELE_RFC,
+    srep: SREP_RFC,
+};
+
+/// One wire format.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Index in [`PROFILES`].
+    pub id: ProfileId,
+    /// Short human name.
+    pub name: &'static str,
+    /// VER value on the wire ([`Version::GOOGLE`] for Google, which sends none).
+    pub version: Version,
+    /// Request and response framing.
+    pub framing: Framing,
+    /// Nonce length a client sends.
+    pub nonce_len: usize,
+    /// Nonce lengths a server accepts (deployments that deviated, §5.4).
+    pub accepted_nonce_lens: &'static [usize],
+    /// Request padding tag.
+    pub pad: Tag,
+    /// Whether requests carry TYPE=0 and responses TYPE=1.
+    pub type_tag: bool,
+    /// Whether SRV is defined.
+    pub srv: bool,
+    /// VER list rules in requests.
+    pub ver_list: VerList,
+    /// Merkle hash.
+    pub hash: HashAlg,
+    /// Merkle leaf input.
+    pub leaf: LeafInput,
+    /// Time encoding.
+    pub time: TimeEncoding,
+    /// Smallest RADI a server sends, in the wire unit.
+    pub min_radius: u32,
+    /// Context strings a server signs with.
+    pub contexts: Contexts,
+    /// Further context strings a client accepts (deployed draft-19 servers
+    /// sign version 1 with the capital-T strings, §5.12).
+    pub legacy_contexts: Option<Contexts>,
+    /// Where the response carries NONC.
+    pub nonce_place: NoncePlace,
+    /// Whether a client insists on that NONC copy. Deployed servers left it out
+    /// (Cloudflare's 0x80000003, roughenough's 08–11 before Nov 2024, §7.6); the
+    /// Merkle leaf binds the nonce anyway.
+    pub nonce_copy_required: bool,
+    /// Where the response carries its version.
+    pub ver_place: VerPlace,
+    /// Batching policy.
+    pub batching: Batching,
+    /// Nonce chaining.
+    pub chain: ChainRule,
+    /// Whether TCP framing is defined.
+    pub tcp: bool,
+}
+
+/// Index of a profile, usable in bit sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProfileId(pub u8);
+
+const fn concat(hash: HashAlg) -> ChainRule {
+    ChainRule::Concat {
+        hash,
+        framed: false,
+    }
+}
+
+const MJD: TimeEncoding = TimeEncoding::MjdMicros;
+const SECS: TimeEncoding = TimeEncoding::UnixSeconds;
+const T32: HashAlg = HashAlg::Sha512Trunc32;
+
+/// The row for an early draft (01–07): PAD\0, MJD-µs, top-level VER.
+#[allow(clippy::too_many_arguments)]
+const fn early(
+    id: u8,
+    name: &'static str,
+    n: u32,
+    nonce_len: usize,
+    accepted: &'static [usize],
+    hash: HashAlg,
+    contexts: Contexts,
+    nonce_place: NoncePlace,
+    batching: Batching,
+) -> Profile {
+    Profile {
+        id: ProfileId(id),
+        name,
+        version: Version::draft(n),
+        framing: Framing::Packet,
+        nonce_len,
+        accepted_nonce_lens: accepted,
+        pad: Tag::PAD_DRAFT,
+        type_tag: false,
+        srv: false,
+        ver_list: VerList::Any,
+        hash,
+        leaf: LeafInput::Nonce,
+        time: MJD,
+        min_radius: 0,
+        contexts,
+        legacy_contexts: None,
+        nonce_place,
+        nonce_copy_required: true,
+        ver_place: VerPlace::TopLevel,
+        batching,
+        chain: concat(hash),
+        tcp: false,
+    }
+}
+
+/// The row for drafts 08–11: ZZZZ, Unix seconds, `--` context.
+const fn seconds_draft(id: u8, name: &'static str, n: u32, srv: bool) -> Profile {
+    Profile {
+        id: ProfileId(id),
+        name,
+        version: Version::draft(n),
+        framing: Framing::Packet,
+        nonce_len: 32,
+        accepted_nonce_lens: &[32],
+        pad: Tag::ZZZZ,
+        type_tag: false,
+        srv,
+        ver_list: if srv { VerList::Unique } else { VerList::Any },
+        hash: T32,
+        leaf: LeafInput::Nonce,
+        time: SECS,
+        min_radius: if srv { 3 } else { 0 },
+        contexts: CTX_DASHES,
+        legacy_contexts: None,
+        nonce_place: NoncePlace::TopLevel,
+        nonce_copy_required: false,
+        ver_place: VerPlace::TopLevel,
+        batching: Batching::OrientationDisputed,
+        chain: ChainRule::Concat {
+            hash: T32,
+            framed: false,
+        },
+        tcp: true,
+    }
+}
+
+/// The row for the 0x8000000c family and version 1.
+const fn modern(
+    id: u8,
+    name: &'static str,
+    version: Version,
+    type_tag: bool,
+    contexts: Contexts,
+    legacy_contexts: Option<Contexts>,
+    batching: Batching,
+) -> Profile {
+    Profile {
+        id: ProfileId(id),
+        name,
+        version,
+        framing: Framing::Packet,
+        nonce_len: 32,
+        accepted_nonce_lens: &[32],
+        pad: Tag::ZZZZ,
+        type_tag,
+        srv: true,
+        ver_list: VerList::Sorted,
+        hash: T32,
+        leaf: LeafInput::Packet,
+        time: SECS,
+        min_radius: 1,
+        contexts,
+        legacy_contexts,
+        nonce_place: NoncePlace::TopLevel,
+        nonce_copy_required: true,
+        ver_place: VerPlace::Srep,
+        batching,
+        chain: ChainRule::Concat {
+            hash: T32,
+            framed: true,
+        },
+        tcp: true,
+    }
+}
+
+use Batching::{Free, Never, OrientationDisputed as Disputed};
+use NoncePlace::{Srep as InSrep, TopLevel as Top};
+
+/// Every profile, in preference order of their versions (lowest first).
+pub static PROFILES: [Profile; 15] = [
+    Profile {
+        id: ProfileId(0),
+        name: "google",
+        version: Version::GOOGLE,
+        framing: Framing::Bare,
+        nonce_len: 64,
+        accepted_nonce_lens: &[64],
+        pad: Tag::PAD_GOOGLE,
+        type_tag: false,
+        srv: false,
+        ver_list: VerList::Absent,
+        hash: HashAlg::Sha512,
+        leaf: LeafInput::Nonce,
+        time: TimeEncoding::UnixMicros,
+        min_radius: 0,
+        contexts: CTX_DASHES,
+        legacy_contexts: None,
+        nonce_place: NoncePlace::Absent,
+        nonce_copy_required: false,
+        ver_place: VerPlace::Absent,
+        batching: Free,
+        chain: ChainRule::DoubleSha512,
+        tcp: false,
+    },
+    early(1, "draft-01", 1, 64, &[64], T32, CTX_DASHES, InSrep, Never),
+    early(
+        2,
+        "draft-02",
+        2,
+        64,
+        &[64],
+        HashAlg::Sha512_256,
+        CTX_DASHES,
+        InSrep,
+        Never,
+    ),
+    // Deployed 0x80000003 used 32-byte nonces and left out NONC (§5.4).
+    relaxed_03(early(
+        3,
+        "draft-03",
+        3,
+        64,
+        &[64, 32],
+        T32,
+        CTX_DASHES,
+        Top,
+        Free,
+    )),
+    early(4, "draft-04", 4, 64, &[64], T32, CTX_DASHES, Top, Free),
+    early(5, "draft-05", 5, 32, &[32], T32, CTX_DASHES, Top, Disputed),
+    early(6, "draft-06", 6, 32, &[32], T32, CTX_DASHES, Top, Disputed),
+    early(
+        7,
+        "draft-07",
+        7,
+        32,
+        &[32],
+        HashAlg::Sha512_256,
+        CTX_PLAIN,
+        Top,
+        Disputed,
+    ),
+    seconds_draft(8, "draft-08", 8, false),
+    seconds_draft(9, "draft-09", 9, false),
+    seconds_draft(10, "draft-10", 10, true),
+    seconds_draft(11, "draft-11", 11, true),
+    modern(
+        12,
+        "draft-12",
+        Version::DRAFT_12_TO_19,
+        false,
+        CTX_PLAIN,
+        None,
+        Disputed,
+    ),
+    modern(
+        13,
+        "draft-14",
+        Version::DRAFT_12_TO_19,
+        true,
+        CTX_PLAIN,
+        None,
+        Free,
+    ),
+    modern(
+        14,
+        "rfc-10049",
+        Version::RFC,
+        true,
+        CTX_RFC,
+        Some(CTX_PLAIN),
+        Free,
+    ),
+];
+
+const fn relaxed_03(mut p: Profile) -> Profile {
+    p.nonce_copy_required = false;
+    p
+}
+
+impl Profile {
+    /// Google's protocol.
+    pub fn google() -> &'static Profile {
+        &PROFILES[0]
+    }
+
+    /// RFC 10049 version 1.
+    pub fn rfc() -> &'static Profile {
+        &PROFILES[14]
+    }
+
+    /// The profile with this id.
+    pub fn by_id(id: ProfileId) -> Option<&'static Profile> {
+        PROFILES.get(usize::from(id.0))
+    }
+
+    /// The profile for a packet-framed request offering `version`, with or
+    /// without a TYPE tag. TYPE is the only thing that tells drafts 12–13
+    /// from 14+ apart (§1, §7.3).
+    pub fn for_wire(version: Version, has_type: bool) -> Option<&'static Profile> {
+        let mut found = None;
+        for p in PROFILES.iter() {
+            // A profile that requires TYPE never takes a request without it.
+            if p.framing != Framing::Packet || p.version != version || (p.type_tag && !has_type) {
+                continue;
+            }
+            // Where two rows share a number, TYPE presence picks the row.
+            if found.is_none() || p.type_tag == has_type {
+                found = Some(p);
+            }
+        }
+        found
+    }
+
+    /// Profile by human name (`google`, `draft-07`, `rfc-10049`, …) or by
+    /// version number (`1`, `0x8000000b`).
+    pub fn by_name(name: &str) -> Option<&'static Profile> {
+        if let Some(p) = PROFILES.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
+            return Some(p);
+        }
+        let v = if let Some(hex) = name.strip_prefix("0x").or_else(|| name.strip_prefix("0X")) {
+            u32::from_str_radix(hex, 16).ok()?
+        } else {
+            name.parse().ok()?
+        };
+        Profile::for_wire(Version(v), true)
+            .or_else(|| (v == Version::GOOGLE.0).then(Profile::google))
+    }
+
+    /// Length of ROOT and of each PATH entry.
+    pub fn hash_len(&self) -> usize {
+        self.hash.len()
+    }
+
+    /// Whether this profile's CERT bytes are identical to `other`'s for the
+    /// same delegation (CERT variants A–E, §2.3).
+    pub fn same_cert(&self, other: &Profile) -> bool {
+        self.contexts.dele == other.contexts.dele && self.time == other.time
+    }
+}
+
+/// A set of profiles, as a bit mask over [`ProfileId`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProfileSet(pub u32);
+
+impl ProfileSet {
+    /// Every profile.
+    pub const ALL: ProfileSet = ProfileSet((1 << PROFILES.len()) - 1);
+
+    /// The empty set.
+    pub const fn empty() -> ProfileSet {
+        ProfileSet(0)
+    }
+
+    /// Add a profile.
+    pub const fn with(self, id: ProfileId) -> ProfileSet {
+        ProfileSet(self.0 | 1 << id.0)
+    }
+
+    /// Remove a profile.
+    pub const fn without(self, id: ProfileId) -> ProfileSet {
+        ProfileSet(self.0 & !(1 << id.0))
+    }
+
+    /// Membership.
+    pub const fn contains(self, id: ProfileId) -> bool {
+        self.0 & (1 << id.0) != 0
+    }
+
+    /// The profiles in the set, lowest id first.
+    pub fn iter(self) -> impl Iterator<Item = &'static Profile> {
+        PROFILES.iter().filter(move |p| self.contains(p.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_match_positions() {
+        for (i, p) in PROFILES.iter().enumerate() {
+            assert_eq!(usize::from(p.id.0), i, "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn type_tag_splits_0x8000000c() {
+        assert_eq!(
+            Profile::for_wire(Version::DRAFT_12_TO_19, false)
+                .unwrap()
+                .name,
+            "draft-12"
+        );
+        assert_eq!(
+            Profile::for_wire(Version::DRAFT_12_TO_19, true)
+                .unwrap()
+                .name,
+            "draft-14"
+        );
+        assert_eq!(
+            Profile::for_wire(Version::draft(11), true).unwrap().name,
+            "draft-11"
+        );
+        assert_eq!(
+            Profile::for_wire(Version::RFC, true).unwrap().name,
+            "rfc-10049"
+        );
+        assert!(Profile::for_wire(Version(0x8000_000d), true).is_none());
+        assert!(Profile::for_wire(Version(0), true).is_none());
+        // Version 1 requires TYPE; roughenough 1.x's TYPE-less "1" is not it (§5.13).
+        assert!(Profile::for_wire(Version::RFC, false).is_none());
+    }
+
+    #[test]
+    fn names_and_numbers_resolve() {
+        assert_eq!(Profile::by_name("1").unwrap().name, "rfc-10049");
+        assert_eq!(Profile::by_name("0x8000000b").unwrap().name, "draft-11");
+        assert_eq!(Profile::by_name("Google").unwrap().name, "google");
+        assert_eq!(Profile::by_name("3000600613").unwrap().name, "google");
+        assert!(Profile::by_name("draft-13").is_none());
+    }
+
+    #[test]
+    fn five_cert_variants() {
+        // §2.3: Google, 01–06, 07, 08–11, 12+ (v1 differs again by context case).
+        let mut reps: alloc::vec::Vec<&Profile> = alloc::vec::Vec::new();
+        for p in PROFILES.iter() {
+            if !reps.iter().any(|r| r.same_cert(p)) {
+                reps.push(p);
+            }
+        }
+        let names: alloc::vec::Vec<_> = reps.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "google",
+                "draft-01",
+                "draft-07",
+                "draft-08",
+                "draft-12",
+                "rfc-10049"
+            ]
+        );
+    }
+}

@@ -1,0 +1,494 @@
+//! The server side: one Merkle tree and one SREP signature per batch, each
+//! response written straight into the caller's buffer.
+//!
+//! ```text
+//!  requests (one profile) ─▶ leaves ─▶ tree ─▶ SREP ─▶ one signature
+//!                                                 │
+//!        per request: header │ SIG │ VER │ NONC │ TYPE │ PATH │ SREP │ CERT │ INDX
+//! ```
+//!
+//! Anti-amplification is enforced by the API: the buffer a response is
+//! written to is cut to its request's length before any byte is written, so
+//! a larger response cannot be produced; it fails as `NoRoom` instead. The
+//! batch is split up front so that this never happens for a valid request.
+
+use crate::cert::{Certificate, KeyPair, MAX_CONTEXT};
+use crate::error::WireError;
+use crate::merkle::Tree;
+use crate::profile::{Batching, LeafInput, NoncePlace, Profile, VerPlace};
+use crate::request::Request;
+use crate::tag::Tag;
+use crate::version::Version;
+use crate::wire::{self, PACKET_HEADER};
+
+/// Largest SREP any profile produces (VER, RADI, MIDP, 32 VERS, 64-byte
+/// ROOT and a 64-byte NONC, with headers), rounded up.
+const SREP_MAX: usize = 8 * 6 + 4 + 4 + 8 + 4 * 32 + 64 + 64;
+const _: () = assert!(SREP_MAX <= 384);
+
+/// Where responses go: one buffer per request index.
+pub trait ResponseSink {
+    /// The buffer for response `i`. Only its first `request.len()` bytes
+    /// will be used.
+    fn buffer(&mut self, i: usize) -> &mut [u8];
+    /// Response `i` is complete: `Ok(len)` bytes of its buffer, or dropped.
+    fn finish(&mut self, i: usize, result: Result<usize, RespondError>);
+}
+
+/// Why a request in a batch got no response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RespondError {
+    /// The request is too small to carry even a single-leaf response.
+    TooSmall,
+    /// The batch mixes profiles (a caller bug, reported not panicked).
+    MixedProfiles,
+    /// The certificate does not cover `now` (MINT ≤ MIDP ≤ MAXT would fail).
+    OutsideDelegation,
+    /// A VERS list that does not hold the version, is unsorted or too long.
+    BadVers,
+    /// Writing failed (buffer smaller than the request).
+    NoRoom,
+}
+
+impl From<WireError> for RespondError {
+    fn from(_: WireError) -> Self {
+        RespondError::NoRoom
+    }
+}
+
+/// What one batch needs besides the requests.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchContext<'a> {
+    /// The profile every request in the batch was parsed as.
+    pub profile: &'static Profile,
+    /// Now, in Unix µs, read once per batch.
+    pub now_us: u64,
+    /// Honest radius in µs.
+    pub radius_us: u32,
+    /// The online key.
+    pub online: &'a KeyPair,
+    /// The delegation of `online`, minted for this profile.
+    pub cert: &'a Certificate,
+    /// Versions the server supports, ascending (VERS, 12+ only).
+    pub vers: &'a [Version],
+}
+
+/// Options for the responder.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ResponderOptions {
+    /// Batch versions whose tree orientation is disputed (§7.1), hash-first.
+    /// Off by default: they are answered in batches of one.
+    pub batch_disputed: bool,
+    /// Add a top-level NONC to Google responses, as Cloudflare does.
+    pub google_nonce: bool,
+}
+
+/// Counts for one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchStats {
+    /// Responses written.
+    pub responses: usize,
+    /// Signatures made (trees built).
+    pub signatures: usize,
+    /// Requests dropped.
+    pub dropped: usize,
+}
+
+/// A reusable responder; allocates only in [`Responder::new`].
+#[derive(Debug)]
+pub struct Responder {
+    tree: Tree,
+    /// Context string followed by the SREP bytes: the signed message.
+    signed: [u8; MAX_CONTEXT + SREP_MAX],
+    options: ResponderOptions,
+}
+
+/// Per-chunk layout of a response.
+struct Layout {
+    header: [u8; 8 * 8],
+    header_len: usize,
+    srep_at: usize,
+    srep_len: usize,
+    sig: [u8; 64],
+}
+
+impl Responder {
+    /// A responder for batches of up to `max_batch` requests.
+    pub fn new(max_batch: usize, options: ResponderOptions) -> Responder {
+        Responder {
+            tree: Tree::with_capacity(max_batch),
+            signed: [0; MAX_CONTEXT + SREP_MAX],
+            options,
+        }
+    }
+
+    /// Largest batch one tree takes.
+    pub fn max_batch(&self) -> usize {
+        self.tree.capacity()
+    }
+
+    /// Answer `requests`, all of `ctx.profile`. Response `i` goes to
+    /// `sink.buffer(i)`. Requests are split into as few trees as the
+    /// capacity, the profile's batching rule and every request's size allow.
+    pub fn respond(
+        &mut self,
+        ctx: &BatchContext<'_>,
+        requests: &[Request<'_>],
+        sink: &mut impl ResponseSink,
+    ) -> BatchStats {
+        let mut stats = BatchStats::default();
+        let p = ctx.profile;
+        let fail = |sink: &mut dyn ResponseSink, i, e, stats: &mut BatchStats| {
+            sink.finish(i, Err(e));
+            stats.dropped += 1;
+        };
+        let whole_batch_error = if !ctx.cert.covers(ctx.now_us) {
+            Some(RespondError::OutsideDelegation)
+        } else if p.ver_place == VerPlace::Srep && !vers_ok(ctx.vers, p.version) {
+            Some(RespondError::BadVers)
+        } else {
+            None
+        };
+        let base = base_len(p, ctx.vers.len(), self.options.google_nonce);
+        let max_leaves = match p.batching {
+            Batching::Never => 1,
+            Batching::OrientationDisputed if !self.options.batch_disputed => 1,
+            _ => self.tree.capacity(),
+        };
+        let mut i = 0;
+        while i < requests.len() {
+            let r = &requests[i];
+            if let Some(e) = whole_batch_error {
+                fail(sink, i, e, &mut stats);
+                i += 1;
+                continue;
+            }
+            if r.profile.id != p.id {
+                fail(sink, i, RespondError::MixedProfiles, &mut stats);
+                i += 1;
+                continue;
+            }
+            if r.packet.len() < base {
+                fail(sink, i, RespondError::TooSmall, &mut stats);
+                i += 1;
+                continue;
+            }
+            // Grow the chunk while every member still fits its response.
+            let mut end = i + 1;
+            let mut min_len = r.packet.len();
+            while end < requests.len() && end - i < max_leaves {
+                let q = &requests[end];
+                if q.profile.id != p.id || q.packet.len() < base {
+                    break;
+                }
+                let m = min_len.min(q.packet.len());
+                if depth_for(end + 1 - i) > (m - base) / p.hash_len() {
+                    break;
+                }
+                min_len = m;
+                end += 1;
+            }
+            self.respond_chunk(ctx, &requests[i..end], i, base, sink, &mut stats);
+            i = end;
+        }
+        stats
+    }
+
+    fn respond_chunk(
+        &mut self,
+        ctx: &BatchContext<'_>,
+        chunk: &[Request<'_>],
+        first: usize,
+        base: usize,
+        sink: &mut impl ResponseSink,
+        stats: &mut BatchStats,
+    ) {
+        let p = ctx.profile;
+        self.tree.reset(p.hash);
+        for r in chunk {
+            let input = match p.leaf {
+                LeafInput::Nonce => r.nonce,
+                LeafInput::Packet => r.packet,
+            };
+            // Capacity was respected when the chunk was cut.
+            let _ = self.tree.push_leaf(input);
+        }
+        self.tree.finish();
+        let layout = match self.layout(ctx, chunk[0].nonce, base) {
+            Ok(l) => l,
+            Err(e) => {
+                for k in 0..chunk.len() {
+                    sink.finish(first + k, Err(e));
+                }
+                stats.dropped += chunk.len();
+                return;
+            }
+        };
+        stats.signatures += 1;
+        for (k, r) in chunk.iter().enumerate() {
+            let buf = sink.buffer(first + k);
+            // The anti-amplification bound: nothing past the request length.
+            let cap = r.packet.len().min(buf.len());
+            let result = self.write_one(ctx, &layout, r, k, &mut buf[..cap]);
+            if result.is_ok() {
+                stats.responses += 1;
+            } else {
+                stats.dropped += 1;
+            }
+            sink.finish(first + k, result);
+        }
+    }
+
+    /// Build and sign SREP, and the top-level header shared by the chunk.
+    fn layout(
+        &mut self,
+        ctx: &BatchContext<'_>,
+        nonce: &[u8],
+        base: usize,
+    ) -> Result<Layout, RespondError> {
+        let p = ctx.profile;
+        let ctx_len = p.contexts.srep.len();
+        self.signed[..ctx_len].copy_from_slice(p.contexts.srep);
+        let radi = p
+            .time
+            .encode_radius(ctx.now_us, ctx.radius_us, p.min_radius)
+            .to_le_bytes();
+        let midp = p.time.encode(ctx.now_us).to_le_bytes();
+        let ver = p.version.0.to_le_bytes();
+        let mut vers = [0u8; 4 * 32];
+        for (c, v) in vers.chunks_exact_mut(4).zip(ctx.vers) {
+            c.copy_from_slice(&v.0.to_le_bytes());
+        }
+        let vers = &vers[..4 * ctx.vers.len().min(32)];
+        let root = self.tree.root();
+        let srep_buf = &mut self.signed[ctx_len..];
+        let srep_len = match (p.ver_place, p.nonce_place) {
+            (VerPlace::Srep, _) => wire::write_message(
+                srep_buf,
+                &[
+                    (Tag::VER, &ver),
+                    (Tag::RADI, &radi),
+                    (Tag::MIDP, &midp),
+                    (Tag::VERS, vers),
+                    (Tag::ROOT, root),
+                ],
+            )?,
+            (_, NoncePlace::Srep) => wire::write_message(
+                srep_buf,
+                &[
+                    (Tag::NONC, nonce),
+                    (Tag::RADI, &radi),
+                    (Tag::MIDP, &midp),
+                    (Tag::ROOT, root),
+                ],
+            )?,
+            _ => wire::write_message(
+                srep_buf,
+                &[(Tag::RADI, &radi), (Tag::MIDP, &midp), (Tag::ROOT, root)],
+            )?,
+        };
+        // One signature for the whole chunk, over context ‖ SREP.
+        let sig = ctx.online.sign_raw(&self.signed[..ctx_len + srep_len]);
+        let mut layout = Layout {
+            header: [0; 64],
+            header_len: 0,
+            srep_at: ctx_len,
+            srep_len,
+            sig,
+        };
+        let path_len = self.tree.depth() * p.hash_len();
+        let mut tags = [(Tag(0), 0usize); 8];
+        let mut n = 0;
+        for (tag, len) in [
+            (Tag::SIG, 64),
+            (
+                Tag::VER,
+                if p.ver_place == VerPlace::TopLevel {
+                    4
+                } else {
+                    usize::MAX
+                },
+            ),
+            (
+                Tag::NONC,
+                if self.nonce_top_level(p) {
+                    nonce.len()
+                } else {
+                    usize::MAX
+                },
+            ),
+            (Tag::TYPE, if p.type_tag { 4 } else { usize::MAX }),
+            (Tag::PATH, path_len),
+            (Tag::SREP, srep_len),
+            (Tag::CERT, ctx.cert.bytes().len()),
+            (Tag::INDX, 4),
+        ] {
+            if len != usize::MAX {
+                tags[n] = (tag, len);
+                n += 1;
+            }
+        }
+        layout.header_len = wire::write_header(&mut layout.header, &tags[..n])?;
+        debug_assert_eq!(
+            base + path_len,
+            framing(p) + wire::message_len(tags[..n].iter().map(|t| t.1))
+        );
+        Ok(layout)
+    }
+
+    fn nonce_top_level(&self, p: &Profile) -> bool {
+        p.nonce_place == NoncePlace::TopLevel
+            || (p.nonce_place == NoncePlace::Absent && self.options.google_nonce)
+    }
+
+    fn write_one(
+        &self,
+        ctx: &BatchContext<'_>,
+        layout: &Layout,
+        r: &Request<'_>,
+        index: usize,
+        out: &mut [u8],
+    ) -> Result<usize, RespondError> {
+        let p = ctx.profile;
+        let path_len = self.tree.depth() * p.hash_len();
+        let body_len = layout.header_len
+            + 64
+            + if p.ver_place == VerPlace::TopLevel {
+                4
+            } else {
+                0
+            }
+            + if self.nonce_top_level(p) {
+                r.nonce.len()
+            } else {
+                0
+            }
+            + if p.type_tag { 4 } else { 0 }
+            + path_len
+            + layout.srep_len
+            + ctx.cert.bytes().len()
+            + 4;
+        let start = framing(p);
+        let out = out
+            .get_mut(..start + body_len)
+            .ok_or(RespondError::NoRoom)?;
+        if start > 0 {
+            wire::write_frame_header(out, body_len)?;
+        }
+        let mut w = Writer { out, pos: start };
+        w.put(&layout.header[..layout.header_len]);
+        w.put(&layout.sig);
+        if p.ver_place == VerPlace::TopLevel {
+            w.put(&p.version.0.to_le_bytes());
+        }
+        if self.nonce_top_level(p) {
+            w.put(r.nonce);
+        }
+        if p.type_tag {
+            w.put(&1u32.to_le_bytes());
+        }
+        self.tree.write_path(index, w.take(path_len));
+        w.put(&self.signed[layout.srep_at..layout.srep_at + layout.srep_len]);
+        w.put(ctx.cert.bytes());
+        w.put(&(index as u32).to_le_bytes());
+        Ok(w.pos)
+    }
+}
+
+/// Bytes before the message: the ROUGHTIM header for packet profiles.
+fn framing(p: &Profile) -> usize {
+    match p.framing {
+        crate::profile::Framing::Packet => PACKET_HEADER,
+        crate::profile::Framing::Bare => 0,
+    }
+}
+
+/// Response length with an empty PATH, for a request with `p`'s nonce
+/// length and `n_vers` VERS entries.
+fn base_len(p: &Profile, n_vers: usize, google_nonce: bool) -> usize {
+    let ver_top = p.ver_place == VerPlace::TopLevel;
+    let nonce_top = p.nonce_place == NoncePlace::TopLevel
+        || (p.nonce_place == NoncePlace::Absent && google_nonce);
+    let srep = match (p.ver_place, p.nonce_place) {
+        (VerPlace::Srep, _) => wire::message_len([4, 4, 8, 4 * n_vers, p.hash_len()]),
+        (_, NoncePlace::Srep) => wire::message_len([p.nonce_len, 4, 8, p.hash_len()]),
+        _ => wire::message_len([4, 8, p.hash_len()]),
+    };
+    let lens = [
+        Some(64),
+        ver_top.then_some(4),
+        nonce_top.then_some(p.nonce_len),
+        p.type_tag.then_some(4),
+        Some(0),
+        Some(srep),
+        Some(crate::cert::CERT_LEN),
+        Some(4),
+    ];
+    framing(p) + wire::message_len(lens.into_iter().flatten())
+}
+
+/// PATH entries for a tree of `n` leaves (the padded tree's height).
+fn depth_for(n: usize) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (usize::BITS - (n - 1).leading_zeros()) as usize
+    }
+}
+
+fn vers_ok(vers: &[Version], v: Version) -> bool {
+    vers.len() <= 32 && vers.windows(2).all(|w| w[0] < w[1]) && vers.contains(&v)
+}
+
+struct Writer<'a> {
+    out: &'a mut [u8],
+    pos: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, b: &[u8]) {
+        self.out[self.pos..self.pos + b.len()].copy_from_slice(b);
+        self.pos += b.len();
+    }
+
+    fn take(&mut self, n: usize) -> &mut [u8] {
+        let s = &mut self.out[self.pos..self.pos + n];
+        self.pos += n;
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_matches_the_padded_tree() {
+        assert_eq!(depth_for(1), 0);
+        assert_eq!(depth_for(2), 1);
+        assert_eq!(depth_for(3), 2);
+        assert_eq!(depth_for(4), 2);
+        assert_eq!(depth_for(5), 3);
+        assert_eq!(depth_for(1024), 10);
+        assert_eq!(depth_for(1025), 11);
+    }
+
+    #[test]
+    fn base_lengths_match_the_spec_sizes() {
+        // §4: Google 360 without NONC, 432 with; 08–11: 392; 14+/v1 with one
+        // VERS entry: 416; draft 07 without DTAI/LEAP: 392.
+        assert_eq!(base_len(Profile::google(), 0, false), 360);
+        assert_eq!(base_len(Profile::google(), 0, true), 360 + 72);
+        assert_eq!(
+            base_len(Profile::by_name("draft-11").unwrap(), 0, false),
+            392
+        );
+        assert_eq!(base_len(Profile::rfc(), 1, false), 416);
+        assert_eq!(base_len(Profile::rfc(), 2, false), 420);
+        assert_eq!(
+            base_len(Profile::by_name("draft-12").unwrap(), 1, false),
+            404
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! The client side: full verification of a response against the request
+//! that was sent (VERSIONS.md §2.3–§2.5, §4, §7.1, §7.6).
+//!
+//! The result is the midpoint and radius in Unix µs whatever the version's
+//! encoding. Every failure is its own [`VerifyError`] variant.
+
+use ed25519_dalek::{Signature, VerifyingKey};
+
+use crate::error::WireError;
+use crate::hash::Hash;
+use crate::merkle::{self, Orientation, PathError};
+use crate::profile::{Contexts, LeafInput, NoncePlace, Profile, VerPlace};
+use crate::tag::Tag;
+use crate::time::FOREVER;
+use crate::version::Version;
+use crate::wire::{self, Message};
+
+/// Why a response was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The request we are checking against does not parse.
+    Request(WireError),
+    /// The response's framing does not match the request's.
+    Framing(WireError),
+    /// The response (or a nested message) is malformed or lacks a tag.
+    Message(WireError),
+    /// The response names no version, or one we cannot map to a profile.
+    UnknownVersion(u32),
+    /// The response's version was not offered.
+    NotOffered(Version),
+    /// VER=1 at top level without TYPE: roughenough 1.x's pre-standard
+    /// format, not RFC 10049 (§5.13).
+    LegacyVersionOne,
+    /// The version is not where this version puts it.
+    VersionPlacement,
+    /// TYPE is missing or not 1.
+    Type,
+    /// VERS is unsorted, too long, or lacks VER.
+    Vers,
+    /// VERS shows a better version we both speak: a downgrade.
+    Downgrade {
+        /// Version answered.
+        answered: Version,
+        /// Better version both sides support.
+        better: Version,
+    },
+    /// DELE is not signed by the long-term key.
+    DelegationSignature,
+    /// SREP is not signed by the delegated online key.
+    ResponseSignature,
+    /// The NONC copy differs from the nonce sent.
+    NonceMismatch,
+    /// The NONC copy is required and missing.
+    NonceMissing,
+    /// PATH is malformed or INDX has bits past its depth.
+    Path(PathError),
+    /// The Merkle path does not lead to ROOT in either orientation.
+    Root,
+    /// A time value cannot be decoded.
+    Time,
+    /// MIDP is outside [MINT, MAXT].
+    OutsideDelegation,
+    /// RADI is 0 where the version forbids it.
+    ZeroRadius,
+}
+
+impl From<WireError> for VerifyError {
+    fn from(e: WireError) -> Self {
+        VerifyError::Message(e)
+    }
+}
+
+/// A verified response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// The profile the server answered with.
+    pub profile: &'static Profile,
+    /// Midpoint, Unix µs.
+    pub midpoint_us: u64,
+    /// Radius, µs.
+    pub radius_us: u64,
+    /// The delegated online key.
+    pub online_key: [u8; 32],
+    /// Delegation window, Unix µs (`u64::MAX` for "no limit").
+    pub mint_us: u64,
+    /// End of the delegation window.
+    pub maxt_us: u64,
+    /// Orientation the Merkle proof verified in.
+    pub orientation: Orientation,
+    /// True when the signatures verified only with the version's legacy
+    /// context strings (a draft-19 server answering version 1, §5.12).
+    pub legacy_context: bool,
+    /// Batch size lower bound: 2^PATH depth.
+    pub path_depth: u8,
+}
+
+impl Verified {
+    /// Earliest time the server vouches for (MIDP − RADI), Unix µs.
+    pub fn earliest_us(&self) -> i128 {
+        i128::from(self.midpoint_us) - i128::from(self.radius_us)
+    }
+
+    /// Latest time the server vouches for (MIDP + RADI), Unix µs.
+    pub fn latest_us(&self) -> i128 {
+        i128::from(self.midpoint_us) + i128::from(self.radius_us)
+    }
+}
+
+/// What a request we sent says: its nonce, offer and format.
+#[derive(Clone, Copy, Debug)]
+pub struct SentRequest<'a> {
+    /// The bytes as sent.
+    pub packet: &'a [u8],
+    /// The nonce.
+    pub nonce: &'a [u8],
+    /// Offered versions as raw VER bytes (empty for Google).
+    pub ver: &'a [u8],
+    /// TYPE present.
+    pub has_type: bool,
+    /// Packet framing.
+    pub framed: bool,
+}
+
+impl<'a> SentRequest<'a> {
+    /// Read a request back (ours, or one in a report).
+    pub fn parse(packet: &'a [u8]) -> Result<SentRequest<'a>, WireError> {
+        let framed = wire::has_magic(packet);
+        let body = if framed {
+            wire::unframe(packet)?
+        } else {
+            packet
+        };
+        let msg = Message::parse(body)?;
+        let nonce = msg.require(Tag::NONC)?;
+        let ver = if framed { msg.require(Tag::VER)? } else { &[] };
+        Ok(SentRequest {
+            packet,
+            nonce,
+            ver,
+            has_type: msg.get(Tag::TYPE).is_some(),
+            framed,
+        })
+    }
+
+    /// Offered versions.
+    pub fn offered(&self) -> impl Iterator<Item = Version> + Clone + 'a {
+        self.ver
+            .chunks_exact(4)
+            .map(|c| Version(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+    }
+
+    /// The profile whose format this request was built in: the preferred
+    /// one among those offered (Google for a bare request).
+    pub fn primary(&self) -> Option<&'static Profile> {
+        if !self.framed {
+            return Some(Profile::google());
+        }
+        self.offered()
+            .filter_map(|v| Profile::for_wire(v, self.has_type))
+            .max_by_key(|p| p.version.preference())
+    }
+}
+
+/// Verify `response` to the request `request` (bytes as sent) against the
+/// server's long-term public key.
+pub fn verify_response(
+    request: &[u8],
+    response: &[u8],
+    long_term_public: &[u8; 32],
+) -> Result<Verified, VerifyError> {
+    let sent = SentRequest::parse(request).map_err(VerifyError::Request)?;
+    let body = if sent.framed {
+        wire::unframe(response).map_err(VerifyError::Framing)?
+    } else {
+        response
+    };
+    let msg = Message::parse(body)?;
+    let srep = msg.nested(Tag::SREP)?;
+    let profile = identify(&sent, &msg, &srep)?;
+
+    if profile.type_tag && msg.get(Tag::TYPE) != Some(&1u32.to_le_bytes()[..]) {
+        return Err(VerifyError::Type);
+    }
+    let cert = msg.nested(Tag::CERT)?;
+    let dele_bytes = cert.require(Tag::DELE)?;
+    let dele = Message::parse(dele_bytes)?;
+    let online_key = *dele.fixed::<32>(Tag::PUBK)?;
+    let legacy_context = check_signatures(
+        profile,
+        &msg,
+        &cert,
+        dele_bytes,
+        &online_key,
+        long_term_public,
+    )?;
+
+    if profile.ver_place == VerPlace::Srep {
+        check_vers(profile, &sent, &srep)?;
+    }
+    check_nonce(profile, &sent, &msg, &srep)?;
+
+    let root = srep.require(Tag::ROOT)?;
+    if root.len() != profile.hash_len() {
+        return Err(VerifyError::Message(WireError::ValueLength(Tag::ROOT)));
+    }
+    let path = msg.require(Tag::PATH)?;
+    let indx = msg.u32(Tag::INDX)?;
+    let mut leaf: Hash = [0; 64];
+    let input = match profile.leaf {
+        LeafInput::Nonce => sent.nonce,
+        LeafInput::Packet => sent.packet,
+    };
+    profile.hash.leaf(input, &mut leaf);
+    let orientation = prove(profile, &leaf, path, indx, root)?;
+
+    let t = profile.time;
+    let midp_raw = srep.u64(Tag::MIDP)?;
+    let radi_raw = srep.u32(Tag::RADI)?;
+    let (mint_raw, maxt_raw) = (dele.u64(Tag::MINT)?, dele.u64(Tag::MAXT)?);
+    // Compared in wire units, both ends inclusive (§2.3).
+    if !(mint_raw <= midp_raw && midp_raw <= maxt_raw) {
+        return Err(VerifyError::OutsideDelegation);
+    }
+    if radi_raw == 0 && profile.min_radius > 0 {
+        return Err(VerifyError::ZeroRadius);
+    }
+    let midpoint_us = match t.decode(midp_raw) {
+        Some(v) if v != FOREVER => v,
+        _ => return Err(VerifyError::Time),
+    };
+    Ok(Verified {
+        profile,
+        midpoint_us,
+        radius_us: t.decode_radius(radi_raw),
+        online_key,
+        mint_us: t.decode(mint_raw).ok_or(VerifyError::Time)?,
+        maxt_us: t.decode(maxt_raw).ok_or(VerifyError::Time)?,
+        orientation,
+        legacy_context,
+        path_depth: (path.len() / profile.hash_len()) as u8,
+    })
+}
+
+/// Which profile answered, and is that consistent with what we sent?
+fn identify(
+    sent: &SentRequest<'_>,
+    msg: &Message<'_>,
+    srep: &Message<'_>,
+) -> Result<&'static Profile, VerifyError> {
+    if !sent.framed {
+        return Ok(Profile::google());
+    }
+    let top = msg.get(Tag::VER);
+    let signed = srep.get(Tag::VER);
+    let raw = signed
+        .or(top)
+        .ok_or(VerifyError::Message(WireError::Missing(Tag::VER)))?;
+    let v =
+        Version(u32::from_le_bytes(raw.try_into().map_err(|_| {
+            VerifyError::Message(WireError::ValueLength(Tag::VER))
+        })?));
+    if v == Version::RFC && signed.is_none() && msg.get(Tag::TYPE).is_none() {
+        return Err(VerifyError::LegacyVersionOne);
+    }
+    let profile = Profile::for_wire(v, sent.has_type).ok_or(VerifyError::UnknownVersion(v.0))?;
+    if !sent.offered().any(|o| o == v) {
+        return Err(VerifyError::NotOffered(v));
+    }
+    // The version must sit where this version puts it; a copy elsewhere is
+    // an unknown extra and is ignored (roughly's mixed draft-11 layout, §7.6).
+    let placed = match profile.ver_place {
+        VerPlace::Srep => signed,
+        VerPlace::TopLevel => top,
+        VerPlace::Absent => None,
+    };
+    if placed != Some(raw) {
+        return Err(VerifyError::VersionPlacement);
+    }
+    Ok(profile)
+}
+
+fn check_signatures(
+    profile: &Profile,
+    msg: &Message<'_>,
+    cert: &Message<'_>,
+    dele: &[u8],
+    online: &[u8; 32],
+    long_term: &[u8; 32],
+) -> Result<bool, VerifyError> {
+    let cert_sig = cert.fixed::<64>(Tag::SIG)?;
+    let srep_sig = msg.fixed::<64>(Tag::SIG)?;
+    let srep = msg.require(Tag::SREP)?;
+    let try_set = |c: &Contexts| -> Result<(), VerifyError> {
+        if !ed25519_ok(long_term, c.dele, dele, cert_sig) {
+            return Err(VerifyError::DelegationSignature);
+        }
+        if !ed25519_ok(online, c.srep, srep, srep_sig) {
+            return Err(VerifyError::ResponseSignature);
+        }
+        Ok(())
+    };
+    match try_set(&profile.contexts) {
+        Ok(()) => Ok(false),
+        Err(first) => match &profile.legacy_contexts {
+            Some(legacy) if try_set(legacy).is_ok() => Ok(true),
+            _ => Err(first),
+        },
+    }
+}
+
+/// Ed25519 over `context ‖ message`, using the strict verification rules.
+pub(crate) fn ed25519_ok(
+    public: &[u8; 32],
+    context: &[u8],
+    message: &[u8],
+    sig: &[u8; 64],
+) -> bool {
+    let Ok(key) = VerifyingKey::from_bytes(public) else {
+        return false;
+    };
+    let sig = Signature::from_bytes(sig);
+    // Streaming pre-image without a heap copy: dalek's verify takes one
+    // slice, so the context and message are joined in a bounded buffer.
+    let mut buf = [0u8; 1024];
+    let total = context.len() + message.len();
+    if total > buf.len() {
+        return false;
+    }
+    buf[..context.len()].copy_from_slice(context);
+    buf[context.len()..total].copy_from_slice(message);
+    key.verify_strict(&buf[..total], &sig).is_ok()
+}
+
+fn check_vers(
+    profile: &Profile,
+    sent: &SentRequest<'_>,
+    srep: &Message<'_>,
+) -> Result<(), VerifyError> {
+    let vers = srep.require(Tag::VERS)?;
+    if vers.len() > 4 * 32 {
+        return Err(VerifyError::Vers);
+    }
+    let list = vers
+        .chunks_exact(4)
+        .map(|c| Version(u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+    let mut prev = None;
+    for v in list.clone() {
+        if prev.is_some_and(|p| p >= v) {
+            return Err(VerifyError::Vers);
+        }
+        prev = Some(v);
+    }
+    if !list.clone().any(|v| v == profile.version) {
+        return Err(VerifyError::Vers);
+    }
+    // Signed VERS shows what else the server speaks; if we offered something
+    // better that it also lists, it should have picked that (§4.2).
+    let better = sent
+        .offered()
+        .filter(|o| list.clone().any(|v| v == *o))
+        .filter(|o| Profile::for_wire(*o, sent.has_type).is_some())
+        .max_by_key(|o| o.preference());
+    match better {
+        Some(b) if b.preference() > profile.version.preference() => Err(VerifyError::Downgrade {
+            answered: profile.version,
+            better: b,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn check_nonce(
+    profile: &Profile,
+    sent: &SentRequest<'_>,
+    msg: &Message<'_>,
+    srep: &Message<'_>,
+) -> Result<(), VerifyError> {
+    let (copy, required) = match profile.nonce_place {
+        NoncePlace::Srep => (srep.get(Tag::NONC), true),
+        NoncePlace::TopLevel => (msg.get(Tag::NONC), profile.nonce_copy_required),
+        // Google: any NONC is an unknown extra (Cloudflare adds one).
+        NoncePlace::Absent => (None, false),
+    };
+    match copy {
+        Some(n) if n != sent.nonce => Err(VerifyError::NonceMismatch),
+        None if required => Err(VerifyError::NonceMissing),
+        _ => Ok(()),
+    }
+}
+
+/// Hash-first, then node-first once if PATH is not empty (§7.1).
+fn prove(
+    profile: &Profile,
+    leaf: &Hash,
+    path: &[u8],
+    indx: u32,
+    root: &[u8],
+) -> Result<Orientation, VerifyError> {
+    let len = profile.hash_len();
+    let first = merkle::climb(profile.hash, leaf, path, indx, Orientation::HashFirst)
+        .map_err(VerifyError::Path)?;
+    if &first[..len] == root {
+        return Ok(Orientation::HashFirst);
+    }
+    if !path.is_empty() {
+        let second = merkle::climb(profile.hash, leaf, path, indx, Orientation::NodeFirst)
+            .map_err(VerifyError::Path)?;
+        if &second[..len] == root {
+            return Ok(Orientation::NodeFirst);
+        }
+    }
+    Err(VerifyError::Root)
+}
+
+/// Check a CERT value against a long-term key under `profile`'s context
+/// (for servers loading offline delegations).
+pub fn check_certificate(
+    cert: &[u8],
+    profile: &Profile,
+    long_term_public: &[u8; 32],
+) -> Result<(), VerifyError> {
+    let cert = Message::parse(cert)?;
+    let sig = cert.fixed::<64>(Tag::SIG)?;
+    let dele = cert.require(Tag::DELE)?;
+    if ed25519_ok(long_term_public, profile.contexts.dele, dele, sig) {
+        Ok(())
+    } else {
+        Err(VerifyError::DelegationSignature)
+    }
+}

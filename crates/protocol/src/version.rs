@@ -1,0 +1,53 @@
+//! Version numbers: an open set of `u32` values (VERSIONS.md §2.6).
+
+use core::fmt;
+
+/// A Roughtime version number as carried in VER/VERS, or in a server list.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version(pub u32);
+
+impl Version {
+    /// Google's protocol has no number on the wire; server lists call it
+    /// 3000600613 (0xb2d98825) (VERSIONS.md §2.6).
+    pub const GOOGLE: Version = Version(0xb2d9_8825);
+    /// RFC 10049, Roughtime version 1.
+    pub const RFC: Version = Version(1);
+    /// The value drafts 12 to 19 all use.
+    pub const DRAFT_12_TO_19: Version = Version(0x8000_000c);
+
+    /// IETF draft `n` (1 ≤ n ≤ 12) as 0x80000000 + n.
+    pub const fn draft(n: u32) -> Version {
+        Version(0x8000_0000 + n)
+    }
+
+    /// Values in the private-use range are never chosen (VERSIONS.md §6.1).
+    pub const fn is_private_use(self) -> bool {
+        self.0 >= 0xc000_0000 && self.0 != Version::GOOGLE.0
+    }
+
+    /// Rank for choosing among offered versions: version 1 first, then the
+    /// highest draft, Google last (VERSIONS.md §6.1). Larger is preferred.
+    pub const fn preference(self) -> u64 {
+        match self.0 {
+            1 => u64::MAX,
+            v if v == Version::GOOGLE.0 => 0,
+            v => v as u64,
+        }
+    }
+}
+
+impl fmt::Debug for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            1 => f.write_str("1"),
+            v if v == Version::GOOGLE.0 => f.write_str("google"),
+            v => write!(f, "{v:#010x}"),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Helpers shared by the integration tests: a deterministic server and
+//! client built only from the public API.
+#![allow(dead_code, unreachable_pub)]
+
+use gnomon_protocol::{
+    responder::RespondError, Acceptor, BatchContext, Certificate, KeyPair, Offer, Profile, Request,
+    Responder, ResponderOptions, ResponseSink, Version,
+};
+
+pub const NOW_US: u64 = 1_791_158_400_123_456; // 2026-10-05T00:00:00.123456Z
+pub const RADIUS_US: u32 = 3_000_000;
+
+pub struct VecSink {
+    pub bufs: Vec<Vec<u8>>,
+    pub results: Vec<Option<Result<usize, RespondError>>>,
+}
+
+impl VecSink {
+    pub fn new(n: usize) -> Self {
+        VecSink {
+            bufs: vec![vec![0u8; 2048]; n],
+            results: vec![None; n],
+        }
+    }
+    pub fn response(&self, i: usize) -> Option<&[u8]> {
+        match self.results[i] {
+            Some(Ok(len)) => Some(&self.bufs[i][..len]),
+            _ => None,
+        }
+    }
+}
+
+impl ResponseSink for VecSink {
+    fn buffer(&mut self, i: usize) -> &mut [u8] {
+        &mut self.bufs[i]
+    }
+    fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
+        self.results[i] = Some(result);
+    }
+}
+
+pub struct Server {
+    pub long_term: KeyPair,
+    pub online: KeyPair,
+    pub vers: Vec<Version>,
+}
+
+impl Server {
+    pub fn new(seed: u8) -> Self {
+        Server {
+            long_term: KeyPair::from_seed(&[seed; 32]),
+            online: KeyPair::from_seed(&[seed.wrapping_add(1); 32]),
+            vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
+        }
+    }
+
+    pub fn cert(&self, p: &Profile) -> Certificate {
+        Certificate::mint(
+            &self.long_term,
+            &self.online.public(),
+            NOW_US - 3_600_000_000,
+            NOW_US + 3_600_000_000,
+            p,
+        )
+    }
+
+    /// Answer raw datagrams as one batch of `profile`.
+    pub fn answer(
+        &self,
+        profile: &'static Profile,
+        datagrams: &[Vec<u8>],
+        opts: ResponderOptions,
+        now_us: u64,
+    ) -> VecSink {
+        let acceptor = Acceptor::default();
+        let reqs: Vec<Request<'_>> = datagrams
+            .iter()
+            .map(|d| acceptor.parse(d).expect("request parses"))
+            .collect();
+        for r in &reqs {
+            assert_eq!(
+                r.profile.id, profile.id,
+                "server chose {} not {}",
+                r.profile.name, profile.name
+            );
+        }
+        let cert = self.cert(profile);
+        let ctx = BatchContext {
+            profile,
+            now_us,
+            radius_us: RADIUS_US,
+            online: &self.online,
+            cert: &cert,
+            vers: &self.vers,
+        };
+        let mut responder = Responder::new(1024, opts);
+        let mut sink = VecSink::new(reqs.len());
+        responder.respond(&ctx, &reqs, &mut sink);
+        sink
+    }
+}
+
+/// A request of `size` bytes for `profile` with a nonce derived from `i`.
+pub fn request(profile: &'static Profile, i: usize, size: usize) -> Vec<u8> {
+    let offer = Offer::single(profile);
+    let mut nonce = vec![0u8; profile.nonce_len];
+    for (k, b) in nonce.iter_mut().enumerate() {
+        *b = (i * 31 + k * 7) as u8;
+    }
+    let mut out = vec![0u8; size];
+    let n = offer.build(&nonce, None, size, &mut out).expect("build");
+    out.truncate(n);
+    out
+}

@@ -1,0 +1,63 @@
+//! Request → batched responses → verification, for every profile.
+
+mod common;
+
+use common::*;
+use gnomon_protocol::merkle::Orientation;
+use gnomon_protocol::profile::Batching;
+use gnomon_protocol::{verify_response, ResponderOptions, PROFILES};
+
+#[test]
+fn every_profile_round_trips_in_batches() {
+    let server = Server::new(7);
+    let opts = ResponderOptions {
+        batch_disputed: true,
+        google_nonce: false,
+    };
+    for profile in PROFILES.iter() {
+        for batch in [1usize, 2, 3, 64, 100] {
+            let reqs: Vec<Vec<u8>> = (0..batch).map(|i| request(profile, i, 1024)).collect();
+            let sink = server.answer(profile, &reqs, opts, NOW_US);
+            let mut max_depth = 0;
+            for (i, req) in reqs.iter().enumerate() {
+                let resp = sink.response(i).unwrap_or_else(|| {
+                    panic!(
+                        "{} batch {batch}: no response {i}: {:?}",
+                        profile.name, sink.results[i]
+                    )
+                });
+                assert!(resp.len() <= req.len(), "amplification");
+                let v = verify_response(req, resp, &server.long_term.public())
+                    .unwrap_or_else(|e| panic!("{} batch {batch} #{i}: {e:?}", profile.name));
+                assert_eq!(v.profile.id, profile.id);
+                assert_eq!(v.orientation, Orientation::HashFirst);
+                assert!(v.earliest_us() <= i128::from(NOW_US) - i128::from(RADIUS_US));
+                assert!(v.latest_us() >= i128::from(NOW_US) + i128::from(RADIUS_US));
+                assert!(!v.legacy_context);
+                max_depth = max_depth.max(v.path_depth);
+            }
+            let expect_batched = batch > 1 && profile.batching != Batching::Never;
+            assert_eq!(
+                max_depth > 0,
+                expect_batched,
+                "{} batch {batch}",
+                profile.name
+            );
+        }
+    }
+}
+
+#[test]
+fn disputed_versions_answer_alone_by_default() {
+    let server = Server::new(9);
+    for profile in PROFILES.iter() {
+        let reqs: Vec<Vec<u8>> = (0..8).map(|i| request(profile, i, 1024)).collect();
+        let sink = server.answer(profile, &reqs, ResponderOptions::default(), NOW_US);
+        for (i, req) in reqs.iter().enumerate() {
+            let v = verify_response(req, sink.response(i).unwrap(), &server.long_term.public())
+                .unwrap();
+            let alone = profile.batching != Batching::Free;
+            assert_eq!(v.path_depth == 0, alone, "{}", profile.name);
+        }
+    }
+}
