@@ -1,0 +1,89 @@
+//! The responder's hot path allocates nothing: after warm-up, parsing a batch
+//! and answering it (tree, signature, every response) makes zero allocations.
+
+mod common;
+
+use common::*;
+use gnomon_protocol::{
+    Acceptor, BatchContext, Profile, Request, Responder, ResponderOptions, ResponseSink, PROFILES,
+};
+
+struct FixedSink {
+    bufs: [[u8; 1024]; 64],
+    ok: usize,
+}
+
+impl ResponseSink for FixedSink {
+    fn buffer(&mut self, i: usize) -> &mut [u8] {
+        &mut self.bufs[i]
+    }
+    fn finish(
+        &mut self,
+        _i: usize,
+        result: Result<usize, gnomon_protocol::responder::RespondError>,
+    ) {
+        self.ok += usize::from(result.is_ok());
+    }
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    let info = allocation_counter::measure(|| {
+        std::hint::black_box(vec![1u8; 10]);
+    });
+    assert_eq!(info.count_total, 1);
+}
+
+#[test]
+fn parse_and_respond_make_no_allocations() {
+    let server = Server::new(3);
+    let acceptor = Acceptor::default();
+    let mut responder = Responder::new(
+        64,
+        ResponderOptions {
+            batch_disputed: true,
+            google_nonce: false,
+        },
+    );
+    let mut sink = Box::new(FixedSink {
+        bufs: [[0; 1024]; 64],
+        ok: 0,
+    });
+    for profile in PROFILES.iter() {
+        let datagrams: Vec<Vec<u8>> = (0..64).map(|i| request(profile, i, 1024)).collect();
+        let cert = server.cert(profile);
+        let ctx = BatchContext {
+            profile,
+            now_us: NOW_US,
+            radius_us: RADIUS_US,
+            online: &server.online,
+            cert: &cert,
+            vers: &server.vers,
+        };
+        let mut reqs: [Option<Request<'_>>; 64] = [None; 64];
+        let mut parsed: Vec<Request<'_>> = Vec::with_capacity(64);
+        // Warm-up outside the measured window.
+        for d in &datagrams {
+            parsed.push(acceptor.parse(d).unwrap());
+        }
+        responder.respond(&ctx, &parsed, &mut *sink);
+        sink.ok = 0;
+        parsed.clear();
+        let info = allocation_counter::measure(|| {
+            for (slot, d) in reqs.iter_mut().zip(&datagrams) {
+                *slot = acceptor.parse(d).ok();
+            }
+            for r in reqs.iter().flatten() {
+                parsed.push(*r);
+            }
+            responder.respond(&ctx, &parsed, &mut *sink);
+        });
+        assert_eq!(sink.ok, 64, "{}", profile.name);
+        assert_eq!(
+            info.count_total, 0,
+            "{} allocated {} times",
+            profile.name, info.count_total
+        );
+        let _: &Profile = profile;
+    }
+}
