@@ -28,12 +28,15 @@
 extern crate alloc;
 
 pub mod cert;
+pub mod chain;
 pub mod error;
 pub mod hash;
 pub mod merkle;
 pub mod profile;
+pub mod report;
 pub mod request;
 pub mod responder;
+pub mod serverlist;
 pub mod tag;
 pub mod time;
 pub mod verify;
@@ -41,10 +44,13 @@ pub mod version;
 pub mod wire;
 
 pub use cert::{Certificate, KeyPair};
+pub use chain::{causal_violations, chain_nonce, Exchange, Measurement};
 pub use error::WireError;
 pub use profile::{Profile, ProfileId, ProfileSet, PROFILES};
+pub use report::{parse_report, ParsedReport, Report, ReportCheck};
 pub use request::{Acceptor, Offer, Request, RequestError};
 pub use responder::{BatchContext, Responder, ResponderOptions, ResponseSink};
+pub use serverlist::ServerList;
 pub use tag::Tag;
 pub use verify::{verify_response, Verified, VerifyError};
 pub use version::Version;
