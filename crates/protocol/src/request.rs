@@ -15,7 +15,7 @@ pub const DEFAULT_REQUEST_SIZE: usize = 1024;
 /// Most VER entries a request may carry (§3, draft 13).
 pub const MAX_VERSIONS: usize = 32;
 
-/// SRV for a long-term public key: SHA-512(0xff ‖ key)[:32] (§3).
+/// SRV for a long-term public key: the first 32 bytes of SHA-512(0xff ‖ key) (§3).
 pub fn srv_for(long_term_public: &[u8; 32]) -> [u8; 32] {
     let d = Sha512::new()
         .chain_update([0xff])

@@ -7,7 +7,7 @@ const MICROS: u64 = 1_000_000;
 const DAY_MICROS: u64 = 86_400 * MICROS;
 /// MJD of 1970-01-01.
 const MJD_UNIX_EPOCH: u64 = 40_587;
-/// MINT/MAXT all-ones means "no limit" in every encoding ([RE] vectors, [PY]).
+/// MINT/MAXT all-ones means "no limit" in every encoding (roughenough vectors, pyroughtime).
 pub const FOREVER: u64 = u64::MAX;
 
 /// Encode Unix µs as an MJD-µs timestamp.
