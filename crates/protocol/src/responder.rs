@@ -179,7 +179,9 @@ impl Responder {
             let mut min_len = r.packet.len();
             while end < requests.len() && end - i < max_leaves {
                 let q = &requests[end];
-                if q.profile.id != p.id || q.packet.len() < base {
+                // The chunk shares one header, laid out for the first nonce's
+                // length; draft 03 accepts two lengths.
+                if q.profile.id != p.id || q.packet.len() < base || q.nonce.len() != r.nonce.len() {
                     break;
                 }
                 let m = min_len.min(q.packet.len());
@@ -330,8 +332,9 @@ impl Responder {
             }
         }
         layout.header_len = wire::write_header(&mut layout.header, &tags[..n])?;
+        // `base` assumed the profile's nonce length; draft 03 accepts another.
         debug_assert_eq!(
-            base + path_len,
+            base + nonce.len() - p.nonce_len + path_len,
             framing(p) + wire::message_len(tags[..n].iter().map(|t| t.1))
         );
         Ok(layout)

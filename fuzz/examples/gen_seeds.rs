@@ -1,0 +1,130 @@
+//! Writes the seed corpora under `fuzz/seeds/<target>/`: one valid input per
+//! profile for each target, so the fuzzers start from messages that reach
+//! the deep checks instead of dying at the header. Deterministic; rerun
+//! after a wire-format change with `cargo run --example gen_seeds` in `fuzz/`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use gnomon_fuzz::{chain, exchange, join_datagrams, request};
+use gnomon_protocol::wire::{self, Message};
+use gnomon_protocol::{Offer, Profile, Tag, PROFILES};
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    fs::write(dir.join(name), bytes).expect("write seed");
+}
+
+fn fresh(root: &Path, target: &str) -> PathBuf {
+    let dir = root.join(target);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create seed dir");
+    dir
+}
+
+/// The message inside a datagram (bare for Google).
+fn body(datagram: &[u8]) -> &[u8] {
+    wire::unframe(datagram).unwrap_or(datagram)
+}
+
+/// A 512-byte draft-03 request with a 32-byte nonce, which `Offer` does not
+/// build: deployed 0x80000003 clients sent it (VERSIONS.md §5.4).
+fn draft03_short_nonce() -> Vec<u8> {
+    let p = Profile::by_name("draft-03").expect("draft-03");
+    let body = 512 - wire::PACKET_HEADER;
+    let nonce = [0x33u8; 32];
+    let pad = vec![0u8; body - wire::message_len([0, 4, nonce.len()])];
+    let ver = p.version.0.to_le_bytes();
+    let mut out = vec![0u8; 512];
+    wire::write_frame_header(&mut out, body).expect("frame");
+    wire::write_message(
+        &mut out[wire::PACKET_HEADER..],
+        &[
+            (Tag::PAD_DRAFT, &pad),
+            (Tag::VER, &ver),
+            (Tag::NONC, &nonce),
+        ],
+    )
+    .expect("message");
+    out
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+    let parse = fresh(&root, "request_parse");
+    let verify = fresh(&root, "response_verify");
+    let roundtrip = fresh(&root, "message_roundtrip");
+    let respond = fresh(&root, "responder");
+    let report = fresh(&root, "report_verify");
+
+    for (i, p) in PROFILES.iter().enumerate() {
+        let (req, resp) = exchange(p);
+        write(&parse, p.name, &req);
+
+        let mut fixed = vec![i as u8];
+        fixed.extend_from_slice(&resp);
+        write(&verify, p.name, &fixed);
+        let mut pair = vec![0x80];
+        pair.extend_from_slice(&(req.len() as u16).to_le_bytes());
+        pair.extend_from_slice(&req);
+        pair.extend_from_slice(&resp);
+        write(&verify, &format!("{}-pair", p.name), &pair);
+
+        write(&roundtrip, &format!("{}-request", p.name), body(&req));
+        write(&roundtrip, &format!("{}-response", p.name), body(&resp));
+        let cert = Message::parse(body(&resp))
+            .and_then(|m| m.nested(Tag::CERT))
+            .expect("fixture response has CERT");
+        write(&roundtrip, &format!("{}-cert", p.name), cert.bytes());
+
+        // Small datagrams keep the seed files small; 512 bytes still holds
+        // a batch of two for every profile.
+        let a = request(p, 1, 512);
+        let b = request(p, 2, 512);
+        write(
+            &respond,
+            p.name,
+            &[&[0u8][..], &join_datagrams(&[&a, &b])].concat(),
+        );
+    }
+
+    // One request offering several versions, with SRV: the acceptor's choice
+    // and the VER list rules are only reached this way.
+    let multi = [
+        Profile::by_name("draft-14").expect("draft-14"),
+        Profile::rfc(),
+    ];
+    let offer = Offer::new(&multi).expect("compatible offer");
+    let mut out = vec![0u8; 1024];
+    let n = offer
+        .build(&[7u8; 32], Some(&[9u8; 32]), 1024, &mut out)
+        .expect("multi-version request");
+    write(&parse, "multi-version", &out[..n]);
+    write(
+        &respond,
+        "multi-version-batch",
+        &[&[3u8][..], &join_datagrams(&[&out[..n], &out[..n]])].concat(),
+    );
+    // Draft 03 takes 32- and 64-byte nonces; a batch mixing them once
+    // produced a malformed answer.
+    let short = draft03_short_nonce();
+    let long = request(Profile::by_name("draft-03").expect("draft-03"), 3, 512);
+    write(
+        &respond,
+        "draft-03-mixed-nonces",
+        &[&[0u8][..], &join_datagrams(&[&long, &short])].concat(),
+    );
+    write(&parse, "draft-03-short-nonce", &short);
+    // Valid reports: chains of three in the three 12+ formats, and the
+    // pre-12 form, which parses but never verifies.
+    for name in ["draft-12", "draft-14", "rfc-10049"] {
+        let p = Profile::by_name(name).expect("profile");
+        let json = chain(p, 3).report().to_json();
+        write(&report, name, json.as_bytes());
+    }
+    write(
+        &report,
+        "legacy",
+        br#"{"nonces":["AAEC","AwQF"],"responses":["BgcI","CQoL"]}"#,
+    );
+    println!("seeds written under {}", root.display());
+}

@@ -1,0 +1,204 @@
+//! A fixed server shared by the fuzz targets and the seed generator.
+//!
+//! Everything is derived from constant seeds and one constant `now`, so a
+//! verified response can only carry the midpoint this fixture signed: any
+//! other midpoint that verifies is a forgery or a cross-version confusion.
+
+use std::sync::OnceLock;
+
+use gnomon_protocol::responder::RespondError;
+use gnomon_protocol::{
+    Acceptor, BatchContext, Certificate, KeyPair, Offer, Profile, Request, Responder,
+    ResponderOptions, ResponseSink, Version, PROFILES,
+};
+
+/// 2026-10-05T00:00:00.123456Z: a fraction of a second exercises rounding.
+pub const NOW_US: u64 = 1_791_158_400_123_456;
+/// Radius every response is signed with.
+pub const RADIUS_US: u32 = 3_000_000;
+/// Versions the fixture lists in VERS.
+pub const VERS: [Version; 2] = [Version::RFC, Version::DRAFT_12_TO_19];
+/// Largest batch a target hands the responder.
+pub const MAX_BATCH: usize = 8;
+
+/// Keys and one certificate per profile.
+pub struct Fixture {
+    /// The long-term identity.
+    pub long_term: KeyPair,
+    /// Its public key, which every verification uses.
+    pub public: [u8; 32],
+    /// The online key.
+    pub online: KeyPair,
+    /// CERT for each profile, indexed like `PROFILES`.
+    pub certs: Vec<Certificate>,
+}
+
+/// The shared fixture, built on first use.
+pub fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let long_term = KeyPair::from_seed(&[0x5a; 32]);
+        let online = KeyPair::from_seed(&[0xa5; 32]);
+        let certs = PROFILES
+            .iter()
+            .map(|p| {
+                Certificate::mint(
+                    &long_term,
+                    &online.public(),
+                    NOW_US - 3_600_000_000,
+                    NOW_US + 3_600_000_000,
+                    p,
+                )
+            })
+            .collect();
+        Fixture {
+            public: long_term.public(),
+            long_term,
+            online,
+            certs,
+        }
+    })
+}
+
+/// The midpoint a response of `p` made by this fixture carries, in Unix µs.
+pub fn expected_midpoint(p: &Profile) -> Option<u64> {
+    p.time.decode(p.time.encode(NOW_US))
+}
+
+/// The radius a response of `p` made by this fixture carries, in µs.
+pub fn expected_radius(p: &Profile) -> u64 {
+    p.time
+        .decode_radius(p.time.encode_radius(NOW_US, RADIUS_US, p.min_radius))
+}
+
+/// A `size`-byte request offering only `p`, with a nonce derived from `i`.
+pub fn request(p: &'static Profile, i: u8, size: usize) -> Vec<u8> {
+    let nonce: Vec<u8> = (0..p.nonce_len)
+        .map(|k| i.wrapping_mul(31).wrapping_add(k as u8))
+        .collect();
+    let mut out = vec![0u8; size];
+    let n = Offer::single(p)
+        .build(&nonce, None, size, &mut out)
+        .expect("fixture request builds");
+    out.truncate(n);
+    out
+}
+
+/// Responses collected per request index.
+pub struct Answers {
+    /// One buffer per request; only the first `len` bytes of a finished one count.
+    pub bufs: Vec<Vec<u8>>,
+    /// What the responder reported for each.
+    pub results: Vec<Option<Result<usize, RespondError>>>,
+}
+
+impl Answers {
+    /// Response `i`, if one was written.
+    pub fn response(&self, i: usize) -> Option<&[u8]> {
+        match self.results[i] {
+            Some(Ok(len)) => Some(&self.bufs[i][..len]),
+            _ => None,
+        }
+    }
+}
+
+impl ResponseSink for Answers {
+    fn buffer(&mut self, i: usize) -> &mut [u8] {
+        &mut self.bufs[i]
+    }
+    fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
+        self.results[i] = Some(result);
+    }
+}
+
+/// Answer `requests` as one batch of `profile` with the fixture's keys.
+/// Buffers are larger than any datagram so that only the responder's own
+/// request-length cap limits a response.
+pub fn answer(
+    profile: &'static Profile,
+    requests: &[Request<'_>],
+    options: ResponderOptions,
+) -> Answers {
+    let f = fixture();
+    let ctx = BatchContext {
+        profile,
+        now_us: NOW_US,
+        radius_us: RADIUS_US,
+        online: &f.online,
+        cert: &f.certs[usize::from(profile.id.0)],
+        vers: &VERS,
+    };
+    let longest = requests.iter().map(|r| r.packet.len()).max().unwrap_or(0);
+    let mut sink = Answers {
+        bufs: vec![vec![0u8; longest + 64]; requests.len()],
+        results: vec![None; requests.len()],
+    };
+    Responder::new(MAX_BATCH, options).respond(&ctx, requests, &mut sink);
+    sink
+}
+
+/// A valid request for `p` and the fixture's answer to it.
+pub fn exchange(p: &'static Profile) -> (Vec<u8>, Vec<u8>) {
+    let req = request(p, 1, 1024);
+    let parsed = Acceptor::default()
+        .parse(&req)
+        .expect("fixture request parses");
+    let answers = answer(p, &[parsed], ResponderOptions::default());
+    let resp = answers
+        .response(0)
+        .expect("fixture request answered")
+        .to_vec();
+    (req, resp)
+}
+
+/// Splits fuzz input into datagrams: each is a little-endian `u16` length
+/// and that many bytes (the last one may be cut short).
+pub fn split_datagrams(mut data: &[u8], max: usize) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while data.len() >= 2 && out.len() < max {
+        let len = usize::from(u16::from_le_bytes([data[0], data[1]]));
+        let rest = &data[2..];
+        let take = len.min(rest.len());
+        out.push(&rest[..take]);
+        data = &rest[take..];
+    }
+    out
+}
+
+/// The inverse of [`split_datagrams`], for seeds.
+pub fn join_datagrams(datagrams: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for d in datagrams {
+        out.extend_from_slice(&(d.len() as u16).to_le_bytes());
+        out.extend_from_slice(d);
+    }
+    out
+}
+
+/// A measurement sequence of `n` chained exchanges with the fixture, all
+/// in `p`'s format: the input a valid malfeasance report is made from.
+pub fn chain(p: &'static Profile, n: u8) -> gnomon_protocol::Measurement {
+    let mut m = gnomon_protocol::Measurement::new();
+    for k in 0..n {
+        let rand = vec![k.wrapping_mul(17).wrapping_add(1); p.nonce_len];
+        let mut nonce = [0u8; 64];
+        let len = m
+            .next_nonce(p, &rand, &mut nonce)
+            .expect("rand has the nonce length");
+        let mut req = vec![0u8; 1024];
+        Offer::single(p)
+            .build(&nonce[..len], None, 1024, &mut req)
+            .expect("chained request builds");
+        let parsed = Acceptor::default()
+            .parse(&req)
+            .expect("chained request parses");
+        let answers = answer(p, &[parsed], ResponderOptions::default());
+        let resp = answers
+            .response(0)
+            .expect("chained request answered")
+            .to_vec();
+        m.record(&req, &resp, &rand, &fixture().public)
+            .expect("chained exchange records");
+    }
+    m
+}
