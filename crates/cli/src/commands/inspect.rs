@@ -1,0 +1,12 @@
+//! `gnomon inspect`.
+
+use std::process::ExitCode;
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {}
+
+pub(crate) fn run(_args: Args) -> ExitCode {
+    eprintln!("gnomon inspect: not built yet");
+    ExitCode::from(64)
+}

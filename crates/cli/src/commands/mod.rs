@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub(crate) mod inspect;
+pub(crate) mod query;
+pub(crate) mod verify_report;

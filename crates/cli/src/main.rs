@@ -1,0 +1,35 @@
+//! The `gnomon` binary: one entry point for the server, the client and the
+//! tools. Each subcommand lives in its own module under `commands/`.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Roughtime server, client and tools for every protocol version.
+#[derive(Debug, Parser)]
+#[command(name = "gnomon", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Ask one server, or run the measurement sequence over a server list.
+    Query(commands::query::Args),
+    /// Check a malfeasance report offline.
+    VerifyReport(commands::verify_report::Args),
+    /// Decode a Roughtime request or response.
+    Inspect(commands::inspect::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Query(a) => commands::query::run(a),
+        Command::VerifyReport(a) => commands::verify_report::run(a),
+        Command::Inspect(a) => commands::inspect::run(a),
+    }
+}
