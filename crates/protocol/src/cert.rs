@@ -148,3 +148,62 @@ impl Certificate {
         self.mint_us <= now_us && now_us <= self.maxt_us
     }
 }
+
+/// One delegation minted for every profile: a multi-version server needs up
+/// to six different CERT encodings of the same online key (§2.3, variants
+/// A–E plus version 1's strings). Profiles that share an encoding share the
+/// bytes; each is signed once.
+#[derive(Clone, Debug)]
+pub struct CertificateSet {
+    certs: alloc::vec::Vec<Certificate>,
+    /// For each profile id, the index into `certs`.
+    index: [u8; crate::profile::PROFILES.len()],
+}
+
+impl CertificateSet {
+    /// Delegate to `online_public` for [mint_us, maxt_us] in every profile.
+    pub fn mint_all(
+        long_term: &KeyPair,
+        online_public: &[u8; 32],
+        mint_us: u64,
+        maxt_us: u64,
+    ) -> CertificateSet {
+        use crate::profile::PROFILES;
+        let mut certs = alloc::vec::Vec::new();
+        let mut reps: alloc::vec::Vec<&Profile> = alloc::vec::Vec::new();
+        let mut index = [0u8; PROFILES.len()];
+        for p in PROFILES.iter() {
+            let at = match reps.iter().position(|r| r.same_cert(p)) {
+                Some(at) => at,
+                None => {
+                    reps.push(p);
+                    certs.push(Certificate::mint(
+                        long_term,
+                        online_public,
+                        mint_us,
+                        maxt_us,
+                        p,
+                    ));
+                    certs.len() - 1
+                }
+            };
+            index[usize::from(p.id.0)] = at as u8;
+        }
+        CertificateSet { certs, index }
+    }
+
+    /// The certificate for `profile`.
+    pub fn for_profile(&self, profile: &Profile) -> &Certificate {
+        &self.certs[usize::from(self.index[usize::from(profile.id.0)])]
+    }
+
+    /// Distinct encodings signed.
+    pub fn distinct(&self) -> usize {
+        self.certs.len()
+    }
+
+    /// Whether every encoding covers `now_us`.
+    pub fn covers(&self, now_us: u64) -> bool {
+        self.certs.iter().all(|c| c.covers(now_us))
+    }
+}

@@ -61,3 +61,38 @@ fn disputed_versions_answer_alone_by_default() {
         }
     }
 }
+
+#[test]
+fn one_certificate_set_serves_every_profile() {
+    let server = Server::new(11);
+    let set = gnomon_protocol::CertificateSet::mint_all(
+        &server.long_term,
+        &server.online.public(),
+        NOW_US - 60_000_000,
+        NOW_US + 60_000_000,
+    );
+    // Google, 01–06, 07, 08–11, 12–19, version 1 (§2.3 plus §5.12).
+    assert_eq!(set.distinct(), 6);
+    assert!(set.covers(NOW_US));
+    assert!(!set.covers(NOW_US + 61_000_000));
+    for profile in PROFILES.iter() {
+        let req = request(profile, 0, 1024);
+        let parsed = gnomon_protocol::Acceptor::default().parse(&req).unwrap();
+        let ctx = gnomon_protocol::BatchContext {
+            profile,
+            now_us: NOW_US,
+            radius_us: RADIUS_US,
+            online: &server.online,
+            cert: set.for_profile(profile),
+            vers: &server.vers,
+        };
+        let mut sink = VecSink::new(1);
+        gnomon_protocol::Responder::new(1, ResponderOptions::default()).respond(
+            &ctx,
+            &[parsed],
+            &mut sink,
+        );
+        verify_response(&req, sink.response(0).unwrap(), &server.long_term.public())
+            .unwrap_or_else(|e| panic!("{}: {e:?}", profile.name));
+    }
+}
