@@ -1,0 +1,12 @@
+//! gnomon-server: the Roughtime server engine.
+//!
+//! ```text
+//!  socket (SO_REUSEPORT, one per worker) ──recvmmsg──▶ batch of datagrams
+//!    ▶ stale check (kernel receive timestamp) ▶ parse + validate (drop, count why)
+//!    ▶ group by (profile, identity) ▶ per group: leaves ▶ tree ▶ one signature
+//!    ▶ responses written into send buffers ▶ sendmmsg ──▶ socket
+//! ```
+//!
+//! Only `sys` contains `unsafe` (the syscalls); everything else is safe code
+//! around `gnomon-protocol`.
+#![deny(unsafe_code)]
