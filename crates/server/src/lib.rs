@@ -10,3 +10,11 @@
 //! Only `sys` contains `unsafe` (the syscalls); everything else is safe code
 //! around `gnomon-protocol`.
 #![deny(unsafe_code)]
+
+pub mod engine;
+pub mod keys;
+pub mod stats;
+pub mod sys;
+pub mod worker;
+
+pub use engine::{Engine, EngineConfig};

@@ -1,0 +1,234 @@
+//! Starting and stopping the workers, and the key/clock thread.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use gnomon_protocol::KeyPair;
+
+use crate::keys::{mint_epoch, SharedKeys};
+use crate::stats::WorkerStats;
+use crate::sys;
+use crate::worker::{ClockState, Worker, WorkerConfig};
+
+/// How the engine runs.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Addresses to serve (UDP).
+    pub listen: Vec<SocketAddr>,
+    /// Workers per address.
+    pub workers: usize,
+    /// Kernel receive buffer per socket.
+    pub recv_buffer: Option<usize>,
+    /// Worker settings.
+    pub worker: WorkerConfig,
+    /// Online key validity.
+    pub key_validity: Duration,
+    /// How often a new online key is minted (before the old one expires).
+    pub key_rotation: Duration,
+    /// Radius floor, µs (the kernel's estimate is used when larger).
+    pub radius_floor_us: u64,
+    /// Radius when the clock is unsynchronized; `None` refuses to answer.
+    pub unsynchronized_radius_us: Option<u64>,
+}
+
+/// A running server.
+pub struct Engine {
+    /// The bound addresses (port 0 resolved).
+    pub local: Vec<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    workers: Vec<JoinHandle<io::Result<()>>>,
+    stats: Vec<Arc<Mutex<WorkerStats>>>,
+    keys: SharedKeys,
+    keeper: Option<JoinHandle<()>>,
+    /// Clock state shared with workers.
+    pub clock: Arc<ClockState>,
+}
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// Kernel clock error → advertised radius; `None` when refusing.
+pub fn radius_from_kernel(
+    k: sys::KernelClock,
+    floor_us: u64,
+    unsynchronized: Option<u64>,
+) -> Option<u64> {
+    if k.synchronized {
+        Some(k.max_error_us.max(floor_us))
+    } else {
+        unsynchronized.map(|r| r.max(floor_us))
+    }
+}
+
+impl Engine {
+    /// Bind every socket and start the workers and the key thread.
+    pub fn start(config: EngineConfig, long_terms: Vec<KeyPair>) -> io::Result<Engine> {
+        let validity = config.key_validity.as_micros() as u64;
+        // A minute of skew for clients slightly behind.
+        let epoch = mint_epoch(&long_terms, now_us(), validity, 60_000_000)?;
+        let keys: SharedKeys = Arc::new(ArcSwap::from_pointee(epoch));
+        let clock = Arc::new(ClockState::new(config.radius_floor_us));
+        update_clock(&clock, &config);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut local = Vec::new();
+        let mut workers = Vec::new();
+        let mut stats = Vec::new();
+        for addr in &config.listen {
+            // Port 0: the first socket picks the port, the rest share it.
+            let first = sys::udp_socket(*addr, config.recv_buffer, Duration::from_millis(100))?;
+            let bound = first
+                .local_addr()?
+                .as_socket()
+                .ok_or_else(|| io::Error::other("not an IP socket"))?;
+            local.push(bound);
+            let mut sockets = vec![first];
+            for _ in 1..config.workers.max(1) {
+                sockets.push(sys::udp_socket(
+                    bound,
+                    config.recv_buffer,
+                    Duration::from_millis(100),
+                )?);
+            }
+            for (k, socket) in sockets.into_iter().enumerate() {
+                let published = Arc::new(Mutex::new(WorkerStats::default()));
+                stats.push(published.clone());
+                let w = Worker {
+                    socket,
+                    config: config.worker.clone(),
+                    keys: keys.clone(),
+                    clock: clock.clone(),
+                    stop: stop.clone(),
+                    published,
+                };
+                let stop_all = stop.clone();
+                let handle = std::thread::Builder::new()
+                    .name(format!("gnomon-udp-{bound}-{k}"))
+                    .spawn(move || {
+                        let r = w.run();
+                        if r.is_err() {
+                            // A dead worker must not leave a half-serving
+                            // process behind: stop everyone.
+                            stop_all.store(true, Ordering::Relaxed);
+                        }
+                        r
+                    })?;
+                workers.push(handle);
+            }
+        }
+        let keeper = {
+            let (keys, clock, stop, config) =
+                (keys.clone(), clock.clone(), stop.clone(), config.clone());
+            std::thread::Builder::new()
+                .name("gnomon-keys".into())
+                .spawn(move || keeper(keys, clock, stop, config, long_terms))?
+        };
+        Ok(Engine {
+            local,
+            stop,
+            workers,
+            stats,
+            keys,
+            keeper: Some(keeper),
+            clock,
+        })
+    }
+
+    /// Current keys.
+    pub fn keys(&self) -> &SharedKeys {
+        &self.keys
+    }
+
+    /// Sum of the workers' last published counters.
+    pub fn stats(&self) -> WorkerStats {
+        let mut total = WorkerStats::default();
+        for s in &self.stats {
+            if let Ok(s) = s.lock() {
+                total.add(&s);
+            }
+        }
+        total
+    }
+
+    /// Whether any worker has stopped (normally only after `shutdown`).
+    pub fn failed(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) && self.workers.iter().any(|w| w.is_finished())
+    }
+
+    /// The stop flag, for signal handlers.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Stop receiving, answer what was read, join everything. Returns the
+    /// first worker error, if any.
+    pub fn shutdown(mut self) -> io::Result<WorkerStats> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut first_err = None;
+        for w in self.workers.drain(..) {
+            match w.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(io::Error::other("worker panicked"));
+                }
+            }
+        }
+        if let Some(k) = self.keeper.take() {
+            let _ = k.join();
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(self.stats()),
+        }
+    }
+}
+
+fn update_clock(clock: &ClockState, config: &EngineConfig) {
+    let radius = match sys::kernel_clock() {
+        Ok(k) => radius_from_kernel(k, config.radius_floor_us, config.unsynchronized_radius_us),
+        // No kernel estimate: the floor is all we can say.
+        Err(_) => Some(config.radius_floor_us),
+    };
+    match radius {
+        Some(r) => {
+            clock.radius_us.store(r, Ordering::Relaxed);
+            clock.answering.store(true, Ordering::Relaxed);
+        }
+        None => clock.answering.store(false, Ordering::Relaxed),
+    }
+}
+
+/// Rotates online keys before they expire and refreshes the radius.
+fn keeper(
+    keys: SharedKeys,
+    clock: Arc<ClockState>,
+    stop: Arc<AtomicBool>,
+    config: EngineConfig,
+    long_terms: Vec<KeyPair>,
+) {
+    let validity = config.key_validity.as_micros() as u64;
+    let mut next_rotation = now_us() + config.key_rotation.as_micros() as u64;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::park_timeout(Duration::from_millis(100));
+        update_clock(&clock, &config);
+        let now = now_us();
+        if now >= next_rotation {
+            if let Ok(epoch) = mint_epoch(&long_terms, now, validity, 60_000_000) {
+                // One store: a worker sees the old epoch or the new, both valid.
+                keys.store(Arc::new(epoch));
+            }
+            next_rotation = now + config.key_rotation.as_micros() as u64;
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Per-worker counters: plain integers owned by one thread (no shared cache
+//! lines on the hot path), published as a snapshot now and then.
+
+use gnomon_protocol::request::RequestError;
+use gnomon_protocol::PROFILES;
+
+/// Why a datagram got no answer. Every reason is a counter; nothing is
+/// logged per packet (an attacker would otherwise choose our log volume).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Drop {
+    /// Shorter than the minimum request size.
+    TooShort,
+    /// Longer than the receive buffer.
+    Oversized,
+    /// ROUGHTIM header wrong.
+    Framing,
+    /// Malformed message.
+    Message,
+    /// No VER in a packet.
+    NoVersion,
+    /// VER list breaks the chosen version's rules.
+    VerList,
+    /// No offered version is served.
+    UnknownVersion,
+    /// No NONC.
+    NoNonce,
+    /// TYPE missing or not 0.
+    Type,
+    /// SRV of bad length.
+    Srv,
+    /// SRV names a key not held here.
+    UnknownSrv,
+    /// SRV required (several identities).
+    SrvRequired,
+    /// Waited in the socket longer than the limit.
+    Stale,
+    /// Clock unsynchronized and policy is to refuse.
+    Unsynchronized,
+    /// The delegation does not cover now.
+    OutsideDelegation,
+    /// Could not respond (request too small for any response).
+    TooSmall,
+    /// The kernel did not take the reply.
+    SendFailed,
+}
+
+impl Drop {
+    /// Number of reasons.
+    pub const COUNT: usize = 17;
+    /// Every reason, in counter order.
+    pub const ALL: [Drop; Drop::COUNT] = [
+        Drop::TooShort,
+        Drop::Oversized,
+        Drop::Framing,
+        Drop::Message,
+        Drop::NoVersion,
+        Drop::VerList,
+        Drop::UnknownVersion,
+        Drop::NoNonce,
+        Drop::Type,
+        Drop::Srv,
+        Drop::UnknownSrv,
+        Drop::SrvRequired,
+        Drop::Stale,
+        Drop::Unsynchronized,
+        Drop::OutsideDelegation,
+        Drop::TooSmall,
+        Drop::SendFailed,
+    ];
+
+    /// Metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Drop::TooShort => "too_short",
+            Drop::Oversized => "oversized",
+            Drop::Framing => "framing",
+            Drop::Message => "malformed",
+            Drop::NoVersion => "no_version",
+            Drop::VerList => "bad_version_list",
+            Drop::UnknownVersion => "unsupported_version",
+            Drop::NoNonce => "no_nonce",
+            Drop::Type => "bad_type",
+            Drop::Srv => "bad_srv",
+            Drop::UnknownSrv => "unknown_srv",
+            Drop::SrvRequired => "srv_required",
+            Drop::Stale => "stale",
+            Drop::Unsynchronized => "clock_unsynchronized",
+            Drop::OutsideDelegation => "outside_delegation",
+            Drop::TooSmall => "too_small",
+            Drop::SendFailed => "send_failed",
+        }
+    }
+}
+
+impl From<RequestError> for Drop {
+    fn from(e: RequestError) -> Drop {
+        match e {
+            RequestError::TooShort => Drop::TooShort,
+            RequestError::Framing(_) => Drop::Framing,
+            RequestError::Message(_) => Drop::Message,
+            RequestError::NoVersion => Drop::NoVersion,
+            RequestError::VerList => Drop::VerList,
+            RequestError::Unsupported => Drop::UnknownVersion,
+            RequestError::NoNonce => Drop::NoNonce,
+            RequestError::Type => Drop::Type,
+            RequestError::Srv => Drop::Srv,
+            _ => Drop::Message,
+        }
+    }
+}
+
+/// Batch-size histogram bucket upper bounds (powers of two).
+pub const BATCH_BUCKETS: usize = 11;
+/// Queue-delay histogram bucket upper bounds, µs.
+pub const DELAY_BOUNDS_US: [u64; 8] = [
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    u64::MAX,
+];
+
+/// One worker's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Datagrams received.
+    pub received: u64,
+    /// Responses sent, per profile id.
+    pub responses: [u64; PROFILES.len()],
+    /// Drops per reason.
+    pub drops: [u64; Drop::COUNT],
+    /// Signatures made.
+    pub signatures: u64,
+    /// recvmmsg calls that returned datagrams.
+    pub batches: u64,
+    /// Received-batch sizes: bucket k counts batches of ≤ 2^k datagrams.
+    pub batch_sizes: [u64; BATCH_BUCKETS],
+    /// Time spent waiting in the socket, per bucket of [`DELAY_BOUNDS_US`].
+    pub queue_delay: [u64; DELAY_BOUNDS_US.len()],
+    /// Kernel receive-queue overflow drops (cumulative, from the kernel).
+    pub kernel_overflow: u64,
+    /// Nanoseconds spent parsing, responding, and in syscalls.
+    pub ns_parse: u64,
+    /// Nanoseconds in the responder (hashing, signing, writing).
+    pub ns_respond: u64,
+    /// Nanoseconds in recvmmsg + sendmmsg.
+    pub ns_syscalls: u64,
+}
+
+impl Default for WorkerStats {
+    fn default() -> Self {
+        WorkerStats {
+            received: 0,
+            responses: [0; PROFILES.len()],
+            drops: [0; Drop::COUNT],
+            signatures: 0,
+            batches: 0,
+            batch_sizes: [0; BATCH_BUCKETS],
+            queue_delay: [0; DELAY_BOUNDS_US.len()],
+            kernel_overflow: 0,
+            ns_parse: 0,
+            ns_respond: 0,
+            ns_syscalls: 0,
+        }
+    }
+}
+
+impl WorkerStats {
+    /// Count a drop.
+    pub fn drop(&mut self, why: Drop) {
+        self.drops[why as usize] += 1;
+    }
+
+    /// Count a received batch of `n`.
+    pub fn batch(&mut self, n: usize) {
+        self.batches += 1;
+        let k = (usize::BITS - n.max(1).next_power_of_two().leading_zeros() - 1) as usize;
+        self.batch_sizes[k.min(BATCH_BUCKETS - 1)] += 1;
+    }
+
+    /// Count one request's time in the socket.
+    pub fn delay(&mut self, us: u64) {
+        let k = DELAY_BOUNDS_US
+            .iter()
+            .position(|b| us <= *b)
+            .unwrap_or(DELAY_BOUNDS_US.len() - 1);
+        self.queue_delay[k] += 1;
+    }
+
+    /// Total responses.
+    pub fn total_responses(&self) -> u64 {
+        self.responses.iter().sum()
+    }
+
+    /// Add another worker's counters.
+    pub fn add(&mut self, o: &WorkerStats) {
+        self.received += o.received;
+        self.signatures += o.signatures;
+        self.batches += o.batches;
+        self.kernel_overflow += o.kernel_overflow;
+        self.ns_parse += o.ns_parse;
+        self.ns_respond += o.ns_respond;
+        self.ns_syscalls += o.ns_syscalls;
+        for (a, b) in self.responses.iter_mut().zip(o.responses) {
+            *a += b;
+        }
+        for (a, b) in self.drops.iter_mut().zip(o.drops) {
+            *a += b;
+        }
+        for (a, b) in self.batch_sizes.iter_mut().zip(o.batch_sizes) {
+            *a += b;
+        }
+        for (a, b) in self.queue_delay.iter_mut().zip(o.queue_delay) {
+            *a += b;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_distinct_and_ordered() {
+        for (i, d) in Drop::ALL.iter().enumerate() {
+            assert_eq!(*d as usize, i);
+        }
+        let mut labels: Vec<_> = Drop::ALL.iter().map(|d| d.label()).collect();
+        labels.sort();
+        labels.dedup();
+        assert_eq!(labels.len(), Drop::COUNT);
+    }
+
+    #[test]
+    fn histograms() {
+        let mut s = WorkerStats::default();
+        s.batch(1);
+        s.batch(3);
+        s.batch(64);
+        s.batch(5000);
+        assert_eq!(s.batch_sizes[0], 1);
+        assert_eq!(s.batch_sizes[2], 1);
+        assert_eq!(s.batch_sizes[6], 1);
+        assert_eq!(s.batch_sizes[BATCH_BUCKETS - 1], 1);
+        s.delay(5);
+        s.delay(50_000);
+        assert_eq!(s.queue_delay[0], 1);
+        assert_eq!(s.queue_delay[4], 1);
+    }
+}

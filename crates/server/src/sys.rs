@@ -1,0 +1,454 @@
+//! Batched UDP syscalls: `recvmmsg`/`sendmmsg` with the ancillary data the
+//! worker needs. This is the crate's only `unsafe` code.
+//!
+//! * `SO_TIMESTAMPNS`: the kernel's receive time of each datagram, for the
+//!   stale-request drop.
+//! * `IP_PKTINFO` / `IPV6_RECVPKTINFO`: the local address a request arrived
+//!   on, so the reply leaves from that address on multi-homed hosts.
+//! * `SO_RXQ_OVFL`: the kernel's count of datagrams dropped because the
+//!   socket buffer was full.
+//!
+//! All buffers are allocated once in [`Batch::new`]; the `mmsghdr` arrays
+//! point into them and are rebuilt in place before each call.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+/// Largest datagram handled; longer ones arrive truncated and are dropped.
+pub const MAX_DATAGRAM: usize = 1536;
+/// Room for the timestamp, pktinfo and overflow-counter messages.
+const CMSG_LEN: usize = 128;
+
+/// Aligned storage for control messages.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Cmsg([u8; CMSG_LEN]);
+
+/// What the kernel told us about one received datagram.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvMeta {
+    /// Bytes received.
+    pub len: usize,
+    /// The datagram was longer than [`MAX_DATAGRAM`].
+    pub truncated: bool,
+    /// Sender.
+    pub from: SocketAddr,
+    /// Local address the datagram was sent to, when the kernel said.
+    pub to: Option<IpAddr>,
+    /// Kernel receive time, ns since the Unix epoch.
+    pub rx_ns: Option<u64>,
+}
+
+/// Preallocated buffers and headers for one `recvmmsg` and one `sendmmsg`.
+pub struct Batch {
+    bufs: Vec<[u8; MAX_DATAGRAM]>,
+    names: Vec<libc::sockaddr_storage>,
+    iovs: Vec<libc::iovec>,
+    cmsgs: Vec<Cmsg>,
+    hdrs: Vec<libc::mmsghdr>,
+    meta: Vec<RecvMeta>,
+    /// Kernel overflow counter as last reported (cumulative per socket).
+    pub overflow: u32,
+    out: Vec<[u8; MAX_DATAGRAM]>,
+    out_len: Vec<usize>,
+    out_to: Vec<usize>,
+}
+
+impl Batch {
+    /// Buffers for batches of `n` datagrams.
+    pub fn new(n: usize) -> Batch {
+        let n = n.max(1);
+        let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+        Batch {
+            bufs: vec![[0; MAX_DATAGRAM]; n],
+            // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
+            names: vec![unsafe { zeroed() }; n],
+            iovs: vec![
+                libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0
+                };
+                n
+            ],
+            cmsgs: vec![Cmsg([0; CMSG_LEN]); n],
+            // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+            hdrs: vec![unsafe { zeroed() }; n],
+            meta: vec![
+                RecvMeta {
+                    len: 0,
+                    truncated: false,
+                    from: unspecified,
+                    to: None,
+                    rx_ns: None
+                };
+                n
+            ],
+            overflow: 0,
+            out: vec![[0; MAX_DATAGRAM]; n],
+            out_len: vec![0; n],
+            out_to: vec![0; n],
+        }
+    }
+
+    /// Capacity in datagrams.
+    pub fn capacity(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Received datagrams and the reply buffers, borrowed together.
+    pub fn split(&mut self) -> (Received<'_>, Replies<'_>) {
+        (
+            Received {
+                bufs: &self.bufs,
+                meta: &self.meta,
+            },
+            Replies {
+                out: &mut self.out,
+                len: &mut self.out_len,
+                to: &mut self.out_to,
+                n: 0,
+            },
+        )
+    }
+
+    /// Receive up to `capacity()` datagrams; blocks until at least one
+    /// arrives or the socket's read timeout passes (then returns 0).
+    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        let n = self.bufs.len();
+        for i in 0..n {
+            self.iovs[i] = libc::iovec {
+                iov_base: self.bufs[i].as_mut_ptr().cast(),
+                iov_len: MAX_DATAGRAM,
+            };
+            let h = &mut self.hdrs[i].msg_hdr;
+            h.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_iov = &mut self.iovs[i];
+            h.msg_iovlen = 1;
+            h.msg_control = self.cmsgs[i].0.as_mut_ptr().cast();
+            h.msg_controllen = CMSG_LEN as _;
+            h.msg_flags = 0;
+            self.hdrs[i].msg_len = 0;
+        }
+        // SAFETY: every header points at buffers owned by `self` that live
+        // and stay in place for the call; lengths match the buffers.
+        let got = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
+        };
+        if got < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+                _ => Err(e),
+            };
+        }
+        let got = got as usize;
+        for i in 0..got {
+            let h = &self.hdrs[i];
+            let mut m = RecvMeta {
+                len: (h.msg_len as usize).min(MAX_DATAGRAM),
+                truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+                from: to_socket_addr(&self.names[i]).unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+                to: None,
+                rx_ns: None,
+            };
+            self.read_cmsgs(i, &mut m);
+            self.meta[i] = m;
+        }
+        Ok(got)
+    }
+
+    fn read_cmsgs(&mut self, i: usize, m: &mut RecvMeta) {
+        let hdr = &self.hdrs[i].msg_hdr;
+        // SAFETY: the kernel filled msg_control up to msg_controllen; the
+        // CMSG_* macros walk it within those bounds, and each payload is read
+        // unaligned with the size the cmsg type defines.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(hdr);
+            while !c.is_null() {
+                let data = libc::CMSG_DATA(c);
+                match ((*c).cmsg_level, (*c).cmsg_type) {
+                    (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => {
+                        let ts: libc::timespec = std::ptr::read_unaligned(data.cast());
+                        m.rx_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                    }
+                    (libc::SOL_SOCKET, libc::SO_RXQ_OVFL) => {
+                        self.overflow = std::ptr::read_unaligned(data.cast::<u32>());
+                    }
+                    (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
+                        let p: libc::in_pktinfo = std::ptr::read_unaligned(data.cast());
+                        m.to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(p.ipi_addr.s_addr))));
+                    }
+                    (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+                        let p: libc::in6_pktinfo = std::ptr::read_unaligned(data.cast());
+                        m.to = Some(IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr)));
+                    }
+                    _ => {}
+                }
+                c = libc::CMSG_NXTHDR(hdr, c);
+            }
+        }
+    }
+
+    /// Send the replies queued through [`Replies`]; returns how many the
+    /// kernel took. A full socket buffer drops the rest (counted by the
+    /// caller), never blocks the worker.
+    pub fn send(&mut self, fd: RawFd, count: usize) -> io::Result<usize> {
+        let mut built = 0;
+        for k in 0..count {
+            let src = self.out_to[k];
+            let from = self.meta[src];
+            let name = SockAddr::from(from.from);
+            // SAFETY: `name` is a valid sockaddr of `name.len()` bytes; copied
+            // into storage owned by self.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    name.as_ptr().cast::<u8>(),
+                    (&mut self.names[k] as *mut libc::sockaddr_storage).cast::<u8>(),
+                    name.len() as usize,
+                );
+            }
+            self.iovs[k] = libc::iovec {
+                iov_base: self.out[k].as_mut_ptr().cast(),
+                iov_len: self.out_len[k],
+            };
+            let h = &mut self.hdrs[k].msg_hdr;
+            h.msg_name = (&mut self.names[k] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = name.len();
+            h.msg_iov = &mut self.iovs[k];
+            h.msg_iovlen = 1;
+            h.msg_flags = 0;
+            let clen = write_pktinfo(&mut self.cmsgs[k], from.to);
+            h.msg_control = if clen == 0 {
+                std::ptr::null_mut()
+            } else {
+                self.cmsgs[k].0.as_mut_ptr().cast()
+            };
+            h.msg_controllen = clen as _;
+            built += 1;
+        }
+        let (mut done, mut sent) = (0, 0);
+        while done < built {
+            // SAFETY: headers [done, built) point at buffers owned by self.
+            let r = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    self.hdrs[done..].as_mut_ptr(),
+                    (built - done) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    // Buffer full, or an ICMP error an attacker can provoke:
+                    // skip this datagram, keep serving the rest.
+                    Some(libc::EAGAIN)
+                    | Some(libc::ECONNREFUSED)
+                    | Some(libc::EHOSTUNREACH)
+                    | Some(libc::ENETUNREACH)
+                    | Some(libc::EPERM)
+                    | Some(libc::EINVAL) => {
+                        done += 1;
+                        continue;
+                    }
+                    _ => return Err(e),
+                }
+            }
+            if r == 0 {
+                break;
+            }
+            done += r as usize;
+            sent += r as usize;
+        }
+        Ok(sent)
+    }
+}
+
+/// Received datagrams.
+pub struct Received<'a> {
+    bufs: &'a [[u8; MAX_DATAGRAM]],
+    meta: &'a [RecvMeta],
+}
+
+impl<'a> Received<'a> {
+    /// Datagram `i`.
+    pub fn datagram(&self, i: usize) -> &'a [u8] {
+        &self.bufs[i][..self.meta[i].len]
+    }
+    /// Metadata of datagram `i`.
+    pub fn meta(&self, i: usize) -> &'a RecvMeta {
+        &self.meta[i]
+    }
+}
+
+/// Reply slots: reply `k` answers received datagram `to[k]`.
+pub struct Replies<'a> {
+    out: &'a mut [[u8; MAX_DATAGRAM]],
+    len: &'a mut [usize],
+    to: &'a mut [usize],
+    n: usize,
+}
+
+impl Replies<'_> {
+    /// The buffer of reply slot `k`.
+    pub fn slot(&mut self, k: usize) -> &mut [u8] {
+        &mut self.out[k]
+    }
+    /// Record that slot `k` holds `len` bytes answering datagram `src`.
+    pub fn commit(&mut self, k: usize, src: usize, len: usize) {
+        self.len[k] = len;
+        self.to[k] = src;
+        self.n = self.n.max(k + 1);
+    }
+    /// Number of slots (all slots below it must have been committed).
+    pub fn count(&self) -> usize {
+        self.n
+    }
+    /// Reset for the next batch.
+    pub fn clear(&mut self) {
+        self.n = 0;
+    }
+}
+
+fn write_pktinfo(c: &mut Cmsg, to: Option<IpAddr>) -> usize {
+    let Some(ip) = to else { return 0 };
+    // SAFETY: the buffer is 8-aligned and CMSG_LEN bytes, larger than
+    // CMSG_SPACE of either pktinfo; the header is written in place.
+    unsafe {
+        let mut msg: libc::msghdr = zeroed();
+        msg.msg_control = c.0.as_mut_ptr().cast();
+        msg.msg_controllen = CMSG_LEN as _;
+        let cm = libc::CMSG_FIRSTHDR(&msg);
+        match ip {
+            IpAddr::V4(a) => {
+                let mut p: libc::in_pktinfo = zeroed();
+                p.ipi_spec_dst.s_addr = u32::from(a).to_be();
+                (*cm).cmsg_level = libc::IPPROTO_IP;
+                (*cm).cmsg_type = libc::IP_PKTINFO;
+                (*cm).cmsg_len = libc::CMSG_LEN(size_of::<libc::in_pktinfo>() as u32) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(cm).cast(), p);
+                libc::CMSG_SPACE(size_of::<libc::in_pktinfo>() as u32) as usize
+            }
+            IpAddr::V6(a) => {
+                let mut p: libc::in6_pktinfo = zeroed();
+                p.ipi6_addr.s6_addr = a.octets();
+                (*cm).cmsg_level = libc::IPPROTO_IPV6;
+                (*cm).cmsg_type = libc::IPV6_PKTINFO;
+                (*cm).cmsg_len = libc::CMSG_LEN(size_of::<libc::in6_pktinfo>() as u32) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(cm).cast(), p);
+                libc::CMSG_SPACE(size_of::<libc::in6_pktinfo>() as u32) as usize
+            }
+        }
+    }
+}
+
+fn to_socket_addr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match s.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in.
+            let a: libc::sockaddr_in =
+                unsafe { std::ptr::read((s as *const libc::sockaddr_storage).cast()) };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6.
+            let a: libc::sockaddr_in6 =
+                unsafe { std::ptr::read((s as *const libc::sockaddr_storage).cast()) };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live c_int and its size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A worker's UDP socket: `SO_REUSEPORT` so every worker binds the same
+/// address and the kernel spreads flows; ancillary data switched on; a read
+/// timeout so the worker notices shutdown.
+pub fn udp_socket(
+    addr: SocketAddr,
+    recv_buffer: Option<usize>,
+    read_timeout: Duration,
+) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_port(true)?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    if let Some(b) = recv_buffer {
+        s.set_recv_buffer_size(b)?;
+    }
+    s.set_read_timeout(Some(read_timeout))?;
+    let fd = s.as_raw_fd();
+    set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+    set_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
+    if addr.is_ipv6() {
+        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+    } else {
+        set_int(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+    }
+    s.bind(&addr.into())?;
+    Ok(s)
+}
+
+/// The kernel's view of the system clock (`adjtimex`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelClock {
+    /// Maximum error estimate, µs.
+    pub max_error_us: u64,
+    /// False when the kernel says the clock is not synchronized.
+    pub synchronized: bool,
+}
+
+/// Read the kernel clock state without changing it.
+pub fn kernel_clock() -> io::Result<KernelClock> {
+    // SAFETY: timex is plain data; modes = 0 makes adjtimex read-only.
+    let mut tx: libc::timex = unsafe { zeroed() };
+    // SAFETY: passes a valid pointer to a timex the call may write.
+    let state = unsafe { libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(KernelClock {
+        max_error_us: tx.maxerror.max(0) as u64,
+        synchronized: state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0,
+    })
+}

@@ -1,0 +1,313 @@
+//! One worker: a run-to-completion loop over its own `SO_REUSEPORT` socket.
+//! No queues and no hand-off between threads: the kernel's receive buffer
+//! is the only queue, and a batch is whatever it holds (up to the maximum),
+//! so a lone request is answered at once and batches grow under load.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use arrayvec::ArrayVec;
+use gnomon_protocol::responder::RespondError;
+use gnomon_protocol::{
+    Acceptor, BatchContext, Request, Responder, ResponderOptions, ResponseSink, Version,
+};
+use socket2::Socket;
+
+use crate::keys::{Choice, SharedKeys};
+use crate::stats::{Drop, WorkerStats};
+use crate::sys::{Batch, Replies};
+
+/// Largest batch a worker reads at once.
+pub const MAX_BATCH: usize = 1024;
+
+/// What workers share with the clock thread: the current radius and
+/// whether the server may answer at all.
+#[derive(Debug)]
+pub struct ClockState {
+    /// Radius to advertise, µs.
+    pub radius_us: AtomicU64,
+    /// False when the clock is unsynchronized and the policy is to refuse.
+    pub answering: AtomicBool,
+}
+
+impl ClockState {
+    /// A state answering with `radius_us`.
+    pub fn new(radius_us: u64) -> ClockState {
+        ClockState {
+            radius_us: AtomicU64::new(radius_us),
+            answering: AtomicBool::new(true),
+        }
+    }
+}
+
+/// Per-worker settings.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Largest batch read and answered at once.
+    pub max_batch: usize,
+    /// Requests older than this (kernel receive time to now) are dropped.
+    pub max_queue_delay_us: u64,
+    /// What requests are accepted.
+    pub acceptor: Acceptor,
+    /// Responder options.
+    pub options: ResponderOptions,
+    /// VERS: the versions this server answers, ascending.
+    pub vers: Vec<Version>,
+}
+
+/// Everything a worker thread needs.
+pub struct Worker {
+    /// The socket.
+    pub socket: Socket,
+    /// Settings.
+    pub config: WorkerConfig,
+    /// Current keys.
+    pub keys: SharedKeys,
+    /// Current radius and answering policy.
+    pub clock: Arc<ClockState>,
+    /// Set to stop.
+    pub stop: Arc<AtomicBool>,
+    /// Where counters are published.
+    pub published: Arc<Mutex<WorkerStats>>,
+}
+
+/// Parsed request and where it goes, kept on the stack.
+#[derive(Clone, Copy)]
+struct Slot<'a> {
+    group: u16,
+    src: u16,
+    request: Request<'a>,
+}
+
+struct Sink<'r, 'b> {
+    replies: &'r mut Replies<'b>,
+    next: usize,
+    srcs: &'r [u16],
+    stats: &'r mut WorkerStats,
+}
+
+impl ResponseSink for Sink<'_, '_> {
+    fn buffer(&mut self, _i: usize) -> &mut [u8] {
+        self.replies.slot(self.next)
+    }
+
+    fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
+        match result {
+            Ok(len) => {
+                self.replies
+                    .commit(self.next, usize::from(self.srcs[i]), len);
+                self.next += 1;
+            }
+            Err(RespondError::OutsideDelegation) => self.stats.drop(Drop::OutsideDelegation),
+            Err(_) => self.stats.drop(Drop::TooSmall),
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// A worker's buffers, allocated once before serving.
+pub struct WorkerState {
+    batch: Batch,
+    responder: Responder,
+    /// Counters since start.
+    pub stats: WorkerStats,
+    consecutive_errors: u32,
+}
+
+impl Worker {
+    /// Allocate the buffers this worker will reuse for its whole life.
+    pub fn prepare(&self) -> WorkerState {
+        let cap = self.config.max_batch.clamp(1, MAX_BATCH);
+        WorkerState {
+            batch: Batch::new(cap),
+            responder: Responder::new(cap, self.config.options),
+            stats: WorkerStats::default(),
+            consecutive_errors: 0,
+        }
+    }
+
+    /// Run until `stop` is set. Returns an error only for a socket failure
+    /// that will not go away (the caller then takes the process down).
+    pub fn run(self) -> io::Result<()> {
+        let mut state = self.prepare();
+        let mut last_publish = Instant::now();
+        while !self.stop.load(Ordering::Relaxed) {
+            self.serve_once(&mut state)?;
+            if last_publish.elapsed().as_millis() >= 200 {
+                if let Ok(mut p) = self.published.try_lock() {
+                    *p = state.stats;
+                    last_publish = Instant::now();
+                }
+            }
+        }
+        if let Ok(mut p) = self.published.lock() {
+            *p = state.stats;
+        }
+        Ok(())
+    }
+
+    /// Receive one batch (waiting at most the socket's read timeout) and
+    /// answer it. Allocates nothing. Returns the datagrams received.
+    pub fn serve_once(&self, state: &mut WorkerState) -> io::Result<usize> {
+        let fd = self.socket.as_raw_fd();
+        let t0 = Instant::now();
+        let n = match state.batch.recv(fd) {
+            Ok(n) => {
+                state.consecutive_errors = 0;
+                n
+            }
+            Err(e) => {
+                // A persistent error must not become a busy loop.
+                state.consecutive_errors += 1;
+                if state.consecutive_errors > 100 {
+                    return Err(e);
+                }
+                return Ok(0);
+            }
+        };
+        state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
+        if n > 0 {
+            self.answer(
+                &mut state.batch,
+                n,
+                &mut state.responder,
+                &mut state.stats,
+                fd,
+            )?;
+        }
+        Ok(n)
+    }
+
+    fn answer(
+        &self,
+        batch: &mut Batch,
+        n: usize,
+        responder: &mut Responder,
+        stats: &mut WorkerStats,
+        fd: i32,
+    ) -> io::Result<()> {
+        let t_parse = Instant::now();
+        stats.received += n as u64;
+        stats.batch(n);
+        stats.kernel_overflow = u64::from(batch.overflow);
+        // One clock read per batch.
+        let now_ns = now_ns();
+        let now_us = now_ns / 1_000;
+        let keys = self.keys.load();
+        let answering = self.clock.answering.load(Ordering::Relaxed);
+        let radius_us = self
+            .clock
+            .radius_us
+            .load(Ordering::Relaxed)
+            .min(u64::from(u32::MAX)) as u32;
+        let max_delay_ns = self.config.max_queue_delay_us.saturating_mul(1_000);
+        let count = {
+            let (received, mut replies) = batch.split();
+            replies.clear();
+            let mut slots: ArrayVec<Slot<'_>, MAX_BATCH> = ArrayVec::new();
+            for i in 0..n {
+                let meta = received.meta(i);
+                if meta.truncated {
+                    stats.drop(Drop::Oversized);
+                    continue;
+                }
+                if let Some(rx) = meta.rx_ns {
+                    let waited = now_ns.saturating_sub(rx);
+                    stats.delay(waited / 1_000);
+                    // Dropped before any hashing or signing is spent on it.
+                    if waited > max_delay_ns {
+                        stats.drop(Drop::Stale);
+                        continue;
+                    }
+                }
+                let request = match self.config.acceptor.parse(received.datagram(i)) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        stats.drop(e.into());
+                        continue;
+                    }
+                };
+                if !answering {
+                    stats.drop(Drop::Unsynchronized);
+                    continue;
+                }
+                let identity = match keys.choose(request.profile, request.srv) {
+                    Choice::Identity(k) => k,
+                    Choice::UnknownSrv => {
+                        stats.drop(Drop::UnknownSrv);
+                        continue;
+                    }
+                    Choice::SrvRequired => {
+                        stats.drop(Drop::SrvRequired);
+                        continue;
+                    }
+                };
+                let group = u16::from(request.profile.id.0) << 8 | identity as u16;
+                slots.push(Slot {
+                    group,
+                    src: i as u16,
+                    request,
+                });
+            }
+            stats.ns_parse += t_parse.elapsed().as_nanos() as u64;
+            let t_respond = Instant::now();
+            slots.sort_unstable_by_key(|s| s.group);
+            let mut next = 0;
+            let mut start = 0;
+            while start < slots.len() {
+                let group = slots[start].group;
+                let end = start
+                    + slots[start..]
+                        .iter()
+                        .take_while(|s| s.group == group)
+                        .count();
+                let run = &slots[start..end];
+                let profile = run[0].request.profile;
+                let identity = &keys.identities[usize::from(group & 0xff)];
+                let mut reqs: ArrayVec<Request<'_>, MAX_BATCH> = ArrayVec::new();
+                let mut srcs: ArrayVec<u16, MAX_BATCH> = ArrayVec::new();
+                for s in run {
+                    reqs.push(s.request);
+                    srcs.push(s.src);
+                }
+                let ctx = BatchContext {
+                    profile,
+                    now_us,
+                    radius_us,
+                    online: &identity.online,
+                    cert: identity.certs.for_profile(profile),
+                    vers: &self.config.vers,
+                };
+                let mut sink = Sink {
+                    replies: &mut replies,
+                    next,
+                    srcs: &srcs,
+                    stats,
+                };
+                let done = responder.respond(&ctx, &reqs, &mut sink);
+                next = sink.next;
+                stats.signatures += done.signatures as u64;
+                stats.responses[usize::from(profile.id.0)] += done.responses as u64;
+                start = end;
+            }
+            stats.ns_respond += t_respond.elapsed().as_nanos() as u64;
+            replies.count()
+        };
+        let t_send = Instant::now();
+        let sent = batch.send(fd, count)?;
+        stats.ns_syscalls += t_send.elapsed().as_nanos() as u64;
+        for _ in sent..count {
+            stats.drop(Drop::SendFailed);
+        }
+        Ok(())
+    }
+}
