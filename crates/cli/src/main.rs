@@ -17,6 +17,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the server (ephemeral key on 127.0.0.1:5319 when nothing is configured).
+    Serve(commands::serve::Args),
     /// Ask one server, or run the measurement sequence over a server list.
     Query(commands::query::Args),
     /// Check a malfeasance report offline.
@@ -28,6 +30,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve(a) => commands::serve::run(a),
         Command::Query(a) => commands::query::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::Inspect(a) => commands::inspect::run(a),

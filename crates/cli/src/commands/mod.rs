@@ -2,4 +2,5 @@
 
 pub(crate) mod inspect;
 pub(crate) mod query;
+pub(crate) mod serve;
 pub(crate) mod verify_report;
