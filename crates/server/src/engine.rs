@@ -149,13 +149,18 @@ impl Engine {
 
     /// Sum of the workers' last published counters.
     pub fn stats(&self) -> WorkerStats {
-        let mut total = WorkerStats::default();
-        for s in &self.stats {
-            if let Ok(s) = s.lock() {
-                total.add(&s);
-            }
-        }
-        total
+        self.snapshot().stats
+    }
+
+    /// What `/metrics` and `/health` report.
+    pub fn snapshot(&self) -> crate::metrics::Snapshot {
+        snapshot(&self.stats, &self.keys, &self.clock)
+    }
+
+    /// A closure producing snapshots, for the metrics thread.
+    pub fn snapshot_source(&self) -> impl Fn() -> crate::metrics::Snapshot + Send + 'static {
+        let (stats, keys, clock) = (self.stats.clone(), self.keys.clone(), self.clock.clone());
+        move || snapshot(&stats, &keys, &clock)
     }
 
     /// Whether any worker has stopped (normally only after `shutdown`).
@@ -194,9 +199,33 @@ impl Engine {
     }
 }
 
+fn snapshot(
+    stats: &[Arc<Mutex<WorkerStats>>],
+    keys: &SharedKeys,
+    clock: &ClockState,
+) -> crate::metrics::Snapshot {
+    let mut total = WorkerStats::default();
+    for s in stats {
+        if let Ok(s) = s.lock() {
+            total.add(&s);
+        }
+    }
+    crate::metrics::Snapshot {
+        stats: total,
+        cert_expiry_s: keys.load().expires_us() / 1_000_000,
+        now_s: now_us() / 1_000_000,
+        radius_us: clock.radius_us.load(Ordering::Relaxed),
+        answering: clock.answering.load(Ordering::Relaxed),
+        clock_synchronized: clock.synchronized.load(Ordering::Relaxed),
+    }
+}
+
 fn update_clock(clock: &ClockState, config: &EngineConfig) {
     let radius = match sys::kernel_clock() {
-        Ok(k) => radius_from_kernel(k, config.radius_floor_us, config.unsynchronized_radius_us),
+        Ok(k) => {
+            clock.synchronized.store(k.synchronized, Ordering::Relaxed);
+            radius_from_kernel(k, config.radius_floor_us, config.unsynchronized_radius_us)
+        }
         // No kernel estimate: the floor is all we can say.
         Err(_) => Some(config.radius_floor_us),
     };

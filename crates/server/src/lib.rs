@@ -11,8 +11,12 @@
 //! around `gnomon-protocol`.
 #![deny(unsafe_code)]
 
+pub mod config;
 pub mod engine;
+pub mod keyfile;
 pub mod keys;
+pub mod metrics;
+pub mod offline;
 pub mod stats;
 pub mod sys;
 pub mod worker;

@@ -31,6 +31,8 @@ pub struct ClockState {
     pub radius_us: AtomicU64,
     /// False when the clock is unsynchronized and the policy is to refuse.
     pub answering: AtomicBool,
+    /// What the kernel last said about synchronization.
+    pub synchronized: AtomicBool,
 }
 
 impl ClockState {
@@ -39,6 +41,7 @@ impl ClockState {
         ClockState {
             radius_us: AtomicU64::new(radius_us),
             answering: AtomicBool::new(true),
+            synchronized: AtomicBool::new(true),
         }
     }
 }

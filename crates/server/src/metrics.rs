@@ -1,0 +1,361 @@
+//! Prometheus text exposition and a health endpoint on their own listener,
+//! out of band from the workers: workers publish counter snapshots; this
+//! thread only reads them.
+//!
+//! The HTTP side is deliberately tiny: GET only, one request per
+//! connection, bounded header size and read time, no request body. It never
+//! touches the request path.
+
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use gnomon_protocol::PROFILES;
+
+use crate::stats::{Drop, WorkerStats, BATCH_BUCKETS, DELAY_BOUNDS_US};
+
+/// Everything the endpoint reports, read at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Summed worker counters.
+    pub stats: WorkerStats,
+    /// Earliest delegation expiry, Unix s.
+    pub cert_expiry_s: u64,
+    /// Current time, Unix s.
+    pub now_s: u64,
+    /// Advertised radius, µs.
+    pub radius_us: u64,
+    /// Whether the server answers (clock synchronized or policy allows).
+    pub answering: bool,
+    /// Whether the kernel says the clock is synchronized.
+    pub clock_synchronized: bool,
+}
+
+impl Snapshot {
+    /// Healthy: answering, and the delegation has not run out.
+    pub fn healthy(&self) -> bool {
+        self.answering && self.cert_expiry_s > self.now_s
+    }
+}
+
+/// Prometheus text format 0.0.4.
+pub fn render(s: &Snapshot) -> String {
+    let mut o = String::with_capacity(8192);
+    let st = &s.stats;
+    let counter = |name: &str, help: &str, o: &mut String| {
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} counter"
+        );
+    };
+    counter("requests_received_total", "Datagrams received.", &mut o);
+    let _ = writeln!(o, "gnomon_requests_received_total {}", st.received);
+    counter(
+        "responses_total",
+        "Responses sent, by protocol version.",
+        &mut o,
+    );
+    for p in PROFILES.iter() {
+        let _ = writeln!(
+            o,
+            "gnomon_responses_total{{version=\"{}\"}} {}",
+            p.name,
+            st.responses[usize::from(p.id.0)]
+        );
+    }
+    counter("dropped_total", "Requests not answered, by reason.", &mut o);
+    for d in Drop::ALL {
+        let _ = writeln!(
+            o,
+            "gnomon_dropped_total{{reason=\"{}\"}} {}",
+            d.label(),
+            st.drops[d as usize]
+        );
+    }
+    counter(
+        "kernel_receive_overflow_total",
+        "Datagrams the kernel dropped: socket buffer full.",
+        &mut o,
+    );
+    let _ = writeln!(
+        o,
+        "gnomon_kernel_receive_overflow_total {}",
+        st.kernel_overflow
+    );
+    counter(
+        "signatures_total",
+        "SREP signatures made (one per batch).",
+        &mut o,
+    );
+    let _ = writeln!(o, "gnomon_signatures_total {}", st.signatures);
+    counter(
+        "stage_seconds_total",
+        "Time spent per stage of the request path.",
+        &mut o,
+    );
+    for (stage, ns) in [
+        ("syscalls", st.ns_syscalls),
+        ("parse", st.ns_parse),
+        ("respond", st.ns_respond),
+    ] {
+        let _ = writeln!(
+            o,
+            "gnomon_stage_seconds_total{{stage=\"{stage}\"}} {:.9}",
+            ns as f64 / 1e9
+        );
+    }
+    histogram(
+        &mut o,
+        "batch_size",
+        "Datagrams per receive batch.",
+        (0..BATCH_BUCKETS).map(|k| {
+            if k + 1 == BATCH_BUCKETS {
+                f64::INFINITY
+            } else {
+                (1u64 << k) as f64
+            }
+        }),
+        &st.batch_sizes,
+    );
+    histogram(
+        &mut o,
+        "queue_delay_seconds",
+        "Time requests waited in the socket before being read.",
+        DELAY_BOUNDS_US.iter().map(|b| {
+            if *b == u64::MAX {
+                f64::INFINITY
+            } else {
+                *b as f64 / 1e6
+            }
+        }),
+        &st.queue_delay,
+    );
+    let gauges: [(&str, &str, f64); 4] = [
+        (
+            "certificate_expiry_timestamp_seconds",
+            "When the current delegation expires.",
+            s.cert_expiry_s as f64,
+        ),
+        (
+            "radius_seconds",
+            "Radius advertised now.",
+            s.radius_us as f64 / 1e6,
+        ),
+        (
+            "clock_synchronized",
+            "1 when the kernel says the clock is synchronized.",
+            f64::from(u8::from(s.clock_synchronized)),
+        ),
+        (
+            "answering",
+            "1 when the server answers requests.",
+            f64::from(u8::from(s.answering)),
+        ),
+    ];
+    for (name, help, v) in gauges {
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} gauge\ngnomon_{name} {v}"
+        );
+    }
+    o
+}
+
+fn histogram(
+    o: &mut String,
+    name: &str,
+    help: &str,
+    bounds: impl Iterator<Item = f64>,
+    counts: &[u64],
+) {
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} histogram"
+    );
+    let mut cumulative = 0;
+    for (le, c) in bounds.zip(counts) {
+        cumulative += c;
+        let le = if le.is_infinite() {
+            "+Inf".to_string()
+        } else {
+            format!("{le}")
+        };
+        let _ = writeln!(o, "gnomon_{name}_bucket{{le=\"{le}\"}} {cumulative}");
+    }
+    // Sums are not tracked per observation; the count is exact.
+    let _ = writeln!(o, "gnomon_{name}_count {cumulative}");
+}
+
+/// Serve `/metrics` and `/health` on `addr` until `stop` is set.
+pub fn spawn(
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    snapshot: impl Fn() -> Snapshot + Send + 'static,
+) -> io::Result<(SocketAddr, JoinHandle<()>)> {
+    let listener = TcpListener::bind(addr)?;
+    let local = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let handle = std::thread::Builder::new()
+        .name("gnomon-metrics".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        let _ = handle(conn, &snapshot);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::thread::park_timeout(Duration::from_millis(50));
+                    }
+                    Err(_) => std::thread::park_timeout(Duration::from_millis(50)),
+                }
+            }
+        })?;
+    Ok((local, handle))
+}
+
+fn handle(mut conn: TcpStream, snapshot: &impl Fn() -> Snapshot) -> io::Result<()> {
+    conn.set_nonblocking(false)?;
+    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut buf = [0u8; 2048];
+    let mut len = 0;
+    // Read until the end of the headers, within a bounded buffer.
+    while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+        if len == buf.len() {
+            return reply(
+                &mut conn,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                "too large\n",
+            );
+        }
+        let n = conn.read(&mut buf[len..])?;
+        if n == 0 {
+            return Ok(());
+        }
+        len += n;
+    }
+    let line = buf[..len].split(|b| *b == b'\r').next().unwrap_or(&[]);
+    let mut parts = line.split(|b| *b == b' ');
+    let (method, path) = (parts.next().unwrap_or(&[]), parts.next().unwrap_or(&[]));
+    if method != b"GET" {
+        return reply(
+            &mut conn,
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET only\n",
+        );
+    }
+    match path {
+        b"/metrics" => reply(
+            &mut conn,
+            "200 OK",
+            "text/plain; version=0.0.4",
+            &render(&snapshot()),
+        ),
+        b"/health" => {
+            let s = snapshot();
+            if s.healthy() {
+                reply(&mut conn, "200 OK", "text/plain", "ok\n")
+            } else if !s.answering {
+                reply(
+                    &mut conn,
+                    "503 Service Unavailable",
+                    "text/plain",
+                    "not answering: clock unsynchronized\n",
+                )
+            } else {
+                reply(
+                    &mut conn,
+                    "503 Service Unavailable",
+                    "text/plain",
+                    "delegation expired\n",
+                )
+            }
+        }
+        _ => reply(
+            &mut conn,
+            "404 Not Found",
+            "text/plain",
+            "try /metrics or /health\n",
+        ),
+    }
+}
+
+fn reply(conn: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes())?;
+    conn.write_all(body.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(addr: SocketAddr, path: &str) -> String {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        s
+    }
+
+    #[test]
+    fn renders_counters_histograms_and_gauges() {
+        let mut s = Snapshot {
+            answering: true,
+            cert_expiry_s: 200,
+            now_s: 100,
+            radius_us: 3_000_000,
+            ..Default::default()
+        };
+        s.stats.received = 7;
+        s.stats.responses[14] = 5;
+        s.stats.drop(Drop::Stale);
+        s.stats.batch(3);
+        s.stats.batch(3);
+        let text = render(&s);
+        assert!(text.contains("gnomon_requests_received_total 7"));
+        assert!(text.contains("gnomon_responses_total{version=\"rfc-10049\"} 5"));
+        assert!(text.contains("gnomon_dropped_total{reason=\"stale\"} 1"));
+        assert!(text.contains("gnomon_batch_size_bucket{le=\"4\"} 2"));
+        assert!(text.contains("gnomon_batch_size_bucket{le=\"+Inf\"} 2"));
+        assert!(text.contains("gnomon_radius_seconds 3"));
+        assert!(text.contains("gnomon_certificate_expiry_timestamp_seconds 200"));
+    }
+
+    #[test]
+    fn serves_metrics_and_health() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let healthy = Arc::new(AtomicBool::new(true));
+        let h = healthy.clone();
+        let (addr, handle) = spawn("127.0.0.1:0".parse().unwrap(), stop.clone(), move || {
+            Snapshot {
+                answering: h.load(Ordering::Relaxed),
+                cert_expiry_s: 10,
+                now_s: 5,
+                ..Default::default()
+            }
+        })
+        .unwrap();
+        assert!(get(addr, "/metrics").contains("gnomon_signatures_total 0"));
+        assert!(get(addr, "/health").starts_with("HTTP/1.1 200"));
+        healthy.store(false, Ordering::Relaxed);
+        let down = get(addr, "/health");
+        assert!(
+            down.starts_with("HTTP/1.1 503") && down.contains("unsynchronized"),
+            "{down}"
+        );
+        assert!(get(addr, "/nope").starts_with("HTTP/1.1 404"));
+        stop.store(true, Ordering::Relaxed);
+        handle.join().unwrap();
+    }
+}
