@@ -407,3 +407,31 @@ fn version_one_signed_with_draft_strings_is_accepted_and_flagged() {
     );
     assert_eq!(c14.verify(&wrong), Err(VerifyError::ResponseSignature));
 }
+
+#[test]
+fn grease_breaks_only_the_signature() {
+    for name in ["google", "draft-07", "draft-11", "rfc-10049"] {
+        let c = case(Profile::by_name(name).unwrap());
+        for bit in [0u16, 7, 100, 511] {
+            let mut greased = c.resp.clone();
+            assert!(gnomon_protocol::responder::grease_signature(
+                Profile::by_name(name).unwrap(),
+                &mut greased,
+                bit
+            ));
+            assert_eq!(
+                c.verify(&greased),
+                Err(VerifyError::ResponseSignature),
+                "{name} bit {bit}"
+            );
+            // Everything but the signature is untouched.
+            let diff = greased.iter().zip(&c.resp).filter(|(a, b)| a != b).count();
+            assert_eq!(diff, 1);
+        }
+    }
+    assert!(!gnomon_protocol::responder::grease_signature(
+        Profile::rfc(),
+        &mut [0u8; 8],
+        0
+    ));
+}

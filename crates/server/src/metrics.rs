@@ -93,6 +93,12 @@ pub fn render(s: &Snapshot) -> String {
     );
     let _ = writeln!(o, "gnomon_signatures_total {}", st.signatures);
     counter(
+        "greased_total",
+        "Responses sent with a deliberately broken signature (RFC 10049 §7).",
+        &mut o,
+    );
+    let _ = writeln!(o, "gnomon_greased_total {}", st.greased);
+    counter(
         "stage_seconds_total",
         "Time spent per stage of the request path.",
         &mut o,
@@ -324,6 +330,7 @@ mod tests {
         s.stats.batch(3);
         let text = render(&s);
         assert!(text.contains("gnomon_requests_received_total 7"));
+        assert!(text.contains("gnomon_greased_total 0"));
         assert!(text.contains("gnomon_responses_total{version=\"rfc-10049\"} 5"));
         assert!(text.contains("gnomon_dropped_total{reason=\"stale\"} 1"));
         assert!(text.contains("gnomon_batch_size_bucket{le=\"4\"} 2"));

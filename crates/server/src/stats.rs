@@ -135,6 +135,8 @@ pub struct WorkerStats {
     pub drops: [u64; Drop::COUNT],
     /// Signatures made.
     pub signatures: u64,
+    /// Responses deliberately sent with a broken signature (grease).
+    pub greased: u64,
     /// recvmmsg calls that returned datagrams.
     pub batches: u64,
     /// Received-batch sizes: bucket k counts batches of ≤ 2^k datagrams.
@@ -158,6 +160,7 @@ impl Default for WorkerStats {
             responses: [0; PROFILES.len()],
             drops: [0; Drop::COUNT],
             signatures: 0,
+            greased: 0,
             batches: 0,
             batch_sizes: [0; BATCH_BUCKETS],
             queue_delay: [0; DELAY_BOUNDS_US.len()],
@@ -200,6 +203,7 @@ impl WorkerStats {
     pub fn add(&mut self, o: &WorkerStats) {
         self.received += o.received;
         self.signatures += o.signatures;
+        self.greased += o.greased;
         self.batches += o.batches;
         self.kernel_overflow += o.kernel_overflow;
         self.ns_parse += o.ns_parse;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arrayvec::ArrayVec;
-use gnomon_protocol::responder::RespondError;
+use gnomon_protocol::responder::{grease_signature, RespondError};
 use gnomon_protocol::{
     Acceptor, BatchContext, Request, Responder, ResponderOptions, ResponseSink, Version,
 };
@@ -59,6 +59,9 @@ pub struct WorkerConfig {
     pub options: ResponderOptions,
     /// VERS: the versions this server answers, ascending.
     pub vers: Vec<Version>,
+    /// Grease (RFC 10049 §7): responses per million sent with a broken
+    /// signature. 0 by default.
+    pub grease_per_million: u32,
 }
 
 /// Everything a worker thread needs.
@@ -90,6 +93,19 @@ struct Sink<'r, 'b> {
     next: usize,
     srcs: &'r [u16],
     stats: &'r mut WorkerStats,
+    profile: &'static gnomon_protocol::Profile,
+    grease_per_million: u32,
+    rng: &'r mut u64,
+}
+
+/// xorshift64: grease needs cheap, unpredictable-enough choices, not secrets.
+fn next_random(state: &mut u64) -> u64 {
+    let mut x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    x
 }
 
 impl ResponseSink for Sink<'_, '_> {
@@ -100,6 +116,15 @@ impl ResponseSink for Sink<'_, '_> {
     fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
         match result {
             Ok(len) => {
+                if self.grease_per_million > 0 {
+                    let roll = next_random(self.rng);
+                    if (roll % 1_000_000) < u64::from(self.grease_per_million) {
+                        let buf = &mut self.replies.slot(self.next)[..len];
+                        if grease_signature(self.profile, buf, (roll >> 32) as u16) {
+                            self.stats.greased += 1;
+                        }
+                    }
+                }
                 self.replies
                     .commit(self.next, usize::from(self.srcs[i]), len);
                 self.next += 1;
@@ -124,6 +149,7 @@ pub struct WorkerState {
     /// Counters since start.
     pub stats: WorkerStats,
     consecutive_errors: u32,
+    rng: u64,
 }
 
 impl Worker {
@@ -135,6 +161,11 @@ impl Worker {
             responder: Responder::new(cap, self.config.options),
             stats: WorkerStats::default(),
             consecutive_errors: 0,
+            // Nonzero seed from the OS; a constant if the OS will not say.
+            rng: crate::keys::random_seed()
+                .map(|s| u64::from_le_bytes(s[..8].try_into().unwrap_or([1; 8])))
+                .unwrap_or(0x9e37_79b9_7f4a_7c15)
+                | 1,
         }
     }
 
@@ -179,25 +210,19 @@ impl Worker {
         };
         state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
         if n > 0 {
-            self.answer(
-                &mut state.batch,
-                n,
-                &mut state.responder,
-                &mut state.stats,
-                fd,
-            )?;
+            self.answer(state, n, fd)?;
         }
         Ok(n)
     }
 
-    fn answer(
-        &self,
-        batch: &mut Batch,
-        n: usize,
-        responder: &mut Responder,
-        stats: &mut WorkerStats,
-        fd: i32,
-    ) -> io::Result<()> {
+    fn answer(&self, state: &mut WorkerState, n: usize, fd: i32) -> io::Result<()> {
+        let WorkerState {
+            batch,
+            responder,
+            stats,
+            rng,
+            ..
+        } = state;
         let t_parse = Instant::now();
         stats.received += n as u64;
         stats.batch(n);
@@ -294,7 +319,10 @@ impl Worker {
                     replies: &mut replies,
                     next,
                     srcs: &srcs,
-                    stats,
+                    stats: &mut *stats,
+                    profile,
+                    grease_per_million: self.config.grease_per_million,
+                    rng: &mut *rng,
                 };
                 let done = responder.respond(&ctx, &reqs, &mut sink);
                 next = sink.next;

@@ -26,18 +26,23 @@ fn worker_config(max_batch: usize) -> WorkerConfig {
             google_nonce: false,
         },
         vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
+        grease_per_million: 0,
     }
 }
 
 fn engine(workers: usize) -> (Engine, KeyPair) {
+    engine_with(workers, worker_config(64), Duration::from_secs(1800))
+}
+
+fn engine_with(workers: usize, worker: WorkerConfig, rotation: Duration) -> (Engine, KeyPair) {
     let lt = KeyPair::from_seed(&[9; 32]);
     let config = EngineConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers,
         recv_buffer: Some(4 << 20),
-        worker: worker_config(64),
+        worker,
         key_validity: Duration::from_secs(3600),
-        key_rotation: Duration::from_secs(1800),
+        key_rotation: rotation,
         radius_floor_us: 3_000_000,
         unsynchronized_radius_us: Some(10_000_000),
     };
@@ -137,7 +142,13 @@ fn bad_input_is_dropped_and_counted() {
 #[test]
 fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
     let lt = KeyPair::from_seed(&[4; 32]);
-    let epoch = mint_epoch(std::slice::from_ref(&lt), now_us(), 3_600_000_000, 60_000_000).unwrap();
+    let epoch = mint_epoch(
+        std::slice::from_ref(&lt),
+        now_us(),
+        3_600_000_000,
+        60_000_000,
+    )
+    .unwrap();
     let socket = sys::udp_socket(
         "127.0.0.1:0".parse().unwrap(),
         Some(4 << 20),
@@ -195,4 +206,90 @@ fn now_us() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_micros() as u64
+}
+
+#[test]
+fn requests_that_waited_too_long_are_dropped_before_any_crypto() {
+    let mut cfg = worker_config(64);
+    // Any wait at all is too long: the kernel's receive timestamp always
+    // precedes the worker's clock read.
+    cfg.max_queue_delay_us = 0;
+    let (engine, _) = engine_with(1, cfg, Duration::from_secs(1800));
+    let c = client();
+    for i in 0..20 {
+        c.send_to(&request(Profile::rfc(), i), engine.local[0])
+            .unwrap();
+    }
+    // Nothing comes back; the counters say why once the worker has read all.
+    c.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    assert!(
+        c.recv_from(&mut buf).is_err(),
+        "a stale request was answered"
+    );
+    let stats = engine.shutdown().unwrap();
+    assert_eq!(stats.drops[Drop::Stale as usize], 20);
+    assert_eq!(stats.signatures, 0);
+}
+
+#[test]
+fn grease_sends_broken_signatures_but_never_a_wrong_time() {
+    let mut cfg = worker_config(64);
+    cfg.grease_per_million = 500_000;
+    let (engine, lt) = engine_with(1, cfg, Duration::from_secs(1800));
+    let c = client();
+    let (mut valid, mut greased) = (0, 0);
+    let mut buf = [0u8; 2048];
+    for i in 0..200 {
+        let req = request(Profile::rfc(), i);
+        c.send_to(&req, engine.local[0]).unwrap();
+        let (n, _) = c.recv_from(&mut buf).unwrap();
+        match verify_response(&req, &buf[..n], &lt.public()) {
+            Ok(v) => {
+                valid += 1;
+                let off = v.midpoint_us.abs_diff(now_us());
+                assert!(off < 5_000_000, "valid response with a wrong time");
+            }
+            Err(gnomon_protocol::VerifyError::ResponseSignature) => greased += 1,
+            Err(e) => panic!("grease produced {e:?}"),
+        }
+    }
+    let stats = engine.shutdown().unwrap();
+    assert_eq!(stats.greased, greased);
+    // 50 % of 200: far from both ends.
+    assert!((40..=160).contains(&greased), "greased {greased}");
+    assert_eq!(valid + greased, 200);
+}
+
+#[test]
+fn keys_rotate_under_load_without_an_invalid_response() {
+    // Rotation every 100 ms (the key thread's tick).
+    let (engine, lt) = engine_with(2, worker_config(64), Duration::from_millis(100));
+    let c = client();
+    let mut online_keys = std::collections::HashSet::new();
+    let mut buf = [0u8; 2048];
+    let mut sent = 0u64;
+    // Bounded: stop after three keys are seen or 20 000 exchanges.
+    while online_keys.len() < 3 && sent < 20_000 {
+        let burst: Vec<Vec<u8>> = (0..16).map(|k| request(Profile::rfc(), sent + k)).collect();
+        for r in &burst {
+            c.send_to(r, engine.local[0]).unwrap();
+        }
+        for _ in &burst {
+            let (n, _) = c.recv_from(&mut buf).unwrap();
+            let v = burst
+                .iter()
+                .find_map(|r| verify_response(r, &buf[..n], &lt.public()).ok())
+                .expect("every response verifies across rotations");
+            online_keys.insert(v.online_key);
+        }
+        sent += 16;
+    }
+    assert!(
+        online_keys.len() >= 3,
+        "saw {} online keys in {sent} requests",
+        online_keys.len()
+    );
+    engine.shutdown().unwrap();
 }

@@ -85,6 +85,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 google_nonce: false,
             },
             vers,
+            grease_per_million: 0,
         },
         key_validity: Duration::from_secs(24 * 3600),
         key_rotation: Duration::from_secs(12 * 3600),
