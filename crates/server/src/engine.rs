@@ -261,3 +261,32 @@ fn keeper(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::KernelClock;
+
+    #[test]
+    fn radius_follows_the_kernel_and_the_policy() {
+        let synced = KernelClock {
+            max_error_us: 500_000,
+            synchronized: true,
+        };
+        assert_eq!(radius_from_kernel(synced, 3_000_000, None), Some(3_000_000));
+        let worse = KernelClock {
+            max_error_us: 7_000_000,
+            synchronized: true,
+        };
+        assert_eq!(radius_from_kernel(worse, 3_000_000, None), Some(7_000_000));
+        let unsynced = KernelClock {
+            max_error_us: 16_000_000,
+            synchronized: false,
+        };
+        assert_eq!(radius_from_kernel(unsynced, 3_000_000, None), None);
+        assert_eq!(
+            radius_from_kernel(unsynced, 3_000_000, Some(60_000_000)),
+            Some(60_000_000)
+        );
+    }
+}

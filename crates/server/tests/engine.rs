@@ -293,3 +293,78 @@ fn keys_rotate_under_load_without_an_invalid_response() {
     );
     engine.shutdown().unwrap();
 }
+
+#[test]
+fn several_identities_share_one_port_chosen_by_srv() {
+    let (a, b) = (KeyPair::from_seed(&[31; 32]), KeyPair::from_seed(&[32; 32]));
+    let config = EngineConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 1,
+        recv_buffer: None,
+        worker: worker_config(8),
+        key_validity: Duration::from_secs(3600),
+        key_rotation: Duration::from_secs(1800),
+        radius_floor_us: 3_000_000,
+        // This machine's kernel may call its clock unsynchronized.
+        unsynchronized_radius_us: Some(10_000_000),
+    };
+    let engine = Engine::start(config, vec![a.clone(), b.clone()]).unwrap();
+    let to = engine.local[0];
+    let c = client();
+    let mut buf = [0u8; 2048];
+    for key in [&a, &b] {
+        let srv = gnomon_protocol::request::srv_for(&key.public());
+        let mut req = vec![0u8; 1024];
+        Offer::single(Profile::rfc())
+            .build(&[5; 32], Some(&srv), 1024, &mut req)
+            .unwrap();
+        c.send_to(&req, to).unwrap();
+        let (n, _) = c.recv_from(&mut buf).unwrap();
+        verify_response(&req, &buf[..n], &key.public()).unwrap();
+    }
+    // No SRV with two keys: dropped for versions that define SRV (§3); the
+    // first identity answers versions that cannot name a key.
+    c.send_to(&request(Profile::rfc(), 1), to).unwrap();
+    let mut unknown = vec![0u8; 1024];
+    Offer::single(Profile::rfc())
+        .build(&[6; 32], Some(&[0xee; 32]), 1024, &mut unknown)
+        .unwrap();
+    c.send_to(&unknown, to).unwrap();
+    let google = request(Profile::google(), 2);
+    c.send_to(&google, to).unwrap();
+    let (n, _) = c.recv_from(&mut buf).unwrap();
+    verify_response(&google, &buf[..n], &a.public()).unwrap();
+    let stats = engine.shutdown().unwrap();
+    assert_eq!(stats.drops[Drop::SrvRequired as usize], 1);
+    assert_eq!(stats.drops[Drop::UnknownSrv as usize], 1);
+    assert_eq!(stats.total_responses(), 3);
+}
+
+#[test]
+fn replies_leave_from_the_address_the_request_arrived_on() {
+    // Bound to every address; the request goes to 127.0.0.2 from a socket
+    // connected there, which only accepts datagrams from 127.0.0.2.
+    let lt = KeyPair::from_seed(&[33; 32]);
+    let config = EngineConfig {
+        listen: vec!["0.0.0.0:0".parse().unwrap()],
+        workers: 1,
+        recv_buffer: None,
+        worker: worker_config(8),
+        key_validity: Duration::from_secs(3600),
+        key_rotation: Duration::from_secs(1800),
+        radius_floor_us: 3_000_000,
+        // This machine's kernel may call its clock unsynchronized.
+        unsynchronized_radius_us: Some(10_000_000),
+    };
+    let engine = Engine::start(config, vec![lt.clone()]).unwrap();
+    let port = engine.local[0].port();
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.connect(("127.0.0.2", port)).unwrap();
+    let req = request(Profile::rfc(), 3);
+    c.send(&req).unwrap();
+    let mut buf = [0u8; 2048];
+    let n = c.recv(&mut buf).expect("a reply from 127.0.0.2");
+    verify_response(&req, &buf[..n], &lt.public()).unwrap();
+    engine.shutdown().unwrap();
+}

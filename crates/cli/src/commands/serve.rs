@@ -106,6 +106,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return ExitCode::from(71);
         }
     }
+    if !engine.clock.synchronized.load(Ordering::Relaxed) {
+        eprintln!(
+            "gnomon serve: WARNING: the kernel says the system clock is not synchronized; \
+             answering with a radius of {} s",
+            engine.clock.radius_us.load(Ordering::Relaxed) / 1_000_000
+        );
+    }
     for addr in &engine.local {
         eprintln!("gnomon serve: listening on udp {addr} with {workers} workers");
     }
