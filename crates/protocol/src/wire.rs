@@ -37,6 +37,11 @@ impl<'a> Message<'a> {
         }
         let n = u32_at(bytes, 0) as usize;
         if n == 0 {
+            // No offsets describe any value: trailing bytes would be a second
+            // encoding of the same empty message (§2.1).
+            if bytes.len() != 4 {
+                return Err(WireError::BadOffset);
+            }
             return Ok(Message { bytes, n });
         }
         // 8N bytes of header; checked in u64 so a huge N cannot overflow.
@@ -269,6 +274,7 @@ mod tests {
         let m = Message::parse(&[0, 0, 0, 0]).unwrap();
         assert!(m.is_empty());
         assert_eq!(m.get(Tag::SIG), None);
+        assert_eq!(Message::parse(&[0, 0, 0, 0, 1, 2, 3, 4]).unwrap_err(), WireError::BadOffset);
     }
 
     #[test]
