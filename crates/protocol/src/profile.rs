@@ -203,6 +203,21 @@ pub struct Profile {
     pub chain: ChainRule,
     /// Whether TCP framing is defined.
     pub tcp: bool,
+    /// A pre-standard format that used this version number with another
+    /// layout (roughenough 1.x's "version 1", §5.13). A response in the
+    /// wrong layout is then reported as that format, not as a misplaced VER.
+    pub homonym: Option<Homonym>,
+}
+
+/// A different, older format that reused a profile's version number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Homonym {
+    /// What it was.
+    pub name: &'static str,
+    /// Where its responses carry VER.
+    pub ver_place: VerPlace,
+    /// Whether its responses carry TYPE.
+    pub type_tag: bool,
 }
 
 /// Index of a profile, usable in bit sets.
@@ -256,6 +271,7 @@ const fn early(
         batching,
         chain: concat(hash),
         tcp: false,
+        homonym: None,
     }
 }
 
@@ -287,6 +303,7 @@ const fn seconds_draft(id: u8, name: &'static str, n: u32, srv: bool) -> Profile
             framed: false,
         },
         tcp: true,
+        homonym: None,
     }
 }
 
@@ -326,6 +343,7 @@ const fn modern(
             framed: true,
         },
         tcp: true,
+        homonym: None,
     }
 }
 
@@ -357,6 +375,7 @@ pub static PROFILES: [Profile; 15] = [
         batching: Free,
         chain: ChainRule::DoubleSha512,
         tcp: false,
+        homonym: None,
     },
     early(1, "draft-01", 1, 64, &[64], T32, CTX_DASHES, InSrep, Never),
     early(
@@ -418,16 +437,30 @@ pub static PROFILES: [Profile; 15] = [
         None,
         Free,
     ),
-    modern(
-        14,
-        "rfc-10049",
-        Version::RFC,
-        true,
-        CTX_RFC,
-        Some(CTX_PLAIN),
-        Free,
+    with_homonym(
+        modern(
+            14,
+            "rfc-10049",
+            Version::RFC,
+            true,
+            CTX_RFC,
+            Some(CTX_PLAIN),
+            Free,
+        ),
+        // roughenough 1.x put VER=1 at top level of a TYPE-less draft-5-era
+        // layout (§5.13).
+        Homonym {
+            name: "roughenough 1.x pre-standard version 1",
+            ver_place: VerPlace::TopLevel,
+            type_tag: false,
+        },
     ),
 ];
+
+const fn with_homonym(mut p: Profile, h: Homonym) -> Profile {
+    p.homonym = Some(h);
+    p
+}
 
 const fn relaxed_03(mut p: Profile) -> Profile {
     p.nonce_copy_required = false;

@@ -9,7 +9,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use crate::error::WireError;
 use crate::hash::Hash;
 use crate::merkle::{self, Orientation, PathError};
-use crate::profile::{Contexts, LeafInput, NoncePlace, Profile, VerPlace};
+use crate::profile::{Contexts, LeafInput, NoncePlace, Profile, VerPlace, PROFILES};
 use crate::tag::Tag;
 use crate::time::FOREVER;
 use crate::version::Version;
@@ -260,10 +260,24 @@ fn identify(
         Version(u32::from_le_bytes(raw.try_into().map_err(|_| {
             VerifyError::Message(WireError::ValueLength(Tag::VER))
         })?));
-    if v == Version::RFC && signed.is_none() && msg.get(Tag::TYPE).is_none() {
-        return Err(VerifyError::LegacyVersionOne);
-    }
-    let profile = Profile::for_wire(v, sent.has_type).ok_or(VerifyError::UnknownVersion(v.0))?;
+    let homonym = |p: &Profile| {
+        p.version == v
+            && p.homonym.is_some_and(|h| {
+                let at = if h.ver_place == VerPlace::TopLevel {
+                    top
+                } else {
+                    signed
+                };
+                at == Some(raw) && msg.get(Tag::TYPE).is_some() == h.type_tag
+            })
+    };
+    let Some(profile) = Profile::for_wire(v, sent.has_type) else {
+        return Err(if PROFILES.iter().any(homonym) {
+            VerifyError::LegacyVersionOne
+        } else {
+            VerifyError::UnknownVersion(v.0)
+        });
+    };
     if !sent.offered().any(|o| o == v) {
         return Err(VerifyError::NotOffered(v));
     }
@@ -275,7 +289,11 @@ fn identify(
         VerPlace::Absent => None,
     };
     if placed != Some(raw) {
-        return Err(VerifyError::VersionPlacement);
+        return Err(if homonym(profile) {
+            VerifyError::LegacyVersionOne
+        } else {
+            VerifyError::VersionPlacement
+        });
     }
     Ok(profile)
 }
