@@ -462,6 +462,27 @@ impl Writer<'_> {
     }
 }
 
+/// Grease (RFC 10049 §7): make a written response deliberately invalid by
+/// flipping a bit of its SREP signature, so clients that skip verification
+/// are caught. Only the signature is touched: a greased response never
+/// carries a wrong time under a valid signature. `bit` picks which of the
+/// 512 bits. Returns false if `response` is not a response of `profile`.
+pub fn grease_signature(profile: &Profile, response: &mut [u8], bit: u16) -> bool {
+    let start = framing(profile);
+    let Some(msg) = response.get(start..) else {
+        return false;
+    };
+    let Ok(m) = wire::Message::parse(msg) else {
+        return false;
+    };
+    let Some(sig) = m.get(Tag::SIG).filter(|s| s.len() == 64) else {
+        return false;
+    };
+    let at = start + (sig.as_ptr() as usize - msg.as_ptr() as usize) + usize::from(bit / 8 % 64);
+    response[at] ^= 1 << (bit % 8);
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,25 +515,4 @@ mod tests {
             404
         );
     }
-}
-
-/// Grease (RFC 10049 §7): make a written response deliberately invalid by
-/// flipping a bit of its SREP signature, so clients that skip verification
-/// are caught. Only the signature is touched: a greased response never
-/// carries a wrong time under a valid signature. `bit` picks which of the
-/// 512 bits. Returns false if `response` is not a response of `profile`.
-pub fn grease_signature(profile: &Profile, response: &mut [u8], bit: u16) -> bool {
-    let start = framing(profile);
-    let Some(msg) = response.get(start..) else {
-        return false;
-    };
-    let Ok(m) = wire::Message::parse(msg) else {
-        return false;
-    };
-    let Some(sig) = m.get(Tag::SIG).filter(|s| s.len() == 64) else {
-        return false;
-    };
-    let at = start + (sig.as_ptr() as usize - msg.as_ptr() as usize) + usize::from(bit / 8 % 64);
-    response[at] ^= 1 << (bit % 8);
-    true
 }
