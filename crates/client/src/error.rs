@@ -1,0 +1,181 @@
+//! Why a query failed, in words a user can act on.
+
+use core::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use gnomon_protocol::serverlist::Transport;
+use gnomon_protocol::VerifyError;
+
+/// Why an answer was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// The response failed verification (this includes garbage and
+    /// truncated datagrams, which do not parse).
+    Verify(VerifyError),
+    /// The TCP stream ended inside a response.
+    TcpClosed {
+        /// Bytes received.
+        got: usize,
+        /// Bytes the frame announced (0 when the header itself was cut).
+        want: usize,
+    },
+    /// A TCP frame announced more bytes than any response can have.
+    TcpTooLong(usize),
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Verify(e) => f.write_str(&describe_verify_error(e)),
+            Rejection::TcpClosed { got, want: 0 } => {
+                write!(
+                    f,
+                    "the TCP stream ended after {got} bytes, inside the frame header"
+                )
+            }
+            Rejection::TcpClosed { got, want } => {
+                write!(f, "the TCP stream ended after {got} of {want} bytes")
+            }
+            Rejection::TcpTooLong(n) => write!(f, "a TCP frame announced {n} bytes"),
+        }
+    }
+}
+
+/// Why [`crate::Client::query`] returned no time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The host name did not resolve.
+    Resolve {
+        /// The name.
+        host: String,
+        /// The resolver's words.
+        reason: String,
+    },
+    /// Nothing answered in time.
+    NoAnswer {
+        /// An ICMP "port unreachable" came back for UDP, or TCP was refused.
+        refused: bool,
+        /// Requests sent, per transport.
+        udp_sent: u32,
+        /// TCP connections tried.
+        tcp_tried: u32,
+        /// Families offered, by their primary profile.
+        offered: Vec<&'static str>,
+        /// Time spent.
+        elapsed: Duration,
+    },
+    /// An answer came back and failed verification. Discovery stops here:
+    /// no older version is tried after an invalid answer.
+    Invalid {
+        /// What was wrong.
+        rejection: Rejection,
+        /// Over which transport.
+        transport: Transport,
+        /// From where.
+        peer: SocketAddr,
+        /// The profile whose format the request used.
+        offered: &'static str,
+    },
+    /// A local failure: no socket, no random bytes.
+    Local(String),
+}
+
+impl QueryError {
+    /// True for [`QueryError::Invalid`].
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, QueryError::Invalid { .. })
+    }
+
+    /// True for [`QueryError::Local`].
+    pub fn is_local(&self) -> bool {
+        matches!(self, QueryError::Local(_))
+    }
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryError::Resolve { host, reason } => write!(f, "cannot resolve {host}: {reason}"),
+            QueryError::NoAnswer {
+                refused,
+                udp_sent,
+                tcp_tried,
+                offered,
+                elapsed,
+            } => {
+                write!(
+                    f,
+                    "no answer after {:.1} s ({udp_sent} UDP request(s), {tcp_tried} TCP attempt(s); offered {})",
+                    elapsed.as_secs_f64(),
+                    offered.join(", ")
+                )?;
+                if *refused {
+                    f.write_str("; the port is closed (connection refused)")?;
+                }
+                Ok(())
+            }
+            QueryError::Invalid {
+                rejection,
+                transport,
+                peer,
+                offered,
+            } => write!(
+                f,
+                "invalid answer from {peer} over {}: {rejection} (request in {offered} format)",
+                transport_name(*transport)
+            ),
+            QueryError::Local(e) => write!(f, "local failure: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+/// `udp` or `tcp`.
+pub(crate) fn transport_name(t: Transport) -> &'static str {
+    match t {
+        Transport::Udp => "udp",
+        Transport::Tcp => "tcp",
+    }
+}
+
+/// A sentence for each verification failure.
+pub fn describe_verify_error(e: &VerifyError) -> String {
+    use VerifyError as V;
+    match e {
+        V::Request(w) => format!("our own request does not parse ({w})"),
+        V::Framing(w) => format!("not a Roughtime packet ({w})"),
+        V::Message(w) => format!("malformed response ({w})"),
+        V::UnknownVersion(v) => {
+            format!("the response names version {v:#010x}, which we do not know")
+        }
+        V::NotOffered(v) => format!("the server answered version {v}, which we did not offer"),
+        V::LegacyVersionOne => {
+            "the server speaks roughenough 1.x's pre-standard \"version 1\", not RFC 10049".into()
+        }
+        V::VersionPlacement => {
+            "the version is not where this version of the protocol puts it".into()
+        }
+        V::Type => "TYPE is missing or is not 1".into(),
+        V::Vers => "the signed VERS list is unsorted, too long or lacks the version".into(),
+        V::Downgrade { answered, better } => {
+            format!("downgrade: the server answered {answered} though both sides speak {better}")
+        }
+        V::DelegationSignature => {
+            "the delegation (DELE) is not signed by the server's long-term key".into()
+        }
+        V::ResponseSignature => {
+            "the response (SREP) signature does not verify with the delegated key".into()
+        }
+        V::NonceMismatch => "the response carries a different nonce than we sent".into(),
+        V::NonceMissing => "the response lacks the NONC copy this version requires".into(),
+        V::Path(p) => format!("the Merkle path is malformed ({p:?})"),
+        V::Root => "the Merkle proof does not lead to the signed root".into(),
+        V::Time => "a time value cannot be decoded".into(),
+        V::OutsideDelegation => "MIDP lies outside the delegation's [MINT, MAXT]".into(),
+        V::ZeroRadius => "RADI is 0, which this version forbids".into(),
+        other => format!("{other:?}"),
+    }
+}

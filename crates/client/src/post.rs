@@ -1,0 +1,196 @@
+//! Sending a malfeasance report to a list's `reports` URL (VERSIONS.md §6.5,
+//! §6.6): HTTPS POST, retried with exponential backoff, 10 s × 1.5^(n−1)
+//! capped at 24 h.
+
+use core::fmt;
+use std::time::Duration;
+
+use gnomon_protocol::report::MEDIA_TYPE;
+use gnomon_protocol::ServerList;
+
+use crate::query::Backoff;
+
+/// How to POST.
+#[derive(Clone, Copy, Debug)]
+pub struct PostPolicy {
+    /// Waits between attempts (the RFC's: 10 s, × 1.5, 24 h cap).
+    pub backoff: Backoff,
+    /// Time for one attempt.
+    pub timeout: Duration,
+    /// Accept `http://` URLs whose host is 127.0.0.1, ::1 or localhost.
+    /// For tests against a local listener only: real lists must use HTTPS.
+    pub allow_loopback_http: bool,
+}
+
+impl Default for PostPolicy {
+    fn default() -> Self {
+        PostPolicy {
+            backoff: Backoff {
+                initial: Duration::from_secs(10),
+                factor: 1.5,
+                max: Duration::from_secs(86_400),
+                attempts: 3,
+            },
+            timeout: Duration::from_secs(30),
+            allow_loopback_http: false,
+        }
+    }
+}
+
+/// A report that was accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Posted {
+    /// Attempts made.
+    pub attempts: u32,
+    /// The accepting status code.
+    pub status: u16,
+}
+
+/// Why a report was not delivered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PostError {
+    /// The URL is not HTTPS (or loopback HTTP when allowed).
+    Url(String),
+    /// The server refused it with a client error (4xx other than 408/429),
+    /// which retrying will not change.
+    Refused {
+        /// Status code.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// Every attempt failed.
+    GaveUp {
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        last: String,
+    },
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PostError::Url(u) => write!(f, "refusing to send a report to {u}: not an HTTPS URL"),
+            PostError::Refused { status, attempts } => {
+                write!(
+                    f,
+                    "the report was refused with HTTP {status} (attempt {attempts})"
+                )
+            }
+            PostError::GaveUp { attempts, last } => {
+                write!(
+                    f,
+                    "the report was not delivered after {attempts} attempt(s): {last}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for PostError {}
+
+/// POST `report_json` to `url` as `application/roughtime-malfeasance+json`.
+pub fn post_report(url: &str, report_json: &str, policy: &PostPolicy) -> Result<Posted, PostError> {
+    if !url_allowed(url, policy.allow_loopback_http) {
+        return Err(PostError::Url(url.to_string()));
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(policy.timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let attempts = policy.backoff.attempts.max(1);
+    let mut last = String::new();
+    for n in 1..=attempts {
+        match agent
+            .post(url)
+            .header("Content-Type", MEDIA_TYPE)
+            .send(report_json)
+        {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                if (200..300).contains(&status) {
+                    return Ok(Posted {
+                        attempts: n,
+                        status,
+                    });
+                }
+                if (400..500).contains(&status) && status != 408 && status != 429 {
+                    return Err(PostError::Refused {
+                        status,
+                        attempts: n,
+                    });
+                }
+                last = format!("HTTP {status}");
+            }
+            Err(e) => last = e.to_string(),
+        }
+        if n < attempts {
+            std::thread::sleep(policy.backoff.delay(n));
+        }
+    }
+    Err(PostError::GaveUp { attempts, last })
+}
+
+fn url_allowed(url: &str, loopback_http: bool) -> bool {
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = lower.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    loopback_http && matches!(host, "127.0.0.1" | "::1" | "localhost")
+}
+
+/// The list's `reports` URL. The list parser keeps only HTTPS; with
+/// `allow_loopback_http` a loopback `http://` URL in the raw document is
+/// taken too (tests).
+pub fn reports_url(
+    list_json: &[u8],
+    list: &ServerList,
+    allow_loopback_http: bool,
+) -> Option<String> {
+    if let Some(u) = &list.reports {
+        return Some(u.clone());
+    }
+    if !allow_loopback_http {
+        return None;
+    }
+    let doc: serde_json::Value = serde_json::from_slice(list_json).ok()?;
+    let url = doc.get("reports")?.as_str()?;
+    url_allowed(url, true).then(|| url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_unless_loopback_is_allowed() {
+        assert!(url_allowed("https://example.net/r", false));
+        assert!(url_allowed("HTTPS://example.net/r", false));
+        assert!(!url_allowed("http://example.net/r", true));
+        assert!(!url_allowed("http://127.0.0.1:80/r", false));
+        assert!(url_allowed("http://127.0.0.1:8080/r", true));
+        assert!(url_allowed("http://[::1]:8080/r", true));
+        assert!(url_allowed("http://localhost/r", true));
+        assert!(!url_allowed("http://127.0.0.1.example.net/r", true));
+        assert!(!url_allowed("ftp://127.0.0.1/r", true));
+    }
+
+    #[test]
+    fn rfc_report_backoff() {
+        let b = PostPolicy::default().backoff;
+        assert_eq!(b.delay(1), Duration::from_secs(10));
+        assert_eq!(b.delay(2), Duration::from_secs(15));
+        assert_eq!(b.delay(3), Duration::from_millis(22_500));
+        assert_eq!(b.delay(100), Duration::from_secs(86_400));
+    }
+}

@@ -1,0 +1,191 @@
+//! The measurement sequence of RFC 10049 §8.2: several servers at random,
+//! asked twice in the same order, every nonce chained from the previous
+//! response, then the causal-order check over every pair of answers.
+
+use gnomon_protocol::{Measurement, Report};
+
+use crate::consensus::{agree, Agreement};
+use crate::entropy::below;
+use crate::error::QueryError;
+use crate::query::{Answer, Client};
+use crate::server::{Server, Versions};
+
+/// How many servers to ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// This many chosen at random (all of them if the list is shorter).
+    Random(usize),
+    /// Every server, in random order.
+    All,
+}
+
+/// The shape of a sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Which servers.
+    pub selection: Selection,
+    /// Passes over them (two in the RFC: a lie by the last server of the
+    /// first pass is caught by the first of the second).
+    pub passes: usize,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            selection: Selection::Random(3),
+            passes: 2,
+        }
+    }
+}
+
+/// One query of the sequence.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Index of the server in the list given to [`Client::measure`].
+    pub server: usize,
+    /// 0-based pass.
+    pub pass: usize,
+    /// The answer, or why there was none.
+    pub result: Result<Answer, QueryError>,
+    /// Index of the answer in [`Sequence::chain`], when it was recorded.
+    pub exchange: Option<usize>,
+}
+
+/// What a sequence found.
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    /// Servers asked, in order (indices into the list).
+    pub order: Vec<usize>,
+    /// Every query, in the order made.
+    pub entries: Vec<Entry>,
+    /// The chain of verified exchanges.
+    pub chain: Measurement,
+    /// Pairs of entries (i, j), i answered before j, whose answers cannot
+    /// both be true: MIDP_i − RADI_i > MIDP_j + RADI_j.
+    pub contradictions: Vec<(usize, usize)>,
+    /// Consensus over the servers and the ones outside it.
+    pub agreement: Agreement,
+}
+
+impl Sequence {
+    /// The servers most likely lying: those outside the consensus; without
+    /// a consensus, the servers named in every contradicting pair (or, when
+    /// no server is, every server named in one).
+    pub fn suspects(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self.agreement.flagged.iter().map(|f| f.0).collect();
+        if out.is_empty() {
+            let pairs: Vec<[usize; 2]> = self
+                .contradictions
+                .iter()
+                .map(|&(i, j)| [self.entries[i].server, self.entries[j].server])
+                .collect();
+            out = pairs.iter().flatten().copied().collect();
+            let common: Vec<usize> = out
+                .iter()
+                .copied()
+                .filter(|s| pairs.iter().all(|p| p.contains(s)))
+                .collect();
+            if !common.is_empty() {
+                out = common;
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether a server lied: a contradiction in the chain, or a server
+    /// outside the consensus.
+    pub fn malfeasance(&self) -> bool {
+        !self.contradictions.is_empty() || !self.agreement.flagged.is_empty()
+    }
+
+    /// The report to send: only when the chain itself proves a
+    /// contradiction, and only verified exchanges, so a signature or parse
+    /// failure is never reported.
+    pub fn report(&self) -> Option<Report> {
+        (!self.contradictions.is_empty()).then(|| self.chain.report())
+    }
+
+    /// The answers that verified.
+    pub fn answers(&self) -> impl Iterator<Item = (&Entry, &Answer)> {
+        self.entries
+            .iter()
+            .filter_map(|e| e.result.as_ref().ok().map(|a| (e, a)))
+    }
+}
+
+impl Client {
+    /// Run the measurement sequence over `servers`. A server that answers
+    /// in the first pass is asked the version it answered in the second.
+    pub fn measure(&mut self, servers: &[Server], plan: &Plan) -> Result<Sequence, QueryError> {
+        let order = self.choose(servers.len(), plan.selection)?;
+        let mut remembered: Vec<Option<Versions>> = vec![None; servers.len()];
+        let mut chain = Measurement::new();
+        let mut entries = Vec::new();
+        for pass in 0..plan.passes {
+            for &s in &order {
+                let mut server = servers[s].clone();
+                if let Some(v) = remembered[s] {
+                    server.versions = v;
+                }
+                let result = self.query_chained(&server, &mut chain);
+                if let Ok(a) = &result {
+                    remembered[s] = Some(Versions::Offer(a.offer));
+                }
+                if let Err(e) = &result {
+                    if e.is_local() {
+                        return Err(e.clone());
+                    }
+                }
+                let exchange = result.is_ok().then(|| chain.exchanges().len() - 1);
+                entries.push(Entry {
+                    server: s,
+                    pass,
+                    result,
+                    exchange,
+                });
+            }
+        }
+        let by_exchange: Vec<usize> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.exchange.is_some())
+            .map(|(i, _)| i)
+            .collect();
+        let contradictions = chain
+            .contradictions()
+            .into_iter()
+            .map(|(a, b)| (by_exchange[a], by_exchange[b]))
+            .collect();
+        let intervals: Vec<(usize, i128, i128)> = entries
+            .iter()
+            .filter_map(|e| {
+                let a = e.result.as_ref().ok()?;
+                let (lo, hi) = a.offset_interval_us();
+                Some((e.server, lo, hi))
+            })
+            .collect();
+        Ok(Sequence {
+            order,
+            entries,
+            chain,
+            contradictions,
+            agreement: agree(&intervals),
+        })
+    }
+
+    /// A random order of `n` servers, cut to the selection.
+    fn choose(&mut self, n: usize, selection: Selection) -> Result<Vec<usize>, QueryError> {
+        let mut order: Vec<usize> = (0..n).collect();
+        // Fisher–Yates with unbiased draws.
+        for i in (1..n).rev() {
+            let j = below(self.entropy(), i + 1).map_err(|e| QueryError::Local(e.to_string()))?;
+            order.swap(i, j);
+        }
+        if let Selection::Random(k) = selection {
+            order.truncate(k);
+        }
+        Ok(order)
+    }
+}

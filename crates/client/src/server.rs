@@ -1,0 +1,251 @@
+//! Who to ask: a server's addresses, key and the versions to offer it.
+
+use core::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+
+use base64::Engine;
+use gnomon_protocol::serverlist::{
+    parse_host_port, Address, AddressError, Host, ListedServer, Transport, UsableServer,
+};
+use gnomon_protocol::{Offer, Profile, ProfileSet, ServerList, PROFILES};
+
+/// The port IANA assigned to Roughtime (RFC 10049 §12.1).
+pub const DEFAULT_PORT: u16 = 5319;
+
+/// Which versions to offer a server.
+#[derive(Clone, Copy, Debug)]
+pub enum Versions {
+    /// Find the newest version among these (see [`crate::discovery`]).
+    Discover(ProfileSet),
+    /// Send exactly this offer: a forced version, or the one a server
+    /// answered before.
+    Offer(Offer),
+}
+
+/// A server to query.
+#[derive(Clone, Debug)]
+pub struct Server {
+    /// A name for output and reports.
+    pub name: String,
+    /// The long-term Ed25519 public key.
+    pub public_key: [u8; 32],
+    /// Where to reach it. UDP addresses are asked first; TCP addresses are
+    /// the fallback for versions that define TCP.
+    pub addresses: Vec<Address>,
+    /// What to offer.
+    pub versions: Versions,
+}
+
+impl Server {
+    /// A server at `target` (`host`, `host:port`, `[v6]:port`, a bare IPv6
+    /// address; port 5319 when omitted), reachable over UDP and TCP on that
+    /// port, with every version to discover.
+    pub fn at(target: &str, public_key: [u8; 32]) -> Result<Server, TargetError> {
+        let (host, port) = parse_target(target, DEFAULT_PORT).map_err(TargetError)?;
+        let addresses = [Transport::Udp, Transport::Tcp]
+            .into_iter()
+            .map(|transport| Address {
+                transport,
+                host: host.clone(),
+                port,
+            })
+            .collect();
+        Ok(Server {
+            name: target.to_string(),
+            public_key,
+            addresses,
+            versions: Versions::Discover(ProfileSet::ALL),
+        })
+    }
+
+    /// Offer only `profile`, as `--version` does.
+    pub fn with_version(mut self, profile: &'static Profile) -> Server {
+        self.versions = Versions::Offer(Offer::single(profile));
+        self
+    }
+
+    /// The usable servers of a list, each offered the versions up to the one
+    /// it lists (the highest it speaks), with the list's addresses.
+    pub fn from_list(list: &ServerList) -> Vec<Server> {
+        list.servers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Server::from_listed(i, s))
+            .collect()
+    }
+
+    fn from_listed(index: usize, listed: &ListedServer) -> Option<Server> {
+        let u: &UsableServer = listed.status.as_ref().ok()?;
+        let set = match u.version.profile() {
+            // "version" is the highest the server speaks: anything it
+            // prefers less may also be spoken.
+            Some(top) => PROFILES
+                .iter()
+                .filter(|p| p.version.preference() <= top.version.preference())
+                .fold(ProfileSet::empty(), |s, p| s.with(p.id)),
+            None => u.version.candidates(),
+        };
+        Some(Server {
+            name: listed
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("server #{index}")),
+            public_key: u.public_key,
+            addresses: u.addresses.clone(),
+            versions: Versions::Discover(set),
+        })
+    }
+
+    /// The first address of `transport`, as text, for output.
+    pub fn describe_address(&self, transport: Transport) -> Option<String> {
+        self.addresses
+            .iter()
+            .find(|a| a.transport == transport)
+            .map(|a| format_address(&a.host, a.port))
+    }
+}
+
+/// `host:port` text of an address (IPv6 in brackets).
+pub(crate) fn format_address(host: &Host, port: u16) -> String {
+    match host {
+        Host::Ipv4(b) => format!("{}:{port}", Ipv4Addr::from(*b)),
+        Host::Ipv6(b) => format!("[{}]:{port}", Ipv6Addr::from(*b)),
+        Host::Name(n) => format!("{n}:{port}"),
+    }
+}
+
+/// Parse a command-line target: `host`, `host:port`, `1.2.3.4[:port]`,
+/// `[v6]`, `[v6]:port` or a bare IPv6 address.
+pub fn parse_target(s: &str, default_port: u16) -> Result<(Host, u16), AddressError> {
+    let with_port = if s.starts_with('[') {
+        if s.ends_with(']') {
+            format!("{s}:{default_port}")
+        } else {
+            s.to_string()
+        }
+    } else {
+        match s.matches(':').count() {
+            0 => format!("{s}:{default_port}"),
+            1 => s.to_string(),
+            // Several colons and no brackets: a bare IPv6 address, no port.
+            _ => format!("[{s}]:{default_port}"),
+        }
+    };
+    parse_host_port(&with_port)
+}
+
+/// A target address that does not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetError(pub AddressError);
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            AddressError::MissingPort => "no port after the host",
+            AddressError::Port => "the port is not a number from 0 to 65535",
+            AddressError::EmptyHost => "the host is empty",
+            AddressError::UnbracketedIpv6 => "write an IPv6 address with a port as [address]:port",
+            AddressError::Brackets => "unbalanced brackets around an IPv6 address",
+            AddressError::Ipv6 => "not a valid IPv6 address",
+            AddressError::ZoneId => "IPv6 zone identifiers (%…) are not supported",
+            AddressError::Ipv4 => "not a valid dotted-decimal IPv4 address",
+            AddressError::Hostname => "not a valid host name",
+            _ => "not a valid address",
+        })
+    }
+}
+
+impl std::error::Error for TargetError {}
+
+/// Socket addresses of a host (DNS for names), in resolver order.
+pub(crate) fn resolve(host: &Host, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+    Ok(match host {
+        Host::Ipv4(b) => vec![SocketAddr::from((Ipv4Addr::from(*b), port))],
+        Host::Ipv6(b) => vec![SocketAddr::from((Ipv6Addr::from(*b), port))],
+        Host::Name(n) => (n.as_str(), port).to_socket_addrs()?.collect(),
+    })
+}
+
+/// Why a public key was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyError {
+    /// Not base64 (nor 64 hex digits).
+    Encoding,
+    /// Decodes to this many bytes, not 32.
+    Length(usize),
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyError::Encoding => f.write_str("the key is neither base64 nor 64 hex digits"),
+            KeyError::Length(n) => write!(f, "the key is {n} bytes; Ed25519 keys are 32"),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// A long-term public key in base64 (as server lists write it) or hex.
+pub fn parse_public_key(s: &str) -> Result<[u8; 32], KeyError> {
+    let s = s.trim();
+    let bytes = if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        (0..32)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| KeyError::Encoding)?
+    } else {
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
+            .map_err(|_| KeyError::Encoding)?
+    };
+    bytes
+        .as_slice()
+        .try_into()
+        .map_err(|_| KeyError::Length(bytes.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_take_the_default_port() {
+        assert_eq!(
+            parse_target("192.0.2.1", 5319),
+            Ok((Host::Ipv4([192, 0, 2, 1]), 5319))
+        );
+        assert_eq!(
+            parse_target("192.0.2.1:2002", 5319),
+            Ok((Host::Ipv4([192, 0, 2, 1]), 2002))
+        );
+        let mut one = [0u8; 16];
+        one[15] = 1;
+        assert_eq!(parse_target("::1", 5319), Ok((Host::Ipv6(one), 5319)));
+        assert_eq!(parse_target("[::1]", 5319), Ok((Host::Ipv6(one), 5319)));
+        assert_eq!(
+            parse_target("[::1]:2003", 5319),
+            Ok((Host::Ipv6(one), 2003))
+        );
+        assert_eq!(
+            parse_target("Time.Example.NET", 5319),
+            Ok((Host::Name("time.example.net".into()), 5319))
+        );
+        assert_eq!(parse_target("host:99999", 5319), Err(AddressError::Port));
+        assert_eq!(parse_target("", 5319), Err(AddressError::EmptyHost));
+        assert_eq!(parse_target("[::1", 5319), Err(AddressError::Brackets));
+    }
+
+    #[test]
+    fn keys_in_base64_or_hex() {
+        let b64 = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+        let key = parse_public_key(b64).unwrap();
+        assert_eq!(key[0], 0x88);
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(parse_public_key(&hex), Ok(key));
+        assert_eq!(parse_public_key(b64.trim_end_matches('=')), Ok(key));
+        assert_eq!(parse_public_key("AAAA"), Err(KeyError::Length(3)));
+        assert_eq!(parse_public_key("not base64!"), Err(KeyError::Encoding));
+    }
+}
