@@ -13,6 +13,7 @@ use gnomon_protocol::KeyPair;
 use crate::keys::{mint_epoch, SharedKeys};
 use crate::stats::WorkerStats;
 use crate::sys;
+use crate::tcp::{TcpConfig, TcpServer, TcpStats};
 use crate::worker::{ClockState, Worker, WorkerConfig};
 
 /// How the engine runs.
@@ -34,6 +35,8 @@ pub struct EngineConfig {
     pub radius_floor_us: u64,
     /// Radius when the clock is unsynchronized; `None` refuses to answer.
     pub unsynchronized_radius_us: Option<u64>,
+    /// TCP on the same addresses, when set and enabled.
+    pub tcp: Option<TcpConfig>,
 }
 
 /// A running server.
@@ -47,6 +50,7 @@ pub struct Engine {
     keeper: Option<JoinHandle<()>>,
     /// Clock state shared with workers.
     pub clock: Arc<ClockState>,
+    tcp: Option<TcpServer>,
 }
 
 fn now_us() -> u64 {
@@ -124,6 +128,33 @@ impl Engine {
                 workers.push(handle);
             }
         }
+        let tcp = match config.tcp.clone().filter(|t| t.enabled) {
+            Some(t) => {
+                // Same port as UDP; with port 0 configured any port will do.
+                let addrs: Vec<_> = local
+                    .iter()
+                    .zip(&config.listen)
+                    .map(|(bound, asked)| (*bound, asked.port() == 0))
+                    .collect();
+                let started = TcpServer::start(
+                    &addrs,
+                    t,
+                    config.worker.clone(),
+                    keys.clone(),
+                    clock.clone(),
+                    stop.clone(),
+                );
+                match started {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        // The UDP workers are running: stop them.
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         let keeper = {
             let (keys, clock, stop, config) =
                 (keys.clone(), clock.clone(), stop.clone(), config.clone());
@@ -139,6 +170,7 @@ impl Engine {
             keys,
             keeper: Some(keeper),
             clock,
+            tcp,
         })
     }
 
@@ -161,6 +193,16 @@ impl Engine {
     pub fn snapshot_source(&self) -> impl Fn() -> crate::metrics::Snapshot + Send + 'static {
         let (stats, keys, clock) = (self.stats.clone(), self.keys.clone(), self.clock.clone());
         move || snapshot(&stats, &keys, &clock)
+    }
+
+    /// Where TCP is served (empty when it is not).
+    pub fn tcp_local(&self) -> &[SocketAddr] {
+        self.tcp.as_ref().map_or(&[], |t| t.local())
+    }
+
+    /// The TCP counters, when TCP is served.
+    pub fn tcp_stats(&self) -> Option<TcpStats> {
+        self.tcp.as_ref().map(|t| t.stats())
     }
 
     /// Whether any worker has stopped (normally only after `shutdown`).
@@ -191,6 +233,9 @@ impl Engine {
         }
         if let Some(k) = self.keeper.take() {
             let _ = k.join();
+        }
+        if let Some(t) = self.tcp.take() {
+            t.join();
         }
         match first_err {
             Some(e) => Err(e),

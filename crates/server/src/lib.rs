@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod offline;
 pub mod stats;
 pub mod sys;
+pub mod tcp;
 pub mod worker;
 
 pub use engine::{Engine, EngineConfig};

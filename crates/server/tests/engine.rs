@@ -45,6 +45,7 @@ fn engine_with(workers: usize, worker: WorkerConfig, rotation: Duration) -> (Eng
         key_rotation: rotation,
         radius_floor_us: 3_000_000,
         unsynchronized_radius_us: Some(10_000_000),
+        tcp: None,
     };
     (Engine::start(config, vec![lt.clone()]).unwrap(), lt)
 }
@@ -307,6 +308,7 @@ fn several_identities_share_one_port_chosen_by_srv() {
         radius_floor_us: 3_000_000,
         // This machine's kernel may call its clock unsynchronized.
         unsynchronized_radius_us: Some(10_000_000),
+        tcp: None,
     };
     let engine = Engine::start(config, vec![a.clone(), b.clone()]).unwrap();
     let to = engine.local[0];
@@ -355,6 +357,7 @@ fn replies_leave_from_the_address_the_request_arrived_on() {
         radius_floor_us: 3_000_000,
         // This machine's kernel may call its clock unsynchronized.
         unsynchronized_radius_us: Some(10_000_000),
+        tcp: None,
     };
     let engine = Engine::start(config, vec![lt.clone()]).unwrap();
     let port = engine.local[0].port();

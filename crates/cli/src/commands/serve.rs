@@ -10,6 +10,7 @@ use gnomon_protocol::profile::{Framing, PROFILES};
 use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions, Version};
 use gnomon_server::keys::random_seed;
 use gnomon_server::stats::{Drop, WorkerStats};
+use gnomon_server::tcp::TcpConfig;
 use gnomon_server::worker::WorkerConfig;
 use gnomon_server::{Engine, EngineConfig};
 
@@ -40,6 +41,10 @@ pub(crate) struct Args {
     /// (drafts 05–11, TYPE-less 0x8000000c); off answers them one by one.
     #[arg(long, env = "GNOMON_BATCH_DISPUTED")]
     batch_disputed: bool,
+    /// Also serve TCP on the same addresses, for the versions that define it
+    /// (drafts 08 and later, and 1).
+    #[arg(long, env = "GNOMON_TCP")]
+    tcp: bool,
     /// Seconds between summary log lines (0: none).
     #[arg(long, env = "GNOMON_SUMMARY_INTERVAL", default_value_t = 60)]
     summary_interval: u64,
@@ -91,6 +96,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         key_rotation: Duration::from_secs(12 * 3600),
         radius_floor_us: u64::from(args.radius_floor) * 1_000_000,
         unsynchronized_radius_us: Some(60_000_000),
+        tcp: args.tcp.then(TcpConfig::default),
     };
     let engine = match Engine::start(config, vec![long_term]) {
         Ok(e) => e,
@@ -115,6 +121,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     for addr in &engine.local {
         eprintln!("gnomon serve: listening on udp {addr} with {workers} workers");
+    }
+    for addr in engine.tcp_local() {
+        eprintln!("gnomon serve: listening on tcp {addr}");
     }
     let mut last_summary = Instant::now();
     let mut previous = WorkerStats::default();

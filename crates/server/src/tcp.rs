@@ -1,0 +1,487 @@
+//! The TCP transport, for the versions that define it (drafts 08 and later,
+//! and version 1: `Profile::tcp`). VERSIONS.md §2.2 and §6.7: the 12-byte
+//! ROUGHTIM header delimits each request and each response in the stream,
+//! and a connection may carry several requests.
+//!
+//! ```text
+//!  listener (one thread per address) ──accept──▶ cap check ─▶ handler thread
+//!  handler: read ▶ cut frames ▶ parse (TCP versions only) ▶ choose identity
+//!           ▶ runs of consecutive same-(profile, identity) requests ▶ Responder
+//!           ▶ responses, in request order, in one write
+//! ```
+//!
+//! # One blocking thread per connection, with a hard cap
+//!
+//! UDP carries the load; TCP is the fallback a client tries when UDP gets
+//! no answer (§6.7, draft 16+), so connections are few and each carries a
+//! handful of requests. Per request the cost is a signature (tens of µs),
+//! beside which a thread wake-up is small. A blocking thread per connection
+//! then buys simple, checkable code: each deadline (idle, unfinished frame,
+//! peer not reading) is the socket's own `SO_RCVTIMEO`/`SO_SNDTIMEO` set
+//! before the call, a stalled peer blocks only its own thread (never a UDP
+//! worker or another connection), and nothing new is needed: no event-loop
+//! dependency and no `unsafe` outside `sys`. The cap bounds the threads; each
+//! has a small stack and two buffers of about one frame, so the default 1024
+//! connections stay within a few tens of MiB actually touched. What this
+//! gives up is batching across connections: the requests that arrive
+//! together on one connection share a signature, those of different
+//! connections do not. An event loop would be the next step if TCP ever had
+//! to carry UDP-like rates.
+//!
+//! # What closes a connection
+//!
+//! A bad header (wrong magic, or a length above the cap) leaves the stream
+//! without a next boundary, so it closes the connection, decided from the
+//! header alone. A well-delimited request that cannot be answered (a
+//! UDP-only version, bad tags, unknown SRV, …) is dropped and counted like a
+//! UDP datagram, and the connection carries on with the next frame. Timeouts:
+//! no complete request for `idle_timeout`; a frame that has started but is
+//! not complete within `read_timeout` (the slowloris bound: measured from
+//! the frame's first byte, so trickling bytes does not extend it); a peer
+//! that does not take its responses within `read_timeout`.
+//!
+//! Every close is counted by reason before the socket is shut, so a client
+//! that sees the end of the stream also sees the count.
+
+mod conn;
+mod frame;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use gnomon_protocol::{Acceptor, ProfileSet, PROFILES};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::keys::SharedKeys;
+use crate::stats::Drop;
+use crate::worker::{ClockState, WorkerConfig};
+
+/// How often the listener looks at the stop flag while no one connects.
+const ACCEPT_WAKE: Duration = Duration::from_millis(100);
+/// Pause after an accept error that does not go away by itself (out of
+/// file descriptors): the pending connection stays queued, so retrying at
+/// once would spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+/// Handler stack: the responder's state lives on the heap; this is room for
+/// the signing code with a wide margin.
+const HANDLER_STACK: usize = 256 * 1024;
+
+/// TCP settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// Serve TCP at all.
+    pub enabled: bool,
+    /// Open connections at most; further ones are closed at once.
+    pub max_connections: usize,
+    /// A connection with no complete request for this long is closed.
+    pub idle_timeout: Duration,
+    /// Once a frame has started, the rest must arrive within this; also how
+    /// long a peer may leave its responses untaken.
+    pub read_timeout: Duration,
+    /// Longest frame body (the header's length field) accepted, bytes.
+    pub max_frame: usize,
+}
+
+impl Default for TcpConfig {
+    /// The same defaults as the configuration file's `[tcp]` table.
+    fn default() -> Self {
+        TcpConfig {
+            enabled: true,
+            max_connections: 1024,
+            idle_timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(5),
+            max_frame: 4096,
+        }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Close {
+    /// The peer closed or reset it.
+    Peer,
+    /// No complete request for `idle_timeout`.
+    Idle,
+    /// A frame was started and not finished within `read_timeout`.
+    ReadTimeout,
+    /// A header announced a body longer than `max_frame`.
+    FrameTooLarge,
+    /// The stream does not start with the ROUGHTIM magic where a frame must.
+    Framing,
+    /// The peer did not take its responses.
+    WriteFailed,
+    /// The server is stopping.
+    Shutdown,
+}
+
+impl Close {
+    /// Number of reasons.
+    pub const COUNT: usize = 7;
+    /// Every reason, in counter order.
+    pub const ALL: [Close; Close::COUNT] = [
+        Close::Peer,
+        Close::Idle,
+        Close::ReadTimeout,
+        Close::FrameTooLarge,
+        Close::Framing,
+        Close::WriteFailed,
+        Close::Shutdown,
+    ];
+
+    /// Metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Close::Peer => "peer",
+            Close::Idle => "idle_timeout",
+            Close::ReadTimeout => "read_timeout",
+            Close::FrameTooLarge => "frame_too_large",
+            Close::Framing => "framing",
+            Close::WriteFailed => "write_failed",
+            Close::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// A snapshot of the TCP counters since start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Connections admitted.
+    pub accepted: u64,
+    /// Connections closed at once: over the cap, or no thread to serve them.
+    pub refused: u64,
+    /// `accept` failures other than timeouts (for example out of descriptors).
+    pub accept_errors: u64,
+    /// Connections open now.
+    pub open: u64,
+    /// Connections closed, per [`Close`] reason.
+    pub closed: [u64; Close::COUNT],
+    /// Complete frames received.
+    pub requests: u64,
+    /// Responses written, per profile id.
+    pub responses: [u64; PROFILES.len()],
+    /// Signatures made.
+    pub signatures: u64,
+    /// Requests dropped, per [`Drop`] reason (the UDP reasons).
+    pub drops: [u64; Drop::COUNT],
+    /// Requests dropped because their version is UDP-only (Google, 01–07).
+    pub udp_only: u64,
+    /// Responses deliberately sent with a broken signature (grease).
+    pub greased: u64,
+}
+
+impl TcpStats {
+    /// Total responses.
+    pub fn total_responses(&self) -> u64 {
+        self.responses.iter().sum()
+    }
+
+    /// Total requests dropped, for any reason.
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum::<u64>() + self.udp_only
+    }
+}
+
+/// The live counters. Handlers are many and short-lived threads, so they
+/// count straight into shared atomics rather than publishing snapshots as
+/// the UDP workers do; one relaxed add per request is noise beside the
+/// signature it pays for.
+#[derive(Default)]
+struct Counters {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+    accept_errors: AtomicU64,
+    closed: [AtomicU64; Close::COUNT],
+    requests: AtomicU64,
+    responses: [AtomicU64; PROFILES.len()],
+    signatures: AtomicU64,
+    drops: [AtomicU64; Drop::COUNT],
+    udp_only: AtomicU64,
+    greased: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+fn read_all<const N: usize>(a: &[AtomicU64; N]) -> [u64; N] {
+    std::array::from_fn(|i| a[i].load(Ordering::Relaxed))
+}
+
+/// What the listeners and every handler share.
+struct Shared {
+    config: TcpConfig,
+    worker: WorkerConfig,
+    /// `worker.acceptor` narrowed to the versions that define TCP.
+    acceptor: Acceptor,
+    keys: SharedKeys,
+    clock: Arc<ClockState>,
+    stop: Arc<AtomicBool>,
+    counters: Counters,
+    open: AtomicUsize,
+    /// Live handlers: a second handle on each stream (to wake it at
+    /// shutdown) and its thread.
+    handlers: Mutex<HashMap<u64, (TcpStream, JoinHandle<()>)>>,
+}
+
+/// The running TCP side of the engine.
+pub struct TcpServer {
+    local: Vec<SocketAddr>,
+    shared: Arc<Shared>,
+    listeners: Vec<JoinHandle<()>>,
+}
+
+/// Narrow `acceptor` to the profiles with TCP framing, so that a request
+/// offering both kinds is answered in a TCP version.
+fn tcp_acceptor(acceptor: &Acceptor) -> Acceptor {
+    let tcp = PROFILES
+        .iter()
+        .filter(|p| p.tcp)
+        .fold(ProfileSet::empty(), |s, p| s.with(p.id));
+    Acceptor {
+        profiles: ProfileSet(acceptor.profiles.0 & tcp.0),
+        ..*acceptor
+    }
+}
+
+/// A listening socket on `addr`. When `any_port` is set and the port is
+/// taken, any free port will do (the UDP side was configured with port 0).
+fn listener(addr: SocketAddr, any_port: bool) -> io::Result<Socket> {
+    let bind = |addr: SocketAddr| -> io::Result<Socket> {
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        // A restart must not wait for the last run's TIME_WAIT connections.
+        s.set_reuse_address(true)?;
+        if addr.is_ipv6() {
+            s.set_only_v6(true)?;
+        }
+        // Linux applies SO_RCVTIMEO to accept: the listener wakes to see
+        // the stop flag without a second thread or a self-connection.
+        s.set_read_timeout(Some(ACCEPT_WAKE))?;
+        s.bind(&addr.into())?;
+        s.listen(1024)?;
+        Ok(s)
+    };
+    match bind(addr) {
+        Err(e) if any_port && e.kind() == io::ErrorKind::AddrInUse => {
+            let mut any = addr;
+            any.set_port(0);
+            bind(any)
+        }
+        r => r,
+    }
+}
+
+impl TcpServer {
+    /// Listen on each `(address, any_port)` and start accepting. The
+    /// listeners stop, and close every connection, once `stop` is set.
+    pub fn start(
+        addrs: &[(SocketAddr, bool)],
+        config: TcpConfig,
+        worker: WorkerConfig,
+        keys: SharedKeys,
+        clock: Arc<ClockState>,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<TcpServer> {
+        let mut sockets = Vec::new();
+        let mut local = Vec::new();
+        for &(addr, any_port) in addrs {
+            let s = listener(addr, any_port)?;
+            local.push(
+                s.local_addr()?
+                    .as_socket()
+                    .ok_or_else(|| io::Error::other("not an IP socket"))?,
+            );
+            sockets.push(s);
+        }
+        let shared = Arc::new(Shared {
+            acceptor: tcp_acceptor(&worker.acceptor),
+            config,
+            worker,
+            keys,
+            clock,
+            stop,
+            counters: Counters::default(),
+            open: AtomicUsize::new(0),
+            handlers: Mutex::new(HashMap::new()),
+        });
+        let mut listeners = Vec::new();
+        for (s, addr) in sockets.into_iter().zip(&local) {
+            let mine = shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("gnomon-tcp-{addr}"))
+                .spawn(move || accept_loop(s, &mine));
+            match spawned {
+                Ok(h) => listeners.push(h),
+                Err(e) => {
+                    // Let the listeners already running wind down.
+                    shared.stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(TcpServer {
+            local,
+            shared,
+            listeners,
+        })
+    }
+
+    /// The bound addresses (port 0 resolved).
+    pub fn local(&self) -> &[SocketAddr] {
+        &self.local
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> TcpStats {
+        self.shared.snapshot()
+    }
+
+    /// Wait for the listeners (and through them every handler) to finish;
+    /// they do once the stop flag is set.
+    pub fn join(self) -> TcpStats {
+        for l in self.listeners {
+            let _ = l.join();
+        }
+        self.shared.snapshot()
+    }
+}
+
+impl Shared {
+    fn snapshot(&self) -> TcpStats {
+        let c = &self.counters;
+        TcpStats {
+            accepted: c.accepted.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            accept_errors: c.accept_errors.load(Ordering::Relaxed),
+            open: self.open.load(Ordering::Relaxed) as u64,
+            closed: read_all(&c.closed),
+            requests: c.requests.load(Ordering::Relaxed),
+            responses: read_all(&c.responses),
+            signatures: c.signatures.load(Ordering::Relaxed),
+            drops: read_all(&c.drops),
+            udp_only: c.udp_only.load(Ordering::Relaxed),
+            greased: c.greased.load(Ordering::Relaxed),
+        }
+    }
+}
+
+fn accept_loop(listener: Socket, shared: &Arc<Shared>) {
+    let mut next_id = 0u64;
+    while !shared.stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((socket, _)) => {
+                admit(socket.into(), next_id, shared);
+                next_id += 1;
+            }
+            Err(e) => match e.kind() {
+                io::ErrorKind::WouldBlock
+                | io::ErrorKind::TimedOut
+                | io::ErrorKind::Interrupted
+                | io::ErrorKind::ConnectionAborted => {}
+                _ => {
+                    bump(&shared.counters.accept_errors);
+                    std::thread::park_timeout(ACCEPT_BACKOFF);
+                }
+            },
+        }
+    }
+    close_all(shared);
+}
+
+/// Start a handler for `stream`, or close it at once when the cap is reached.
+fn admit(stream: TcpStream, id: u64, shared: &Arc<Shared>) {
+    let c = &shared.counters;
+    let cap = shared.config.max_connections.max(1);
+    if shared.open.fetch_add(1, Ordering::Relaxed) >= cap {
+        shared.open.fetch_sub(1, Ordering::Relaxed);
+        bump(&c.refused);
+        return;
+    }
+    let Ok(waker) = stream.try_clone() else {
+        shared.open.fetch_sub(1, Ordering::Relaxed);
+        bump(&c.refused);
+        return;
+    };
+    // Held across the spawn: a handler that ends at once must find its own
+    // entry when it removes it, or the entry (and a descriptor) would leak.
+    let mut handlers = shared.handlers.lock().unwrap_or_else(|p| p.into_inner());
+    // Counted before the handler can answer anything.
+    bump(&c.accepted);
+    let s = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("gnomon-tcp-conn".into())
+        .stack_size(HANDLER_STACK)
+        .spawn(move || conn::serve(stream, id, &s));
+    match spawned {
+        Ok(h) => {
+            handlers.insert(id, (waker, h));
+        }
+        Err(_) => {
+            c.accepted.fetch_sub(1, Ordering::Relaxed);
+            shared.open.fetch_sub(1, Ordering::Relaxed);
+            bump(&c.refused);
+        }
+    }
+}
+
+/// At shutdown: wake every handler by shutting its socket, then wait for it.
+fn close_all(shared: &Shared) {
+    let handlers = std::mem::take(&mut *shared.handlers.lock().unwrap_or_else(|p| p.into_inner()));
+    for (waker, _) in handlers.values() {
+        let _ = waker.shutdown(std::net::Shutdown::Both);
+    }
+    for (_, (_, h)) in handlers {
+        let _ = h.join();
+    }
+}
+
+impl Shared {
+    /// A handler is done: count why, then let the cap admit another.
+    fn finished(&self, id: u64, why: Close) {
+        bump(&self.counters.closed[why as usize]);
+        self.handlers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gnomon_protocol::Profile;
+
+    #[test]
+    fn the_tcp_acceptor_keeps_only_tcp_versions() {
+        let a = tcp_acceptor(&Acceptor::default());
+        for p in PROFILES.iter() {
+            assert_eq!(a.profiles.contains(p.id), p.tcp, "{}", p.name);
+        }
+        assert!(!a.profiles.contains(Profile::google().id));
+        assert!(a.profiles.contains(Profile::rfc().id));
+        let narrowed = Acceptor {
+            profiles: ProfileSet::empty().with(Profile::google().id),
+            min_size: 1000,
+        };
+        let a = tcp_acceptor(&narrowed);
+        assert_eq!(a.profiles, ProfileSet::empty());
+        assert_eq!(a.min_size, 1000);
+    }
+
+    #[test]
+    fn close_labels_are_distinct_and_ordered() {
+        for (i, c) in Close::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i);
+        }
+        let mut labels: Vec<_> = Close::ALL.iter().map(|c| c.label()).collect();
+        labels.sort();
+        labels.dedup();
+        assert_eq!(labels.len(), Close::COUNT);
+    }
+}

@@ -1,0 +1,436 @@
+//! The TCP transport on loopback: several requests per connection for every
+//! version that defines TCP, UDP-only versions dropped, the frame cap, the
+//! read (slowloris) and idle timeouts, the connection cap, and shutdown.
+//!
+//! Nothing here sleeps to wait for the server: each test waits on a socket
+//! (a response, or the end of the stream) under a read timeout that only
+//! bounds a failure.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use gnomon_protocol::profile::Framing;
+use gnomon_protocol::{
+    verify_response, Acceptor, KeyPair, Offer, Profile, ResponderOptions, Version, PROFILES,
+};
+use gnomon_server::stats::Drop;
+use gnomon_server::tcp::{Close, TcpConfig, TcpStats};
+use gnomon_server::worker::WorkerConfig;
+use gnomon_server::{Engine, EngineConfig};
+
+/// Bounds a wait that should end far sooner.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+fn tcp_config() -> TcpConfig {
+    TcpConfig {
+        enabled: true,
+        max_connections: 16,
+        // Long enough that none of these tests meets them by accident.
+        idle_timeout: Duration::from_secs(60),
+        read_timeout: Duration::from_secs(60),
+        max_frame: 2048,
+    }
+}
+
+fn engine_with(tcp: TcpConfig) -> (Engine, KeyPair) {
+    let lt = KeyPair::from_seed(&[41; 32]);
+    let config = EngineConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 1,
+        recv_buffer: None,
+        worker: WorkerConfig {
+            max_batch: 64,
+            max_queue_delay_us: 5_000_000,
+            acceptor: Acceptor::default(),
+            options: ResponderOptions {
+                batch_disputed: true,
+                google_nonce: false,
+            },
+            vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
+            grease_per_million: 0,
+        },
+        key_validity: Duration::from_secs(3600),
+        key_rotation: Duration::from_secs(1800),
+        radius_floor_us: 3_000_000,
+        // This machine's kernel may call its clock unsynchronized.
+        unsynchronized_radius_us: Some(10_000_000),
+        tcp: Some(tcp),
+    };
+    (Engine::start(config, vec![lt.clone()]).unwrap(), lt)
+}
+
+fn request_of_size(profile: &'static Profile, i: u64, size: usize) -> Vec<u8> {
+    let mut nonce = vec![0u8; profile.nonce_len];
+    nonce[..8].copy_from_slice(&i.to_le_bytes());
+    let mut out = vec![0u8; size];
+    let n = Offer::single(profile)
+        .build(&nonce, None, size, &mut out)
+        .unwrap();
+    out.truncate(n);
+    out
+}
+
+fn request(profile: &'static Profile, i: u64) -> Vec<u8> {
+    request_of_size(profile, i, 1024)
+}
+
+fn connect(engine: &Engine) -> TcpStream {
+    let s = TcpStream::connect(engine.tcp_local()[0]).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s
+}
+
+/// A ROUGHTIM header announcing a body of `len` bytes.
+fn header(len: u32) -> Vec<u8> {
+    let mut h = b"ROUGHTIM".to_vec();
+    h.extend_from_slice(&len.to_le_bytes());
+    h
+}
+
+/// Read one framed response.
+fn read_frame(s: &mut TcpStream) -> Vec<u8> {
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).expect("a response header");
+    assert_eq!(&head[..8], b"ROUGHTIM");
+    let len = u32::from_le_bytes(head[8..].try_into().unwrap()) as usize;
+    let mut frame = head.to_vec();
+    frame.resize(12 + len, 0);
+    s.read_exact(&mut frame[12..]).expect("a response body");
+    frame
+}
+
+/// True once the server has ended the stream (a clean end or a reset);
+/// false if `s`'s read timeout passed with the connection still open.
+fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 64];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(n) => panic!("{n} unexpected bytes"),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => true,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            false
+        }
+        Err(e) => panic!("read: {e}"),
+    }
+}
+
+/// Wait (bounded by `PATIENCE`) for the server to close `s`.
+fn expect_closed(s: &mut TcpStream) {
+    assert!(closed(s), "the server kept the connection open");
+}
+
+fn stats(engine: &Engine) -> TcpStats {
+    engine.tcp_stats().expect("TCP is on")
+}
+
+#[test]
+fn every_tcp_version_answers_several_requests_on_one_connection() {
+    let (engine, lt) = engine_with(tcp_config());
+    let tcp: Vec<&'static Profile> = PROFILES.iter().filter(|p| p.tcp).collect();
+    assert!(tcp.len() >= 6, "drafts 08–11, 0x8000000c twice, and 1");
+    for (k, profile) in tcp.iter().enumerate() {
+        let mut s = connect(&engine);
+        let reqs: Vec<Vec<u8>> = (0..5).map(|i| request(profile, i)).collect();
+        // Two written at once (pipelined), then three one by one.
+        s.write_all(&[reqs[0].clone(), reqs[1].clone()].concat())
+            .unwrap();
+        for r in &reqs[2..] {
+            s.write_all(r).unwrap();
+        }
+        for (i, r) in reqs.iter().enumerate() {
+            let answer = read_frame(&mut s);
+            assert!(answer.len() <= r.len(), "{}: amplification", profile.name);
+            // In request order; for 12+ this also checks that the leaf is
+            // exactly the frame's bytes (§7.4).
+            verify_response(r, &answer, &lt.public())
+                .unwrap_or_else(|e| panic!("{} response {i}: {e:?}", profile.name));
+        }
+        let st = stats(&engine);
+        assert_eq!(
+            st.responses[usize::from(profile.id.0)],
+            5,
+            "{}",
+            profile.name
+        );
+        assert_eq!(st.accepted, k as u64 + 1);
+    }
+    let st = stats(&engine);
+    assert_eq!(st.requests, 5 * tcp.len() as u64);
+    assert_eq!(st.total_responses(), 5 * tcp.len() as u64);
+    assert_eq!(st.total_drops(), 0);
+    // Nothing came over UDP.
+    let udp = engine.shutdown().unwrap();
+    assert_eq!(udp.total_responses(), 0);
+}
+
+#[test]
+fn mixed_versions_on_one_connection_are_answered_in_order() {
+    let (engine, lt) = engine_with(tcp_config());
+    let order = [
+        Profile::rfc(),
+        Profile::rfc(),
+        Profile::by_name("draft-08").unwrap(),
+        Profile::rfc(),
+        Profile::by_name("draft-11").unwrap(),
+        Profile::by_name("draft-11").unwrap(),
+    ];
+    let reqs: Vec<Vec<u8>> = order
+        .iter()
+        .enumerate()
+        .map(|(i, p)| request(p, i as u64))
+        .collect();
+    let mut s = connect(&engine);
+    s.write_all(&reqs.concat()).unwrap();
+    for (r, p) in reqs.iter().zip(order) {
+        let answer = read_frame(&mut s);
+        verify_response(r, &answer, &lt.public()).unwrap_or_else(|e| panic!("{}: {e:?}", p.name));
+    }
+    assert_eq!(stats(&engine).total_responses(), 6);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn udp_only_versions_and_bad_requests_are_dropped_and_the_connection_survives() {
+    let (engine, lt) = engine_with(tcp_config());
+    let mut s = connect(&engine);
+    // Drafts 01–07: framed like TCP versions, but they define no TCP.
+    let udp_only: Vec<&'static Profile> = PROFILES
+        .iter()
+        .filter(|p| !p.tcp && p.framing == Framing::Packet)
+        .collect();
+    assert!(!udp_only.is_empty());
+    let mut garbage = header(1012);
+    garbage.resize(1024, 0xff);
+    let short = request_of_size(Profile::rfc(), 9, 512);
+    for (i, p) in udp_only.iter().enumerate() {
+        s.write_all(&request(p, i as u64)).unwrap();
+    }
+    s.write_all(&garbage).unwrap();
+    s.write_all(&short).unwrap();
+    // The next response on the stream answers this request, so none of the
+    // frames before it got one.
+    let good = request(Profile::rfc(), 100);
+    s.write_all(&good).unwrap();
+    verify_response(&good, &read_frame(&mut s), &lt.public()).unwrap();
+    let st = stats(&engine);
+    assert_eq!(st.udp_only, udp_only.len() as u64);
+    assert_eq!(st.drops[Drop::Message as usize], 1);
+    assert_eq!(st.drops[Drop::TooShort as usize], 1);
+    assert_eq!(st.requests, udp_only.len() as u64 + 3);
+    assert_eq!(st.total_responses(), 1);
+    assert_eq!(st.closed, [0; Close::COUNT]);
+
+    // Google has no framing at all: its bare message cannot be delimited in
+    // a stream, so it ends the connection.
+    let mut g = connect(&engine);
+    g.write_all(&request(Profile::google(), 1)).unwrap();
+    expect_closed(&mut g);
+    let st = stats(&engine);
+    assert_eq!(st.closed[Close::Framing as usize], 1);
+    assert_eq!(st.total_responses(), 1);
+    // The first connection is still served.
+    let again = request(Profile::rfc(), 101);
+    s.write_all(&again).unwrap();
+    verify_response(&again, &read_frame(&mut s), &lt.public()).unwrap();
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn a_frame_longer_than_the_cap_closes_the_connection() {
+    let config = tcp_config();
+    let cap = config.max_frame;
+    let (engine, lt) = engine_with(config);
+    let mut s = connect(&engine);
+    // A request exactly at the cap is answered.
+    let biggest = request_of_size(Profile::rfc(), 1, 12 + cap);
+    assert_eq!(biggest.len(), 12 + cap);
+    s.write_all(&biggest).unwrap();
+    verify_response(&biggest, &read_frame(&mut s), &lt.public()).unwrap();
+    // One byte more: closed on the header alone, long before the 60 s read
+    // timeout would end a wait for the body.
+    s.write_all(&header(cap as u32 + 1)).unwrap();
+    expect_closed(&mut s);
+    let st = stats(&engine);
+    assert_eq!(st.closed[Close::FrameTooLarge as usize], 1);
+    assert_eq!(st.total_responses(), 1);
+    // A bad header after a good request: the request is still answered.
+    let mut t = connect(&engine);
+    let good = request(Profile::rfc(), 2);
+    t.write_all(&[good.clone(), b"GNOMONxx\x00\x04\x00\x00".to_vec()].concat())
+        .unwrap();
+    verify_response(&good, &read_frame(&mut t), &lt.public()).unwrap();
+    expect_closed(&mut t);
+    assert_eq!(stats(&engine).closed[Close::Framing as usize], 1);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn a_stalled_connection_does_not_hurt_udp_and_is_closed_after_the_read_timeout() {
+    let read_timeout = Duration::from_millis(300);
+    let (engine, lt) = engine_with(TcpConfig {
+        read_timeout,
+        ..tcp_config()
+    });
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut stalled = connect(&engine);
+    // Half a header, then nothing.
+    let started = Instant::now();
+    stalled.write_all(b"ROUGHT").unwrap();
+    stalled
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let mut other = connect(&engine);
+    let mut rounds = 0u64;
+    let mut buf = [0u8; 2048];
+    loop {
+        // While it stalls, UDP and other TCP clients are answered.
+        let r = request(Profile::rfc(), rounds);
+        udp.send_to(&r, engine.local[0]).unwrap();
+        let (n, _) = udp.recv_from(&mut buf).expect("a UDP answer");
+        verify_response(&r, &buf[..n], &lt.public()).unwrap();
+        let t = request(Profile::rfc(), 1_000 + rounds);
+        other.write_all(&t).unwrap();
+        verify_response(&t, &read_frame(&mut other), &lt.public()).unwrap();
+        rounds += 1;
+        if closed(&mut stalled) {
+            break;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the stalled connection stayed open"
+        );
+    }
+    assert!(
+        started.elapsed() >= read_timeout,
+        "closed before the read timeout"
+    );
+    assert!(rounds >= 1);
+    let st = stats(&engine);
+    assert_eq!(st.closed[Close::ReadTimeout as usize], 1);
+    assert_eq!(st.total_responses(), rounds);
+    let udp_stats = engine.shutdown().unwrap();
+    assert_eq!(udp_stats.total_responses(), rounds);
+}
+
+#[test]
+fn a_trickled_frame_is_closed_at_the_read_timeout() {
+    // Bytes keep coming, but the frame's deadline runs from its first byte.
+    let read_timeout = Duration::from_millis(300);
+    let (engine, _) = engine_with(TcpConfig {
+        read_timeout,
+        ..tcp_config()
+    });
+    let mut s = connect(&engine);
+    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    let r = request(Profile::rfc(), 1);
+    let started = Instant::now();
+    let mut sent = 0;
+    loop {
+        // A failed write also means the server has closed.
+        if s.write_all(&r[sent..sent + 1]).is_err() || closed(&mut s) {
+            break;
+        }
+        sent += 1;
+        assert!(sent < r.len(), "the whole frame went through");
+        assert!(started.elapsed() < PATIENCE, "the trickle was never cut");
+    }
+    assert!(started.elapsed() >= read_timeout);
+    assert_eq!(stats(&engine).closed[Close::ReadTimeout as usize], 1);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn the_connection_cap_is_enforced() {
+    let (engine, lt) = engine_with(TcpConfig {
+        max_connections: 2,
+        ..tcp_config()
+    });
+    // A round trip on each proves both are admitted.
+    let mut a = connect(&engine);
+    let mut b = connect(&engine);
+    for (i, s) in [&mut a, &mut b].into_iter().enumerate() {
+        let r = request(Profile::rfc(), i as u64);
+        s.write_all(&r).unwrap();
+        verify_response(&r, &read_frame(s), &lt.public()).unwrap();
+    }
+    let mut c = connect(&engine);
+    expect_closed(&mut c);
+    let st = stats(&engine);
+    assert_eq!((st.accepted, st.refused, st.open), (2, 1, 2));
+    // Once `a` is closed (counted before its end of stream is sent), the
+    // slot is free again.
+    a.write_all(&header(u32::MAX)).unwrap();
+    expect_closed(&mut a);
+    let mut d = connect(&engine);
+    let r = request(Profile::rfc(), 3);
+    d.write_all(&r).unwrap();
+    verify_response(&r, &read_frame(&mut d), &lt.public()).unwrap();
+    let st = stats(&engine);
+    assert_eq!((st.accepted, st.refused, st.open), (3, 1, 2));
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn an_idle_connection_is_closed_after_the_idle_timeout() {
+    let idle_timeout = Duration::from_millis(200);
+    let (engine, lt) = engine_with(TcpConfig {
+        idle_timeout,
+        ..tcp_config()
+    });
+    let mut s = connect(&engine);
+    let started = Instant::now();
+    let r = request(Profile::rfc(), 1);
+    s.write_all(&r).unwrap();
+    verify_response(&r, &read_frame(&mut s), &lt.public()).unwrap();
+    expect_closed(&mut s);
+    // Counted from the last request, which was sent after `started`.
+    assert!(started.elapsed() >= idle_timeout);
+    // A connection that never sends anything is closed the same way.
+    let mut silent = connect(&engine);
+    expect_closed(&mut silent);
+    let st = stats(&engine);
+    assert_eq!(st.closed[Close::Idle as usize], 2);
+    assert_eq!(st.open, 0);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn shutdown_closes_open_connections_promptly() {
+    let (engine, lt) = engine_with(tcp_config());
+    let mut s = connect(&engine);
+    let r = request(Profile::rfc(), 1);
+    s.write_all(&r).unwrap();
+    verify_response(&r, &read_frame(&mut s), &lt.public()).unwrap();
+    let mut partial = connect(&engine);
+    partial.write_all(&header(1012)).unwrap();
+    let started = Instant::now();
+    engine.shutdown().unwrap();
+    // Both would otherwise wait out 60 s timeouts.
+    assert!(started.elapsed() < Duration::from_secs(2));
+    expect_closed(&mut s);
+    expect_closed(&mut partial);
+}
+
+#[test]
+fn tcp_is_off_unless_enabled() {
+    let (engine, _) = engine_with(TcpConfig {
+        enabled: false,
+        ..tcp_config()
+    });
+    assert!(engine.tcp_local().is_empty());
+    assert!(engine.tcp_stats().is_none());
+    // Nothing listens over TCP on the UDP port.
+    let to: SocketAddr = engine.local[0];
+    assert_eq!(
+        TcpStream::connect(to).unwrap_err().kind(),
+        io::ErrorKind::ConnectionRefused
+    );
+    engine.shutdown().unwrap();
+}
