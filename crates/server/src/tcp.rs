@@ -224,10 +224,15 @@ struct Shared {
     stop: Arc<AtomicBool>,
     counters: Counters,
     open: AtomicUsize,
-    /// Live handlers: a second handle on each stream (to wake it at
-    /// shutdown) and its thread.
-    handlers: Mutex<HashMap<u64, (TcpStream, JoinHandle<()>)>>,
+    /// Connection ids, unique across listeners.
+    next_id: AtomicU64,
+    /// Live handlers: the stream (shared, not duplicated, so a connection
+    /// costs one descriptor), to wake the handler at shutdown, and its thread.
+    handlers: Mutex<HashMap<u64, Handler>>,
 }
+
+/// A live connection's stream and the thread serving it.
+type Handler = (Arc<TcpStream>, JoinHandle<()>);
 
 /// The running TCP side of the engine.
 pub struct TcpServer {
@@ -307,6 +312,7 @@ impl TcpServer {
             stop,
             counters: Counters::default(),
             open: AtomicUsize::new(0),
+            next_id: AtomicU64::new(0),
             handlers: Mutex::new(HashMap::new()),
         });
         let mut listeners = Vec::new();
@@ -371,13 +377,9 @@ impl Shared {
 }
 
 fn accept_loop(listener: Socket, shared: &Arc<Shared>) {
-    let mut next_id = 0u64;
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((socket, _)) => {
-                admit(socket.into(), next_id, shared);
-                next_id += 1;
-            }
+            Ok((socket, _)) => admit(socket.into(), shared),
             Err(e) => match e.kind() {
                 io::ErrorKind::WouldBlock
                 | io::ErrorKind::TimedOut
@@ -394,7 +396,7 @@ fn accept_loop(listener: Socket, shared: &Arc<Shared>) {
 }
 
 /// Start a handler for `stream`, or close it at once when the cap is reached.
-fn admit(stream: TcpStream, id: u64, shared: &Arc<Shared>) {
+fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let c = &shared.counters;
     let cap = shared.config.max_connections.max(1);
     if shared.open.fetch_add(1, Ordering::Relaxed) >= cap {
@@ -402,11 +404,9 @@ fn admit(stream: TcpStream, id: u64, shared: &Arc<Shared>) {
         bump(&c.refused);
         return;
     }
-    let Ok(waker) = stream.try_clone() else {
-        shared.open.fetch_sub(1, Ordering::Relaxed);
-        bump(&c.refused);
-        return;
-    };
+    let stream = Arc::new(stream);
+    let waker = stream.clone();
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     // Held across the spawn: a handler that ends at once must find its own
     // entry when it removes it, or the entry (and a descriptor) would leak.
     let mut handlers = shared.handlers.lock().unwrap_or_else(|p| p.into_inner());

@@ -34,9 +34,13 @@ fn tcp_config() -> TcpConfig {
 }
 
 fn engine_with(tcp: TcpConfig) -> (Engine, KeyPair) {
+    engine_on(&["127.0.0.1:0"], tcp)
+}
+
+fn engine_on(listen: &[&str], tcp: TcpConfig) -> (Engine, KeyPair) {
     let lt = KeyPair::from_seed(&[41; 32]);
     let config = EngineConfig {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        listen: listen.iter().map(|a| a.parse().unwrap()).collect(),
         workers: 1,
         recv_buffer: None,
         worker: WorkerConfig {
@@ -76,7 +80,11 @@ fn request(profile: &'static Profile, i: u64) -> Vec<u8> {
 }
 
 fn connect(engine: &Engine) -> TcpStream {
-    let s = TcpStream::connect(engine.tcp_local()[0]).unwrap();
+    connect_to(engine.tcp_local()[0])
+}
+
+fn connect_to(to: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(to).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();
     s
 }
@@ -403,19 +411,28 @@ fn an_idle_connection_is_closed_after_the_idle_timeout() {
 
 #[test]
 fn shutdown_closes_open_connections_promptly() {
-    let (engine, lt) = engine_with(tcp_config());
-    let mut s = connect(&engine);
-    let r = request(Profile::rfc(), 1);
-    s.write_all(&r).unwrap();
-    verify_response(&r, &read_frame(&mut s), &lt.public()).unwrap();
-    let mut partial = connect(&engine);
-    partial.write_all(&header(1012)).unwrap();
+    // Two addresses, so two listeners share the set of connections.
+    let (engine, lt) = engine_on(&["127.0.0.1:0", "127.0.0.2:0"], tcp_config());
+    assert_eq!(engine.tcp_local().len(), 2);
+    let mut open = Vec::new();
+    let first = engine.tcp_local()[0];
+    for (i, to) in engine.tcp_local().iter().chain([&first]).enumerate() {
+        let mut s = connect_to(*to);
+        let r = request(Profile::rfc(), i as u64);
+        s.write_all(&r).unwrap();
+        verify_response(&r, &read_frame(&mut s), &lt.public()).unwrap();
+        open.push(s);
+    }
+    // The last one waits in the middle of a frame.
+    open[2].write_all(&header(1012)).unwrap();
+    assert_eq!(stats(&engine).open, 3);
     let started = Instant::now();
     engine.shutdown().unwrap();
-    // Both would otherwise wait out 60 s timeouts.
+    // Each would otherwise wait out a 60 s timeout.
     assert!(started.elapsed() < Duration::from_secs(2));
-    expect_closed(&mut s);
-    expect_closed(&mut partial);
+    for s in &mut open {
+        expect_closed(s);
+    }
 }
 
 #[test]

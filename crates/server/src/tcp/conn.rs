@@ -11,6 +11,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrayvec::ArrayVec;
@@ -32,7 +33,7 @@ const MIN_BUFFER: usize = 8 * 1024;
 const MIN_WAIT: Duration = Duration::from_millis(1);
 
 /// Serve `stream` until it closes, then count why and shut it.
-pub(super) fn serve(stream: TcpStream, id: u64, shared: &Shared) {
+pub(super) fn serve(stream: Arc<TcpStream>, id: u64, shared: &Shared) {
     let why = Conn::new(&stream, shared).run();
     // Counted before the peer can see the end of the stream.
     shared.finished(id, why);
