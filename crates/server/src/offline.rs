@@ -1,0 +1,488 @@
+//! Offline delegations: the long-term key stays off the server.
+//!
+//! `gnomon delegate`, run where the long-term key lives, writes one file per
+//! validity window into a directory. Each file holds a fresh **online** key
+//! seed and that key's delegation signed by the long-term key in every
+//! distinct CERT encoding (VERSIONS.md §2.3), so it is everything a server
+//! needs to answer every version during that window, and nothing that
+//! could mint more windows. The operator ships the directory; the
+//! long-term seed never leaves the signing machine.
+//!
+//! ```text
+//! gnomon-delegation v1
+//! # comments: the window in UTC
+//! long-term-public: <base64, 32 bytes>
+//! online-seed: <base64, 32 bytes>          (secret: files are mode 0600)
+//! mint-us: <Unix µs>
+//! maxt-us: <Unix µs>
+//! cert google: <base64 CERT value, 152 bytes>
+//! cert draft-01 draft-02: <base64>          (profiles sharing an encoding)
+//! …
+//! ```
+//!
+//! Files are named `YYYYMMDDTHHMMSSZ.delegation` after their start, so a
+//! directory listing reads as a timeline. The loader ([`OfflineStore::load`])
+//! reads every `*.delegation` file with the same checks as a key file (no
+//! symlink, no group or other access), checks every certificate's signature
+//! against the long-term public key for each profile it claims, checks that
+//! it delegates to the file's online key within the file's window, and
+//! requires a certificate for every profile. [`OfflineStore::current`] never
+//! returns a delegation outside its [MINT, MAXT]; [`OfflineStore::last_expiry_us`]
+//! says when the server runs out, so it can warn in time.
+
+mod utc;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use gnomon_protocol::verify::check_certificate;
+use gnomon_protocol::{Certificate, CertificateSet, KeyPair, PROFILES};
+
+use crate::keyfile::{format_error, parse_fields, read_private, write_private, KeyFileError};
+
+pub use utc::{format_utc, parse_utc};
+
+/// First line of every delegation file.
+pub const HEADER: &str = "gnomon-delegation v1";
+
+/// File name suffix the loader reads.
+pub const EXTENSION: &str = "delegation";
+
+/// One online key with its delegations for one window.
+#[derive(Clone, Debug)]
+pub struct Delegation {
+    /// The long-term public key that signed the delegations.
+    pub long_term_public: [u8; 32],
+    /// The online key.
+    pub online: KeyPair,
+    /// Its delegation in every profile's encoding.
+    pub certs: CertificateSet,
+    /// Start of the window in which every encoding is valid, Unix µs.
+    pub mint_us: u64,
+    /// End of that window, Unix µs.
+    pub maxt_us: u64,
+    /// The file it was read from, if any.
+    pub source: Option<PathBuf>,
+}
+
+impl Delegation {
+    /// Delegate to the key with `online_seed` for [mint_us, maxt_us]
+    /// (what `gnomon delegate` does once per window).
+    pub fn mint(long_term: &KeyPair, online_seed: &[u8; 32], mint_us: u64, maxt_us: u64) -> Self {
+        let online = KeyPair::from_seed(online_seed);
+        let certs = CertificateSet::mint_all(long_term, &online.public(), mint_us, maxt_us);
+        let (mint_us, maxt_us) = effective_window(&certs);
+        Delegation {
+            long_term_public: long_term.public(),
+            online,
+            certs,
+            mint_us,
+            maxt_us,
+            source: None,
+        }
+    }
+
+    /// Whether a response made at `now_us` is inside every encoding's
+    /// [MINT, MAXT].
+    pub fn covers(&self, now_us: u64) -> bool {
+        self.mint_us <= now_us && now_us <= self.maxt_us
+    }
+
+    /// The file's text.
+    pub fn encode(&self) -> String {
+        let mut out = format!(
+            "{HEADER}\n\
+             # Online key and its delegations for {} to {} (UTC).\n\
+             # Secret (the online seed): keep mode 0600. Holds no long-term key.\n\
+             long-term-public: {}\n\
+             online-seed: {}\n\
+             mint-us: {}\n\
+             maxt-us: {}\n",
+            format_utc(self.mint_us),
+            format_utc(self.maxt_us),
+            B64.encode(self.long_term_public),
+            B64.encode(self.online.seed()),
+            self.mint_us,
+            self.maxt_us,
+        );
+        let mut done: Vec<&Certificate> = Vec::new();
+        for p in PROFILES.iter() {
+            let cert = self.certs.for_profile(p);
+            if done.contains(&cert) {
+                continue;
+            }
+            done.push(cert);
+            let names: Vec<&str> = PROFILES
+                .iter()
+                .filter(|q| self.certs.for_profile(q) == cert)
+                .map(|q| q.name)
+                .collect();
+            out.push_str(&format!(
+                "cert {}: {}\n",
+                names.join(" "),
+                B64.encode(cert.bytes())
+            ));
+        }
+        out
+    }
+
+    /// Read and check a delegation file's text: every certificate must be
+    /// signed by the file's long-term key for each profile it names, delegate
+    /// to the file's online key, and lie within the file's window; every
+    /// profile must have one.
+    pub fn decode(text: &str, path: &Path) -> Result<Delegation, OfflineError> {
+        let fields = parse_fields(text, HEADER, path)?;
+        let mut long_term = None;
+        let mut seed = None;
+        let mut mint = None;
+        let mut maxt = None;
+        let mut certs: Vec<Option<Certificate>> = vec![None; PROFILES.len()];
+        let mut cert_lines = Vec::new();
+        for f in &fields {
+            match f.name {
+                "long-term-public" => once(&mut long_term, f.bytes32(path)?, f, path)?,
+                "online-seed" => once(&mut seed, f.bytes32(path)?, f, path)?,
+                "mint-us" => once(&mut mint, micros(f, path)?, f, path)?,
+                "maxt-us" => once(&mut maxt, micros(f, path)?, f, path)?,
+                name if name.starts_with("cert ") => cert_lines.push(f),
+                _ => return Err(f.error(path, "unknown field").into()),
+            }
+        }
+        let missing = |what| format_error(path, 0, &format!("no `{what}:` line"));
+        let long_term = long_term.ok_or_else(|| missing("long-term-public"))?;
+        let online = KeyPair::from_seed(&seed.ok_or_else(|| missing("online-seed"))?);
+        let mint = mint.ok_or_else(|| missing("mint-us"))?;
+        let maxt = maxt.ok_or_else(|| missing("maxt-us"))?;
+        if mint > maxt {
+            return Err(format_error(path, 0, "mint-us is after maxt-us").into());
+        }
+        for f in cert_lines {
+            let bytes = B64
+                .decode(f.value)
+                .map_err(|_| f.error(path, "not valid base64"))?;
+            for name in f.name["cert ".len()..].split_whitespace() {
+                let p = PROFILES
+                    .iter()
+                    .find(|p| p.name == name)
+                    .ok_or_else(|| f.error(path, &format!("unknown profile {name:?}")))?;
+                let slot = &mut certs[usize::from(p.id.0)];
+                if slot.is_some() {
+                    return Err(f
+                        .error(path, &format!("second certificate for {name}"))
+                        .into());
+                }
+                let cert = Certificate::from_bytes(&bytes, p)
+                    .map_err(|e| f.error(path, &format!("not a certificate for {name}: {e:?}")))?;
+                if check_certificate(&bytes, p, &long_term).is_err() {
+                    return Err(OfflineError::BadSignature {
+                        path: path.to_owned(),
+                        line: f.line,
+                        profile: p.name,
+                    });
+                }
+                if cert.online_public != online.public() {
+                    let why = format!("the {name} certificate delegates to another online key");
+                    return Err(f.error(path, &why).into());
+                }
+                if cert.mint_us < mint || cert.maxt_us > maxt {
+                    let why = format!("the {name} certificate reaches outside mint-us..maxt-us");
+                    return Err(f.error(path, &why).into());
+                }
+                *slot = Some(cert);
+            }
+        }
+        if let Some(p) = PROFILES
+            .iter()
+            .find(|p| certs[usize::from(p.id.0)].is_none())
+        {
+            let why = format!(
+                "no certificate for profile {}; make the file again with this \
+                 version's `gnomon delegate`",
+                p.name
+            );
+            return Err(format_error(path, 0, &why).into());
+        }
+        let certs: Vec<Certificate> = certs.into_iter().flatten().collect();
+        let certs = CertificateSet::from_fn(|p| certs[usize::from(p.id.0)].clone());
+        let (mint_us, maxt_us) = effective_window(&certs);
+        if mint_us > maxt_us {
+            return Err(format_error(path, 0, "the encodings' windows do not overlap").into());
+        }
+        Ok(Delegation {
+            long_term_public: long_term,
+            online,
+            certs,
+            mint_us,
+            maxt_us,
+            source: Some(path.to_owned()),
+        })
+    }
+
+    /// Write this delegation into `dir` as a new mode-0600 file named after
+    /// its start. Never overwrites.
+    pub fn write_into(&self, dir: &Path) -> Result<PathBuf, OfflineError> {
+        let path = dir.join(format!("{}.{EXTENSION}", utc::compact_utc(self.mint_us)));
+        write_private(&path, self.encode().as_bytes())?;
+        Ok(path)
+    }
+}
+
+/// The window every encoding covers: seconds-encoded versions narrow it.
+fn effective_window(certs: &CertificateSet) -> (u64, u64) {
+    PROFILES.iter().fold((0, u64::MAX), |(lo, hi), p| {
+        let c = certs.for_profile(p);
+        (lo.max(c.mint_us), hi.min(c.maxt_us))
+    })
+}
+
+fn once<T>(
+    slot: &mut Option<T>,
+    v: T,
+    f: &crate::keyfile::Field<'_>,
+    path: &Path,
+) -> Result<(), KeyFileError> {
+    if slot.is_some() {
+        return Err(f.error(path, "field given twice"));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+fn micros(f: &crate::keyfile::Field<'_>, path: &Path) -> Result<u64, KeyFileError> {
+    f.value
+        .parse()
+        .map_err(|_| f.error(path, "expected an integer (Unix µs)"))
+}
+
+/// The windows `gnomon delegate` makes: `count` windows of `validity`, the
+/// i-th starting at `start_us + i × step`. `step` must not exceed
+/// `validity`, so that consecutive windows touch or overlap and the server
+/// is never without a delegation.
+pub fn plan_windows(
+    start_us: u64,
+    validity: Duration,
+    step: Duration,
+    count: u32,
+) -> Result<Vec<(u64, u64)>, &'static str> {
+    let validity_us = u64::try_from(validity.as_micros()).map_err(|_| "validity is too long")?;
+    let step_us = u64::try_from(step.as_micros()).map_err(|_| "step is too long")?;
+    if validity_us == 0 || step_us == 0 {
+        return Err("validity and step must be positive");
+    }
+    if step_us > validity_us {
+        return Err("step must not exceed validity, or the windows would leave gaps");
+    }
+    if count == 0 {
+        return Err("count must be at least 1");
+    }
+    (0..u64::from(count))
+        .map(|i| {
+            let mint = step_us
+                .checked_mul(i)
+                .and_then(|o| start_us.checked_add(o))
+                .ok_or("the windows run past the end of time")?;
+            let maxt = mint
+                .checked_add(validity_us)
+                .filter(|&t| t != u64::MAX)
+                .ok_or("the windows run past the end of time")?;
+            Ok((mint, maxt))
+        })
+        .collect()
+}
+
+/// Every delegation in a directory, checked.
+#[derive(Clone, Debug)]
+pub struct OfflineStore {
+    /// The long-term key all of them are signed by.
+    pub long_term_public: [u8; 32],
+    /// Sorted by start.
+    delegations: Vec<Delegation>,
+}
+
+impl OfflineStore {
+    /// Read every `*.delegation` file in `dir` (others, and names starting
+    /// with a dot, are ignored). All must be valid and signed by one
+    /// long-term key: `expected` if given, else whichever the files name.
+    /// Expired files are kept (they are harmless and show the history);
+    /// [`Self::current`] skips them.
+    pub fn load(dir: &Path, expected: Option<&[u8; 32]>) -> Result<OfflineStore, OfflineError> {
+        let read_dir = |error| OfflineError::ReadDir {
+            dir: dir.to_owned(),
+            error,
+        };
+        let mut paths = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(read_dir)? {
+            let path = entry.map_err(read_dir)?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let hidden = name.as_deref().is_some_and(|n| n.starts_with('.'));
+            if !hidden && path.extension().is_some_and(|e| e == EXTENSION) {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+        let mut delegations = Vec::new();
+        let mut key = expected.copied();
+        for path in paths {
+            let d = Delegation::decode(&read_private(&path)?, &path)?;
+            match key {
+                Some(k) if k != d.long_term_public => {
+                    return Err(OfflineError::WrongLongTermKey {
+                        path,
+                        expected: k,
+                        found: d.long_term_public,
+                    })
+                }
+                _ => key = Some(d.long_term_public),
+            }
+            delegations.push(d);
+        }
+        let long_term_public =
+            key.filter(|_| !delegations.is_empty())
+                .ok_or_else(|| OfflineError::Empty {
+                    dir: dir.to_owned(),
+                })?;
+        delegations.sort_by_key(|d| (d.mint_us, d.maxt_us));
+        Ok(OfflineStore {
+            long_term_public,
+            delegations,
+        })
+    }
+
+    /// All delegations, earliest start first.
+    pub fn delegations(&self) -> &[Delegation] {
+        &self.delegations
+    }
+
+    /// The delegation to sign with at `now_us`: of those whose window
+    /// contains `now_us`, the one that lasts longest (fewest switches).
+    /// `None` if none does: the server must not answer for this identity.
+    pub fn current(&self, now_us: u64) -> Option<&Delegation> {
+        self.delegations
+            .iter()
+            .filter(|d| d.covers(now_us))
+            .max_by_key(|d| (d.maxt_us, d.mint_us))
+    }
+
+    /// When the last delegation expires, Unix µs: after this the server
+    /// cannot answer for this identity. Warn well before.
+    pub fn last_expiry_us(&self) -> u64 {
+        self.delegations
+            .iter()
+            .map(|d| d.maxt_us)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The earliest start after `now_us`, if any: the next time
+    /// [`Self::current`] may change other than by expiry.
+    pub fn next_start_us(&self, now_us: u64) -> Option<u64> {
+        self.delegations
+            .iter()
+            .map(|d| d.mint_us)
+            .filter(|&m| m > now_us)
+            .min()
+    }
+}
+
+/// Why delegations could not be written or loaded.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OfflineError {
+    /// A file could not be read or written, is not private, or is malformed.
+    File(KeyFileError),
+    /// The directory could not be listed.
+    ReadDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The OS error.
+        error: io::Error,
+    },
+    /// No `*.delegation` files.
+    Empty {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A certificate's signature does not verify under the file's long-term
+    /// key for a profile it claims.
+    BadSignature {
+        /// The file.
+        path: PathBuf,
+        /// Its line.
+        line: usize,
+        /// The profile.
+        profile: &'static str,
+    },
+    /// The file names another long-term key than the others (or than the
+    /// configured one).
+    WrongLongTermKey {
+        /// The file.
+        path: PathBuf,
+        /// The key expected.
+        expected: [u8; 32],
+        /// The key in the file.
+        found: [u8; 32],
+    },
+}
+
+impl From<KeyFileError> for OfflineError {
+    fn from(e: KeyFileError) -> Self {
+        OfflineError::File(e)
+    }
+}
+
+impl fmt::Display for OfflineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OfflineError::File(e) => e.fmt(f),
+            OfflineError::ReadDir { dir, error } => {
+                write!(
+                    f,
+                    "cannot list delegation directory {}: {error}",
+                    dir.display()
+                )
+            }
+            OfflineError::Empty { dir } => write!(
+                f,
+                "{} holds no *.{EXTENSION} files; make some with `gnomon delegate`",
+                dir.display()
+            ),
+            OfflineError::BadSignature {
+                path,
+                line,
+                profile,
+            } => write!(
+                f,
+                "{}:{line}: the {profile} certificate is not signed by the file's long-term key",
+                path.display()
+            ),
+            OfflineError::WrongLongTermKey {
+                path,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{} is signed by long-term key {}, not {}",
+                path.display(),
+                B64.encode(found),
+                B64.encode(expected)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OfflineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OfflineError::File(e) => Some(e),
+            OfflineError::ReadDir { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
