@@ -38,6 +38,10 @@ fn engine_with(tcp: TcpConfig) -> (Engine, KeyPair) {
 }
 
 fn engine_on(listen: &[&str], tcp: TcpConfig) -> (Engine, KeyPair) {
+    engine_full(listen, tcp, 0)
+}
+
+fn engine_full(listen: &[&str], tcp: TcpConfig, grease_per_million: u32) -> (Engine, KeyPair) {
     let lt = KeyPair::from_seed(&[41; 32]);
     let config = EngineConfig {
         listen: listen.iter().map(|a| a.parse().unwrap()).collect(),
@@ -52,7 +56,7 @@ fn engine_on(listen: &[&str], tcp: TcpConfig) -> (Engine, KeyPair) {
                 google_nonce: false,
             },
             vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
-            grease_per_million: 0,
+            grease_per_million,
         },
         key_validity: Duration::from_secs(3600),
         key_rotation: Duration::from_secs(1800),
@@ -449,5 +453,58 @@ fn tcp_is_off_unless_enabled() {
         TcpStream::connect(to).unwrap_err().kind(),
         io::ErrorKind::ConnectionRefused
     );
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn a_peer_that_does_not_read_its_responses_is_closed() {
+    let (engine, _) = engine_with(TcpConfig {
+        read_timeout: Duration::from_millis(300),
+        ..tcp_config()
+    });
+    let mut s = connect(&engine);
+    s.set_write_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let r = request(Profile::rfc(), 1);
+    let started = Instant::now();
+    let mut off = 0;
+    // Pipeline requests and never read: the responses fill both socket
+    // buffers, the server's write stalls, and it gives up on the peer.
+    loop {
+        match s.write(&r[off..]) {
+            // Whole frames only, so the server never sees a broken stream.
+            Ok(n) => off = (off + n) % r.len(),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+        assert!(started.elapsed() < 4 * PATIENCE, "the server kept writing");
+    }
+    let st = stats(&engine);
+    assert_eq!(st.closed[Close::WriteFailed as usize], 1);
+    assert!(st.total_responses() > 0);
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn grease_over_tcp_breaks_only_signatures() {
+    let (engine, lt) = engine_full(&["127.0.0.1:0"], tcp_config(), 500_000);
+    let mut s = connect(&engine);
+    let reqs: Vec<Vec<u8>> = (0..40).map(|i| request(Profile::rfc(), i)).collect();
+    s.write_all(&reqs.concat()).unwrap();
+    let (mut valid, mut greased) = (0, 0);
+    for r in &reqs {
+        match verify_response(r, &read_frame(&mut s), &lt.public()) {
+            Ok(_) => valid += 1,
+            Err(gnomon_protocol::VerifyError::ResponseSignature) => greased += 1,
+            Err(e) => panic!("grease produced {e:?}"),
+        }
+    }
+    // Half of 40 each way; all on one side has odds of 2^-39.
+    assert!(valid > 0 && greased > 0, "{valid} valid, {greased} greased");
+    assert_eq!(stats(&engine).greased, greased);
     engine.shutdown().unwrap();
 }
