@@ -274,7 +274,10 @@ mod tests {
         let m = Message::parse(&[0, 0, 0, 0]).unwrap();
         assert!(m.is_empty());
         assert_eq!(m.get(Tag::SIG), None);
-        assert_eq!(Message::parse(&[0, 0, 0, 0, 1, 2, 3, 4]).unwrap_err(), WireError::BadOffset);
+        assert_eq!(
+            Message::parse(&[0, 0, 0, 0, 1, 2, 3, 4]).unwrap_err(),
+            WireError::BadOffset
+        );
     }
 
     #[test]
