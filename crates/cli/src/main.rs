@@ -28,7 +28,20 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap exits with 2 on a usage error, which the client commands
+            // use for "invalid answer": usage errors are 64 (EX_USAGE).
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(64),
+            };
+        }
+    };
     match cli.command {
         Command::Serve(a) => commands::serve::run(a),
         Command::Query(a) => commands::query::run(a),

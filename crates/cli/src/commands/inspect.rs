@@ -1,12 +1,225 @@
-//! `gnomon inspect`.
+//! `gnomon inspect`: decode a request or response into a readable tree.
 
+use std::io::Read;
 use std::process::ExitCode;
+
+use gnomon_client::decode::{self, Decoded, Kind, Node, Signatures};
+use gnomon_client::{describe_verify_error, format_utc, parse_public_key};
+use serde_json::json;
+
+use super::client_out::{print_json, usage, Exit, EXIT_CODES};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+#[command(after_help = EXIT_CODES)]
+pub(crate) struct Args {
+    /// A file (raw, hex or base64), `-` for standard input, or the hex or
+    /// base64 text itself.
+    #[arg(required_unless_present_any = ["hex", "base64"])]
+    pub(crate) input: Option<String>,
+    /// The message as hex.
+    #[arg(long, conflicts_with_all = ["input", "base64"])]
+    pub(crate) hex: Option<String>,
+    /// The message as base64.
+    #[arg(long, conflicts_with = "input")]
+    pub(crate) base64: Option<String>,
+    /// Check a response's signatures with this long-term public key.
+    #[arg(long)]
+    pub(crate) key: Option<String>,
+    /// The request a response answers (file or text), for a full
+    /// verification (nonce, Merkle proof, version) besides the signatures.
+    #[arg(long, requires = "key", value_name = "REQUEST")]
+    pub(crate) request: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
-pub(crate) fn run(_args: Args) -> ExitCode {
-    eprintln!("gnomon inspect: not built yet");
-    ExitCode::from(64)
+/// Bytes of a file, stdin or inline text.
+fn load(spec: &str) -> Result<Vec<u8>, String> {
+    let data = if spec == "-" {
+        let mut v = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut v)
+            .map_err(|e| format!("stdin: {e}"))?;
+        v
+    } else if std::path::Path::new(spec).is_file() {
+        std::fs::read(spec).map_err(|e| format!("{spec}: {e}"))?
+    } else {
+        // Not a file: inline hex or base64, if it decodes as either.
+        let decoded = decode::read_input(spec.as_bytes());
+        if decoded == spec.as_bytes() {
+            return Err(format!("{spec}: no such file, and not hex or base64"));
+        }
+        return Ok(decoded);
+    };
+    Ok(decode::read_input(&data))
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    let bytes = match (&args.hex, &args.base64, &args.input) {
+        (Some(h), _, _) | (_, Some(h), _) => decode::read_input(h.as_bytes()),
+        (_, _, Some(spec)) => match load(spec) {
+            Ok(b) => b,
+            Err(e) => return usage("inspect", e),
+        },
+        _ => return usage("inspect", "give a file, --hex or --base64"),
+    };
+    let key = match args.key.as_deref().map(parse_public_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return usage("inspect", format!("--key: {e}")),
+    };
+    let request = match args.request.as_deref().map(load).transpose() {
+        Ok(r) => r,
+        Err(e) => return usage("inspect", format!("--request: {e}")),
+    };
+    let decoded = match decode::decode(&bytes) {
+        Ok(d) => d,
+        Err(e) => {
+            let msg = format!("not a Roughtime message ({} bytes): {e}", bytes.len());
+            if args.json {
+                print_json(&json!({ "error": msg, "exit_code": Exit::Invalid.code() }));
+            } else {
+                eprintln!("gnomon inspect: {msg}");
+            }
+            return Exit::Invalid.into();
+        }
+    };
+    let sigs = key.and_then(|k| decode::check_signatures(&bytes, &decoded, &k, request.as_deref()));
+    let sigs_ok = sigs
+        .as_ref()
+        .is_none_or(|s| s.delegation && s.response && s.full.as_ref().is_none_or(|f| f.is_ok()));
+    let code = if sigs_ok { Exit::Ok } else { Exit::Invalid };
+    if args.json {
+        print_json(&decoded_json(&decoded, sigs.as_ref(), key.is_some(), code));
+    } else {
+        print_decoded(&decoded, sigs.as_ref(), key.is_some());
+    }
+    code.into()
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Request => "request",
+        Kind::Response => "response",
+        Kind::Other => "message",
+    }
+}
+
+fn hex(v: &[u8], max: usize) -> String {
+    let s: String = v.iter().take(max).map(|b| format!("{b:02x}")).collect();
+    if v.len() > max {
+        s + "…"
+    } else {
+        s
+    }
+}
+
+fn print_nodes(nodes: &[Node], depth: usize) {
+    for n in nodes {
+        let indent = "  ".repeat(depth + 1);
+        let width = 6usize.saturating_sub(depth * 2).max(1);
+        let meaning = n.meaning.as_deref().unwrap_or("unknown tag");
+        let raw = if n.children.is_empty()
+            && !n.value.is_empty()
+            && n.tag != "ZZZZ"
+            && !n.tag.starts_with("PAD")
+        {
+            format!("  {}", hex(&n.value, 32))
+        } else {
+            String::new()
+        };
+        println!(
+            "{indent}{:<w$} {:>4}  {meaning}{raw}",
+            n.tag,
+            n.value.len(),
+            w = width + 4
+        );
+        print_nodes(&n.children, depth + 1);
+    }
+}
+
+fn print_decoded(d: &Decoded, sigs: Option<&Signatures>, keyed: bool) {
+    println!(
+        "{} ({}, {} bytes)",
+        kind_name(d.kind),
+        decode::framing_name(d.framed),
+        d.len
+    );
+    println!("version  {}", d.version_note);
+    if !d.offered.is_empty() {
+        let v: Vec<String> = d.offered.iter().map(|v| v.to_string()).collect();
+        println!("offers   {}", v.join(", "));
+    }
+    println!("tags");
+    print_nodes(&d.nodes, 0);
+    match (d.kind, sigs) {
+        (Kind::Response, Some(s)) => {
+            let ok = |b: bool| if b { "ok" } else { "FAILS" };
+            println!("signatures");
+            println!("  delegation (long-term key)  {}", ok(s.delegation));
+            println!("  response (online key)       {}", ok(s.response));
+            if s.legacy_context {
+                println!("  note: verified with the draft-19 context strings, not RFC 10049's");
+            }
+            match &s.full {
+                Some(Ok(v)) => println!(
+                    "  full check with the request ok: {} ±{:.3} s",
+                    format_utc(v.midpoint_us),
+                    v.radius_us as f64 / 1e6
+                ),
+                Some(Err(e)) => println!(
+                    "  full check with the request FAILS: {}",
+                    describe_verify_error(e)
+                ),
+                None => {}
+            }
+        }
+        (Kind::Response, None) if keyed => {
+            println!("signatures  not checked: the version cannot be told");
+        }
+        (Kind::Response, None) => println!("signatures  not checked (give --key)"),
+        _ => {}
+    }
+}
+
+fn node_json(n: &Node) -> serde_json::Value {
+    json!({
+        "tag": n.tag,
+        "length": n.value.len(),
+        "hex": hex(&n.value, usize::MAX),
+        "meaning": n.meaning,
+        "children": n.children.iter().map(node_json).collect::<Vec<_>>(),
+    })
+}
+
+fn decoded_json(
+    d: &Decoded,
+    sigs: Option<&Signatures>,
+    keyed: bool,
+    code: Exit,
+) -> serde_json::Value {
+    json!({
+        "kind": kind_name(d.kind),
+        "framed": d.framed,
+        "length": d.len,
+        "version": {
+            "profile": d.profile.map(|p| p.name),
+            "number": d.profile.map(|p| p.version.0),
+            "note": d.version_note,
+        },
+        "offered": d.offered.iter().map(|v| v.0).collect::<Vec<_>>(),
+        "tags": d.nodes.iter().map(node_json).collect::<Vec<_>>(),
+        "signatures": sigs.map(|s| json!({
+            "delegation_ok": s.delegation,
+            "response_ok": s.response,
+            "legacy_context": s.legacy_context,
+            "full_check": s.full.as_ref().map(|f| match f {
+                Ok(v) => json!({ "ok": true, "midpoint_utc": format_utc(v.midpoint_us), "radius_us": v.radius_us }),
+                Err(e) => json!({ "ok": false, "error": describe_verify_error(e) }),
+            }),
+        })),
+        "key_given": keyed,
+        "exit_code": code.code(),
+    })
 }

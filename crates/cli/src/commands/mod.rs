@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
+pub(crate) mod client_out;
 pub(crate) mod inspect;
 pub(crate) mod query;
+pub(crate) mod query_sequence;
 pub(crate) mod serve;
 pub(crate) mod verify_report;

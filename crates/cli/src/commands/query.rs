@@ -1,12 +1,204 @@
-//! `gnomon query`.
+//! `gnomon query`: ask one server, or run the measurement sequence over a
+//! server list (see `query_sequence`).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use gnomon_client::{
+    format_duration_us, format_utc, parse_public_key, Answer, Backoff, Client, Config, Server,
+    TcpMode,
+};
+use gnomon_protocol::serverlist::Transport;
+use gnomon_protocol::Profile;
+use serde_json::json;
+
+use super::client_out::{
+    error_kind, exit_for, ms, parse_duration, parse_profile, print_json, usage, version_label,
+    Exit, EXIT_CODES,
+};
+use super::query_sequence;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+// `--version` here names the protocol version to offer.
+#[command(after_help = EXIT_CODES, disable_version_flag = true)]
+pub(crate) struct Args {
+    #[arg(
+        required_unless_present = "servers",
+        conflicts_with = "servers",
+        help = "The server: host, host:port, [IPv6]:port (port 5319 when omitted)"
+    )]
+    pub(crate) addr: Option<String>,
+    /// The server's long-term public key (base64, or 64 hex digits).
+    #[arg(long, requires = "addr")]
+    pub(crate) key: Option<String>,
+    /// Run the measurement sequence (RFC 10049 §8.2) over this server list.
+    #[arg(long, value_name = "LIST.json")]
+    pub(crate) servers: Option<PathBuf>,
+    /// With --servers: query every server in the list, not three at random.
+    #[arg(long, requires = "servers")]
+    pub(crate) all: bool,
+    /// Offer only this version: a number (1, 0x8000000b, 3000600613 for
+    /// Google) or a name (google, draft-07, draft-14, rfc-10049).
+    #[arg(long, value_name = "V", value_parser = parse_profile, requires = "addr")]
+    pub(crate) version: Option<&'static Profile>,
+    /// Use TCP only (versions that define TCP).
+    #[arg(long, conflicts_with = "udp_only")]
+    pub(crate) tcp: bool,
+    /// Never fall back to TCP.
+    #[arg(long)]
+    pub(crate) udp_only: bool,
+    /// First UDP wait; each retry waits 1.5 times longer (RFC 10049 §5).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub(crate) timeout: Duration,
+    /// UDP attempts for the first version family (later families get one).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub(crate) retries: u32,
+    /// Give up on one server after this long, whatever the schedule.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) deadline: Option<Duration>,
+    /// Write the malfeasance report (RFC 10049 §8.4.1 JSON) here when the
+    /// sequence proves a contradiction.
+    #[arg(long, value_name = "FILE", requires = "servers")]
+    pub(crate) report_out: Option<PathBuf>,
+    /// POST the report to the list's `reports` URL (HTTPS), retrying with
+    /// the RFC's backoff (10 s × 1.5^(n−1)).
+    #[arg(long, requires = "servers")]
+    pub(crate) report: bool,
+    /// Attempts to POST a report.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub(crate) report_attempts: u32,
+    /// First wait between report attempts (testing: the RFC says 10 s).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, hide = true)]
+    pub(crate) report_backoff: Duration,
+    /// Testing only: accept a plain-HTTP `reports` URL on 127.0.0.1, ::1 or
+    /// localhost. Real lists must use HTTPS.
+    #[arg(long, hide = true)]
+    pub(crate) allow_loopback_http_reports: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
-pub(crate) fn run(_args: Args) -> ExitCode {
-    eprintln!("gnomon query: not built yet");
-    ExitCode::from(64)
+impl Args {
+    pub(crate) fn client_config(&self) -> Config {
+        Config {
+            backoff: Backoff {
+                initial: self.timeout,
+                attempts: self.retries,
+                ..Backoff::QUERY
+            },
+            tcp: if self.tcp {
+                TcpMode::Only
+            } else if self.udp_only {
+                TcpMode::Never
+            } else {
+                TcpMode::Fallback
+            },
+            deadline: self.deadline,
+            ..Config::default()
+        }
+    }
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    if args.servers.is_some() {
+        return query_sequence::run(&args);
+    }
+    let Some(addr) = args.addr.as_deref() else {
+        return usage("query", "give a server address or --servers LIST.json");
+    };
+    let Some(key) = args.key.as_deref() else {
+        return usage("query", "--key is required with a server address");
+    };
+    let key = match parse_public_key(key) {
+        Ok(k) => k,
+        Err(e) => return usage("query", format!("--key: {e}")),
+    };
+    let mut server = match Server::at(addr, key) {
+        Ok(s) => s,
+        Err(e) => return usage("query", format!("{addr}: {e}")),
+    };
+    if let Some(p) = args.version {
+        server = server.with_version(p);
+    }
+    let mut client = Client::new(args.client_config());
+    match client.query(&server) {
+        Ok(a) => {
+            if args.json {
+                let mut v = answer_json(&a);
+                v["server"] = json!(addr);
+                v["exit_code"] = json!(0);
+                print_json(&v);
+            } else {
+                print_answer(addr, &a);
+            }
+            Exit::Ok.into()
+        }
+        Err(e) => {
+            let code = exit_for(&e);
+            if args.json {
+                print_json(&json!({
+                    "server": addr,
+                    "error": { "kind": error_kind(&e), "message": e.to_string() },
+                    "exit_code": code.code(),
+                }));
+            } else {
+                eprintln!("gnomon query: {addr}: {e}");
+            }
+            code.into()
+        }
+    }
+}
+
+pub(crate) fn transport_name(t: Transport) -> &'static str {
+    match t {
+        Transport::Udp => "udp",
+        Transport::Tcp => "tcp",
+    }
+}
+
+/// The fields of an answer, shared with the sequence output.
+pub(crate) fn answer_json(a: &Answer) -> serde_json::Value {
+    let v = &a.verified;
+    json!({
+        "version": { "name": v.profile.name, "number": v.profile.version.0 },
+        "transport": transport_name(a.transport),
+        "peer": a.peer.to_string(),
+        "midpoint_us": v.midpoint_us,
+        "midpoint_utc": format_utc(v.midpoint_us),
+        "radius_us": v.radius_us,
+        "rtt_us": a.rtt.as_micros() as u64,
+        "offset_us": a.offset_us as i64,
+        "sends": a.sends,
+        "legacy_context": v.legacy_context,
+        "merkle_orientation": format!("{:?}", v.orientation),
+    })
+}
+
+fn print_answer(addr: &str, a: &Answer) {
+    let v = &a.verified;
+    println!(
+        "server   {addr} ({} {})",
+        transport_name(a.transport),
+        a.peer
+    );
+    println!("version  {}", version_label(v.profile));
+    println!("time     {}", format_utc(v.midpoint_us));
+    println!(
+        "radius   ±{}",
+        format_duration_us(i128::from(v.radius_us)).trim_start_matches('+')
+    );
+    println!("rtt      {}", ms(a.rtt));
+    println!(
+        "offset   {} (server − local clock)",
+        format_duration_us(a.offset_us)
+    );
+    if a.sends > 1 {
+        println!("note     answered after {} transmissions", a.sends);
+    }
+    if v.legacy_context {
+        println!("note     signed with the draft-19 context strings, not RFC 10049's");
+    }
 }

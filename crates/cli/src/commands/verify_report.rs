@@ -1,12 +1,191 @@
-//! `gnomon verify-report`.
+//! `gnomon verify-report`: check a malfeasance report offline, every
+//! signature and chained nonce, and name the answers that contradict.
 
+use std::io::Read;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use base64::Engine;
+use gnomon_client::{describe_verify_error, format_utc};
+use gnomon_protocol::report::{EntryError, Link, LinkError, ParsedReport, ReportCheck};
+use gnomon_protocol::{parse_report, Report};
+use serde_json::json;
+
+use super::client_out::{print_json, usage, Exit, EXIT_CODES};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+#[command(after_help = EXIT_CODES)]
+pub(crate) struct Args {
+    /// The report (RFC 10049 §8.4.1 JSON); `-` reads standard input.
+    pub(crate) file: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
-pub(crate) fn run(_args: Args) -> ExitCode {
-    eprintln!("gnomon verify-report: not built yet");
-    ExitCode::from(64)
+pub(crate) fn run(args: Args) -> ExitCode {
+    let raw = if args.file.as_os_str() == "-" {
+        let mut v = Vec::new();
+        match std::io::stdin().read_to_end(&mut v) {
+            Ok(_) => v,
+            Err(e) => return usage("verify-report", format!("stdin: {e}")),
+        }
+    } else {
+        match std::fs::read(&args.file) {
+            Ok(v) => v,
+            Err(e) => return usage("verify-report", format!("{}: {e}", args.file.display())),
+        }
+    };
+    let fail = |msg: String| -> ExitCode {
+        if args.json {
+            print_json(&json!({ "valid": false, "error": msg, "exit_code": Exit::Invalid.code() }));
+        } else {
+            eprintln!("gnomon verify-report: {msg}");
+        }
+        Exit::Invalid.into()
+    };
+    let report = match parse_report(&raw) {
+        Ok(ParsedReport::Current(r)) => r,
+        Ok(ParsedReport::Legacy(l)) => {
+            return fail(format!(
+                "a pre-draft-12 report ({} responses): it names no keys and holds no requests, \
+                 so nothing in it can be verified",
+                l.responses.len()
+            ))
+        }
+        Err(e) => return fail(format!("not a malfeasance report: {e:?}")),
+    };
+    let check = report.verify();
+    let code = if check.is_proof_of_malfeasance() {
+        Exit::Malfeasance
+    } else if check.all_valid() {
+        Exit::Ok
+    } else {
+        Exit::Invalid
+    };
+    if args.json {
+        print_json(&report_json(&report, &check, code));
+    } else {
+        print_report(&args.file.display().to_string(), &report, &check);
+    }
+    code.into()
+}
+
+fn key_label(key: &[u8]) -> String {
+    let b = base64::engine::general_purpose::STANDARD.encode(key);
+    b.chars().take(12).collect::<String>() + "…"
+}
+
+fn response_status(e: &Result<gnomon_protocol::Verified, EntryError>) -> String {
+    match e {
+        Ok(_) => "ok".into(),
+        Err(EntryError::PublicKeyLength(n)) => format!("publicKey is {n} bytes, not 32"),
+        Err(EntryError::Verify(v)) => describe_verify_error(v),
+        Err(other) => format!("{other:?}"),
+    }
+}
+
+fn link_status(l: &Result<Link, LinkError>) -> String {
+    match l {
+        Ok(Link::First) => "first".into(),
+        Ok(Link::Chained) => "chained".into(),
+        Err(LinkError::MissingRand) => "BROKEN: no rand".into(),
+        Err(LinkError::Mismatch) => "BROKEN: nonce not derived from the previous response".into(),
+        Err(LinkError::UnknownProfile) => "BROKEN: request offers no known version".into(),
+        Err(LinkError::Request(w)) => format!("BROKEN: request does not parse ({w})"),
+        Err(other) => format!("BROKEN: {other:?}"),
+    }
+}
+
+fn print_report(file: &str, report: &Report, check: &ReportCheck) {
+    println!("report  {file}: {} responses", report.entries.len());
+    println!(
+        "{:>2}  {:<14}  {:<10}  {:<27}  {:>10}  {:<10}  response",
+        "#", "key", "version", "time (UTC)", "radius", "chain"
+    );
+    for (i, (e, o)) in report.entries.iter().zip(&check.entries).enumerate() {
+        let (version, time, radius) = match &o.response {
+            Ok(v) => (
+                v.profile.name.to_string(),
+                format_utc(v.midpoint_us),
+                format!("±{:.3} s", v.radius_us as f64 / 1e6),
+            ),
+            Err(_) => ("-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "{:>2}  {:<14}  {:<10}  {:<27}  {:>10}  {:<10}  {}",
+            i + 1,
+            key_label(&e.public_key),
+            version,
+            time,
+            radius,
+            link_status(&o.link),
+            response_status(&o.response)
+        );
+    }
+    for &(i, j) in &check.contradictions {
+        let (Ok(a), Ok(b)) = (&check.entries[i].response, &check.entries[j].response) else {
+            continue;
+        };
+        println!(
+            "contradiction  {} (key {}) says at least {}; the later {} (key {}) says at most {}",
+            i + 1,
+            key_label(&report.entries[i].public_key),
+            format_utc(a.earliest_us().max(0) as u64),
+            j + 1,
+            key_label(&report.entries[j].public_key),
+            format_utc(b.latest_us().max(0) as u64),
+        );
+    }
+    let verdict = if check.is_proof_of_malfeasance() {
+        format!(
+            "PROOF OF MALFEASANCE: every signature and chain link holds, and {} pair(s) contradict",
+            check.contradictions.len()
+        )
+    } else if check.all_valid() {
+        "valid, and no pair contradicts: no malfeasance shown".into()
+    } else {
+        "INVALID: a signature or chain link fails, so the report proves nothing".into()
+    };
+    println!("verdict  {verdict}");
+}
+
+fn report_json(report: &Report, check: &ReportCheck, code: Exit) -> serde_json::Value {
+    let b64 = |v: &[u8]| base64::engine::general_purpose::STANDARD.encode(v);
+    let entries: Vec<serde_json::Value> = report
+        .entries
+        .iter()
+        .zip(&check.entries)
+        .enumerate()
+        .map(|(i, (e, o))| {
+            let mut v = json!({
+                "index": i + 1,
+                "public_key": b64(&e.public_key),
+                "signature_ok": o.response.is_ok(),
+                "response": response_status(&o.response),
+                "chain_ok": o.link.is_ok(),
+                "chain": link_status(&o.link),
+            });
+            if let Ok(r) = &o.response {
+                v["version"] = json!(r.profile.name);
+                v["midpoint_us"] = json!(r.midpoint_us);
+                v["midpoint_utc"] = json!(format_utc(r.midpoint_us));
+                v["radius_us"] = json!(r.radius_us);
+            }
+            v
+        })
+        .collect();
+    json!({
+        "valid": check.all_valid(),
+        "proof_of_malfeasance": check.is_proof_of_malfeasance(),
+        "entries": entries,
+        "contradictions": check.contradictions.iter().map(|&(i, j)| json!({
+            "earlier": i + 1,
+            "later": j + 1,
+            "earlier_key": b64(&report.entries[i].public_key),
+            "later_key": b64(&report.entries[j].public_key),
+        })).collect::<Vec<_>>(),
+        "exit_code": code.code(),
+    })
 }

@@ -1,0 +1,158 @@
+//! Exit codes and small helpers shared by the client commands (`query`,
+//! `verify-report`, `inspect`).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use gnomon_client::QueryError;
+use gnomon_protocol::Profile;
+
+/// Exit codes of the client commands. They are distinct so scripts can
+/// tell "the server is down" from "the server lied".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// 0: an answer verified (query), the report is valid and shows no
+    /// contradiction (verify-report), the input decoded (inspect).
+    Ok = 0,
+    /// 1: no answer, or too few answers for a consensus.
+    NoAnswer = 1,
+    /// 2: an answer, report or input that fails verification or parsing.
+    Invalid = 2,
+    /// 3: malfeasance: a contradiction in the chain or a server outside the
+    /// consensus (query); a report that proves one (verify-report).
+    Malfeasance = 3,
+    /// 64: bad arguments or an unreadable input file (EX_USAGE).
+    Usage = 64,
+    /// 70: a local failure: no socket, no random bytes (EX_SOFTWARE).
+    Local = 70,
+}
+
+impl Exit {
+    pub(crate) fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e.code())
+    }
+}
+
+/// The exit-code table, for `--help` of every client command.
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0   success
+  1   no answer (timeouts, unreachable or closed port, too few answers for a consensus)
+  2   invalid answer (bad signature, malformed, truncated or garbage response; invalid report or input)
+  3   malfeasance detected (contradicting answers, a server outside the consensus, a report that proves a lie)
+  64  usage error (bad arguments, unreadable input file)
+  70  local failure (no socket, no random bytes)";
+
+/// The exit code for a failed query.
+pub(crate) fn exit_for(e: &QueryError) -> Exit {
+    match e {
+        QueryError::Invalid { .. } => Exit::Invalid,
+        QueryError::Local(_) => Exit::Local,
+        _ => Exit::NoAnswer,
+    }
+}
+
+/// A short machine name for a failed query.
+pub(crate) fn error_kind(e: &QueryError) -> &'static str {
+    match e {
+        QueryError::Resolve { .. } => "resolve",
+        QueryError::NoAnswer { .. } => "no_answer",
+        QueryError::Invalid { .. } => "invalid",
+        QueryError::Local(_) => "local",
+        _ => "error",
+    }
+}
+
+/// Print a usage problem and return 64.
+pub(crate) fn usage(command: &str, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("gnomon {command}: {msg}");
+    Exit::Usage.into()
+}
+
+/// Durations as `250ms`, `1.5s`, `2m` or a plain number of seconds.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
+        (v, 0.001)
+    } else if let Some(v) = s.strip_suffix('s') {
+        (v, 1.0)
+    } else if let Some(v) = s.strip_suffix('m') {
+        (v, 60.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (try 500ms, 1.5s, 2m)"))?;
+    if !v.is_finite() || v < 0.0 || v * scale > 86_400.0 {
+        return Err(format!("`{s}` is out of range (0 to 24 h)"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+/// A version by name or number, for clap.
+pub(crate) fn parse_profile(s: &str) -> Result<&'static Profile, String> {
+    Profile::by_name(s).ok_or_else(|| {
+        let names: Vec<&str> = gnomon_protocol::PROFILES.iter().map(|p| p.name).collect();
+        format!(
+            "unknown version `{s}`; use a number (1, 0x8000000b, 3000600613) or one of: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// `name (VER number)` for a profile.
+pub(crate) fn version_label(p: &Profile) -> String {
+    format!("{} ({})", p.name, p.version)
+}
+
+/// Microseconds as milliseconds with three decimals.
+pub(crate) fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Print one JSON object on stdout.
+pub(crate) fn print_json(v: &serde_json::Value) {
+    println!("{v}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("2d").is_err());
+    }
+
+    #[test]
+    fn exit_codes_are_distinct_and_documented() {
+        let all = [
+            Exit::Ok,
+            Exit::NoAnswer,
+            Exit::Invalid,
+            Exit::Malfeasance,
+            Exit::Usage,
+            Exit::Local,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            assert!(EXIT_CODES.contains(&format!("  {:<3} ", a.code())), "{a:?}");
+            for b in &all[i + 1..] {
+                assert_ne!(a.code(), b.code());
+            }
+        }
+    }
+}

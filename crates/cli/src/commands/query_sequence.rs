@@ -1,0 +1,317 @@
+//! `gnomon query --servers LIST.json`: the measurement sequence, the
+//! consensus, and the malfeasance report.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use gnomon_client::{
+    format_duration_us, format_utc, post_report, reports_url, Backoff, Client, Flag, Plan,
+    PostPolicy, Selection, Sequence, Server,
+};
+use gnomon_protocol::ServerList;
+use serde_json::json;
+
+use super::client_out::{error_kind, ms, print_json, usage, Exit};
+use super::query::{answer_json, Args};
+
+/// Servers the RFC asks for at least.
+const MIN_SERVERS: usize = 3;
+
+pub(crate) fn run(args: &Args) -> ExitCode {
+    let Some(path) = args.servers.as_deref() else {
+        return usage("query", "--servers is required");
+    };
+    let raw = match std::fs::read(path) {
+        Ok(r) => r,
+        Err(e) => return usage("query", format!("{}: {e}", path.display())),
+    };
+    let list = match ServerList::parse(&raw) {
+        Ok(l) => l,
+        Err(e) => {
+            return usage(
+                "query",
+                format!("{}: not a server list ({e:?})", path.display()),
+            )
+        }
+    };
+    let servers = Server::from_list(&list);
+    let mut notes: Vec<String> = Vec::new();
+    for (i, s) in list.servers.iter().enumerate() {
+        if let Err(why) = &s.status {
+            let name = s.name.clone().unwrap_or_else(|| format!("server #{i}"));
+            notes.push(format!("skipped {name}: {why:?}"));
+        }
+    }
+    if servers.is_empty() {
+        return usage(
+            "query",
+            format!("{}: no usable server in the list", path.display()),
+        );
+    }
+    if servers.len() < MIN_SERVERS {
+        notes.push(format!(
+            "the list has {} usable server(s); RFC 10049 §8.2 asks for at least {MIN_SERVERS}",
+            servers.len()
+        ));
+    }
+    let plan = Plan {
+        selection: if args.all {
+            Selection::All
+        } else {
+            Selection::Random(MIN_SERVERS)
+        },
+        passes: 2,
+    };
+    let mut client = Client::new(args.client_config());
+    let seq = match client.measure(&servers, &plan) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gnomon query: {e}");
+            return Exit::Local.into();
+        }
+    };
+    let (report_file, posted) = deliver_report(args, &raw, &list, &seq, &mut notes);
+    let code = exit_code(&seq);
+    if args.json {
+        print_json(&sequence_json(
+            &servers,
+            &seq,
+            &notes,
+            report_file,
+            posted,
+            code,
+        ));
+    } else {
+        print_sequence(&servers, &seq, &notes);
+    }
+    code.into()
+}
+
+fn exit_code(seq: &Sequence) -> Exit {
+    if seq.malfeasance() {
+        Exit::Malfeasance
+    } else if seq.agreement.consensus.is_some() {
+        Exit::Ok
+    } else if seq
+        .entries
+        .iter()
+        .any(|e| e.result.as_ref().is_err_and(|e| e.is_invalid()))
+    {
+        Exit::Invalid
+    } else {
+        Exit::NoAnswer
+    }
+}
+
+/// Write and send the report; returns the file written and the POST result.
+fn deliver_report(
+    args: &Args,
+    raw: &[u8],
+    list: &ServerList,
+    seq: &Sequence,
+    notes: &mut Vec<String>,
+) -> (Option<String>, Option<Result<String, String>>) {
+    let Some(report) = seq.report() else {
+        if seq.malfeasance() {
+            notes.push(
+                "a server is outside the consensus, but no pair of answers contradicts: \
+                 nothing to report"
+                    .into(),
+            );
+        }
+        return (None, None);
+    };
+    let body = report.to_json();
+    let mut written = None;
+    if let Some(path) = &args.report_out {
+        match std::fs::write(path, &body) {
+            Ok(()) => {
+                notes.push(format!(
+                    "report written to {} ({} responses)",
+                    path.display(),
+                    report.entries.len()
+                ));
+                written = Some(path.display().to_string());
+            }
+            Err(e) => notes.push(format!(
+                "cannot write the report to {}: {e}",
+                path.display()
+            )),
+        }
+    }
+    if !args.report {
+        return (written, None);
+    }
+    let Some(url) = reports_url(raw, list, args.allow_loopback_http_reports) else {
+        notes.push("--report given, but the list has no HTTPS `reports` URL".into());
+        return (written, None);
+    };
+    let policy = PostPolicy {
+        backoff: Backoff {
+            initial: args.report_backoff,
+            attempts: args.report_attempts,
+            ..PostPolicy::default().backoff
+        },
+        timeout: Duration::from_secs(30),
+        allow_loopback_http: args.allow_loopback_http_reports,
+    };
+    let result = post_report(&url, &body, &policy)
+        .map(|p| {
+            format!(
+                "posted to {url} (HTTP {}, attempt {})",
+                p.status, p.attempts
+            )
+        })
+        .map_err(|e| format!("{url}: {e}"));
+    notes.push(match &result {
+        Ok(m) => format!("report {m}"),
+        Err(m) => format!("report NOT delivered: {m}"),
+    });
+    (written, Some(result))
+}
+
+fn name(servers: &[Server], i: usize) -> &str {
+    &servers[i].name
+}
+
+fn print_sequence(servers: &[Server], seq: &Sequence, notes: &[String]) {
+    println!(
+        "{:>2}  {:<4}  {:<20}  {:<10}  {:<27}  {:>11}  {:>16}  {:>10}",
+        "#", "pass", "server", "version", "time (UTC)", "radius", "offset", "rtt"
+    );
+    for (i, e) in seq.entries.iter().enumerate() {
+        let n = name(servers, e.server);
+        match &e.result {
+            Ok(a) => {
+                let v = &a.verified;
+                println!(
+                    "{:>2}  {:<4}  {:<20}  {:<10}  {:<27}  {:>11}  {:>16}  {:>10}",
+                    i + 1,
+                    e.pass + 1,
+                    n,
+                    v.profile.name,
+                    format_utc(v.midpoint_us),
+                    format!("±{:.3} s", v.radius_us as f64 / 1e6),
+                    format_duration_us(a.offset_us),
+                    ms(a.rtt),
+                );
+            }
+            Err(err) => println!("{:>2}  {:<4}  {:<20}  {err}", i + 1, e.pass + 1, n),
+        }
+    }
+    println!();
+    match &seq.agreement.consensus {
+        Some(c) => {
+            let now = gnomon_client_now_us();
+            let mid = now + c.midpoint_us();
+            println!(
+                "consensus    {} ±{:.3} s (offset {}; {} of {} answering servers agree)",
+                format_utc(mid.max(0) as u64),
+                c.radius_us() as f64 / 1e6,
+                format_duration_us(c.midpoint_us()),
+                c.agreeing.len(),
+                c.answering
+            );
+        }
+        None => println!("consensus    none: no majority of answering servers agrees"),
+    }
+    for (s, why) in &seq.agreement.flagged {
+        let why = match why {
+            Flag::OutsideConsensus => "its time is outside the consensus",
+            Flag::SelfContradiction => "its own answers contradict each other",
+        };
+        println!("FLAGGED      {}: {why}", name(servers, *s));
+    }
+    for &(i, j) in &seq.contradictions {
+        let (a, b) = (&seq.entries[i], &seq.entries[j]);
+        let (va, vb) = match (&a.result, &b.result) {
+            (Ok(x), Ok(y)) => (&x.verified, &y.verified),
+            _ => continue,
+        };
+        println!(
+            "MALFEASANCE  answer {} ({}) says at least {}, yet the later answer {} ({}) says at most {}",
+            i + 1,
+            name(servers, a.server),
+            format_utc(va.earliest_us().max(0) as u64),
+            j + 1,
+            name(servers, b.server),
+            format_utc(vb.latest_us().max(0) as u64),
+        );
+    }
+    if seq.malfeasance() {
+        let suspects: Vec<&str> = seq.suspects().iter().map(|&s| name(servers, s)).collect();
+        println!("suspect      {}", suspects.join(", "));
+    }
+    for n in notes {
+        println!("note         {n}");
+    }
+}
+
+fn gnomon_client_now_us() -> i128 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_micros() as i128,
+        Err(_) => 0,
+    }
+}
+
+fn sequence_json(
+    servers: &[Server],
+    seq: &Sequence,
+    notes: &[String],
+    report_file: Option<String>,
+    posted: Option<Result<String, String>>,
+    code: Exit,
+) -> serde_json::Value {
+    let entries: Vec<serde_json::Value> = seq
+        .entries
+        .iter()
+        .map(|e| {
+            let mut v = match &e.result {
+                Ok(a) => answer_json(a),
+                Err(err) => {
+                    json!({ "error": { "kind": error_kind(err), "message": err.to_string() } })
+                }
+            };
+            v["server"] = json!(name(servers, e.server));
+            v["pass"] = json!(e.pass + 1);
+            v
+        })
+        .collect();
+    let consensus = seq.agreement.consensus.as_ref().map(|c| {
+        let mid = gnomon_client_now_us() + c.midpoint_us();
+        json!({
+            "offset_low_us": c.low_us as i64,
+            "offset_high_us": c.high_us as i64,
+            "time_utc": format_utc(mid.max(0) as u64),
+            "radius_us": c.radius_us() as i64,
+            "agreeing": c.agreeing.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
+            "answering": c.answering,
+        })
+    });
+    json!({
+        "servers": seq.order.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
+        "entries": entries,
+        "consensus": consensus,
+        "flagged": seq.agreement.flagged.iter().map(|(s, f)| json!({
+            "server": name(servers, *s),
+            "reason": match f {
+                Flag::SelfContradiction => "self_contradiction",
+                Flag::OutsideConsensus => "outside_consensus",
+            },
+        })).collect::<Vec<_>>(),
+        "contradictions": seq.contradictions.iter().map(|&(i, j)| json!({
+            "earlier": i + 1, "later": j + 1,
+            "earlier_server": name(servers, seq.entries[i].server),
+            "later_server": name(servers, seq.entries[j].server),
+        })).collect::<Vec<_>>(),
+        "malfeasance": seq.malfeasance(),
+        "suspects": seq.suspects().iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
+        "report_file": report_file,
+        "report_post": posted.map(|r| match r {
+            Ok(m) => json!({ "ok": true, "message": m }),
+            Err(m) => json!({ "ok": false, "message": m }),
+        }),
+        "notes": notes,
+        "exit_code": code.code(),
+    })
+}

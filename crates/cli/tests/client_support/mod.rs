@@ -1,0 +1,57 @@
+//! Running the built binary against loopback fixtures.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use gnomon_testkit::{base64, Fixture};
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}", self.stdout))
+    }
+}
+
+pub fn gnomon(args: &[&str]) -> Run {
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(args)
+        .output()
+        .expect("run gnomon");
+    Run {
+        code: out.status.code().expect("exit code"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: start.elapsed(),
+    }
+}
+
+/// Short timeouts for loopback.
+pub const FAST: [&str; 4] = ["--timeout", "150ms", "--retries", "2"];
+
+pub fn key(f: &Fixture) -> String {
+    base64(&f.public_key())
+}
+
+/// A fresh path in the temp directory.
+pub fn temp(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    std::env::temp_dir().join(format!("gnomon-cli-{}-{n}-{name}", std::process::id()))
+}
+
+pub fn write(name: &str, contents: &[u8]) -> PathBuf {
+    let p = temp(name);
+    std::fs::write(&p, contents).expect("write temp file");
+    p
+}

@@ -1,0 +1,178 @@
+//! `gnomon query` against loopback fixtures: output, JSON, exit codes.
+
+mod client_support;
+
+use std::time::Duration;
+
+use client_support::{gnomon, key, FAST};
+use gnomon_protocol::ProfileSet;
+use gnomon_testkit::{profiles, Fixture, FixtureConfig, Mode};
+
+fn args<'a>(addr: &'a str, k: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["query", addr, "--key", k];
+    v.extend_from_slice(&FAST);
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn query_prints_time_radius_rtt_version_and_offset() {
+    let f = Fixture::honest(ProfileSet::ALL, 1);
+    let (addr, k) = (f.addr().to_string(), key(&f));
+    let r = gnomon(&args(&addr, &k, &[]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for label in [
+        "server",
+        "version  rfc-10049 (1)",
+        "time ",
+        "radius   ±",
+        "rtt ",
+        "offset ",
+    ] {
+        assert!(r.stdout.contains(label), "{label}: {}", r.stdout);
+    }
+    assert!(r.stdout.contains("Z\n"), "UTC time: {}", r.stdout);
+}
+
+#[test]
+fn query_json_is_one_object_and_version_forces_the_offer() {
+    let f = Fixture::honest(ProfileSet::ALL, 2);
+    let (addr, k) = (f.addr().to_string(), key(&f));
+    for (v, want) in [
+        ("google", "google"),
+        ("0x8000000b", "draft-11"),
+        ("draft-07", "draft-07"),
+    ] {
+        let r = gnomon(&args(&addr, &k, &["--version", v, "--json"]));
+        assert_eq!(r.code, 0, "{v}: {}{}", r.stdout, r.stderr);
+        let j = r.json();
+        assert_eq!(j["version"]["name"], want);
+        assert_eq!(j["exit_code"], 0);
+        assert_eq!(j["transport"], "udp");
+        assert!(j["radius_us"].as_u64().unwrap() >= 1_000_000);
+        assert!(j["offset_us"].as_i64().unwrap().abs() < 5_000_000);
+        assert!(j["midpoint_utc"].as_str().unwrap().ends_with('Z'));
+    }
+}
+
+#[test]
+fn tcp_flag_uses_tcp() {
+    let f = Fixture::honest(profiles(&["1"]), 3);
+    let (addr, k) = (f.addr().to_string(), key(&f));
+    let r = gnomon(&args(&addr, &k, &["--tcp", "--json"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["transport"], "tcp");
+    assert_eq!(f.udp_received(), 0);
+}
+
+#[test]
+fn no_answer_is_exit_1_in_bounded_time() {
+    let f = Fixture::start(FixtureConfig {
+        mode: Mode::Silent,
+        seed: 4,
+        ..FixtureConfig::default()
+    });
+    let (addr, k) = (f.addr().to_string(), key(&f));
+    let r = gnomon(&args(&addr, &k, &["--json"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["error"]["kind"], "no_answer");
+    // 150 + 225 ms, four later families at 150 ms, five TCP waits of 225 ms.
+    assert!(r.took < Duration::from_secs(4), "{:?}", r.took);
+    let r = gnomon(&args(&addr, &k, &["--deadline", "300ms"]));
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("no answer after"), "{}", r.stderr);
+    assert!(r.took < Duration::from_secs(2), "{:?}", r.took);
+}
+
+#[test]
+fn a_closed_port_is_exit_1_and_says_refused() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let r = gnomon(&["query", &addr, "--key", &"A".repeat(43), "--timeout", "5s"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("refused"), "{}", r.stderr);
+    assert!(r.took < Duration::from_secs(3));
+}
+
+#[test]
+fn invalid_answers_are_exit_2() {
+    for (mode, words) in [
+        (Mode::BadSignature, "signature does not verify"),
+        (Mode::Garbage, "not a Roughtime packet"),
+        (Mode::Truncated, "ROUGHTIM length"),
+    ] {
+        let f = Fixture::start(FixtureConfig {
+            mode,
+            seed: 5,
+            ..FixtureConfig::default()
+        });
+        let (addr, k) = (f.addr().to_string(), key(&f));
+        let r = gnomon(&args(&addr, &k, &[]));
+        assert_eq!(r.code, 2, "{mode:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(words), "{mode:?}: {}", r.stderr);
+        let r = gnomon(&args(&addr, &k, &["--json"]));
+        assert_eq!(r.json()["error"]["kind"], "invalid");
+    }
+}
+
+#[test]
+fn a_wrong_key_is_an_invalid_answer() {
+    let f = Fixture::honest(ProfileSet::ALL, 6);
+    let other = Fixture::honest(ProfileSet::ALL, 7);
+    let (addr, k) = (f.addr().to_string(), key(&other));
+    let r = gnomon(&args(&addr, &k, &[]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("long-term key"), "{}", r.stderr);
+}
+
+#[test]
+fn usage_errors_are_exit_64() {
+    let cases: [&[&str]; 7] = [
+        &["query"],
+        &["query", "127.0.0.1", "--bogus"],
+        &["query", "127.0.0.1", "--key", "short"],
+        &["query", "127.0.0.1"],
+        &[
+            "query",
+            "[::1",
+            "--key",
+            "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=",
+        ],
+        &[
+            "query",
+            "127.0.0.1",
+            "--key",
+            "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=",
+            "--version",
+            "draft-99",
+        ],
+        &["query", "--servers", "/nonexistent/list.json"],
+    ];
+    for c in cases {
+        let r = gnomon(c);
+        assert_eq!(r.code, 64, "{c:?}: {}{}", r.stdout, r.stderr);
+        assert!(!r.stderr.is_empty(), "{c:?}");
+    }
+    assert_eq!(gnomon(&[]).code, 64);
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let r = gnomon(&["query", "--help"]);
+    assert_eq!(r.code, 0);
+    for line in [
+        "0   success",
+        "1   no answer",
+        "2   invalid answer",
+        "3   malfeasance",
+        "64  usage",
+    ] {
+        assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
+    }
+    assert_eq!(gnomon(&["verify-report", "--help"]).code, 0);
+    assert_eq!(gnomon(&["inspect", "--help"]).code, 0);
+}
