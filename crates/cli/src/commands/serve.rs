@@ -14,6 +14,23 @@ use gnomon_server::tcp::TcpConfig;
 use gnomon_server::worker::WorkerConfig;
 use gnomon_server::{Engine, EngineConfig};
 
+/// `println!` that ignores a closed stdout: a server must not die because
+/// whoever started it stopped reading.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `eprintln!` that ignores a closed stderr.
+macro_rules! err {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -54,17 +71,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let long_term = match random_seed() {
         Ok(seed) => KeyPair::from_seed(&seed),
         Err(e) => {
-            eprintln!("gnomon serve: cannot read random bytes from the OS: {e}");
+            err!("gnomon serve: cannot read random bytes from the OS: {e}");
             return ExitCode::from(71);
         }
     };
     let public = long_term.public();
-    eprintln!("gnomon serve: WARNING: ephemeral long-term key, made for this run only; not for production");
-    println!(
+    err!("gnomon serve: WARNING: ephemeral long-term key, made for this run only; not for production");
+    out!(
         "public key (base64): {}",
         base64::engine::general_purpose::STANDARD.encode(public)
     );
-    println!("public key (hex):    {}", hex::encode(public));
+    out!("public key (hex):    {}", hex::encode(public));
     let workers = args.workers.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -101,29 +118,29 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let engine = match Engine::start(config, vec![long_term]) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("gnomon serve: cannot start on {:?}: {e}", args.listen);
+            err!("gnomon serve: cannot start on {:?}: {e}", args.listen);
             return ExitCode::from(71);
         }
     };
     let stop = engine.stop_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
-            eprintln!("gnomon serve: cannot handle signal {sig}: {e}");
+            err!("gnomon serve: cannot handle signal {sig}: {e}");
             return ExitCode::from(71);
         }
     }
     if !engine.clock.synchronized.load(Ordering::Relaxed) {
-        eprintln!(
+        err!(
             "gnomon serve: WARNING: the kernel says the system clock is not synchronized; \
              answering with a radius of {} s",
             engine.clock.radius_us.load(Ordering::Relaxed) / 1_000_000
         );
     }
     for addr in &engine.local {
-        eprintln!("gnomon serve: listening on udp {addr} with {workers} workers");
+        err!("gnomon serve: listening on udp {addr} with {workers} workers");
     }
     for addr in engine.tcp_local() {
-        eprintln!("gnomon serve: listening on tcp {addr}");
+        err!("gnomon serve: listening on tcp {addr}");
     }
     let mut last_summary = Instant::now();
     let mut previous = WorkerStats::default();
@@ -131,7 +148,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         std::thread::park_timeout(Duration::from_millis(50));
         if args.summary_interval > 0 && last_summary.elapsed().as_secs() >= args.summary_interval {
             let now = engine.stats();
-            eprintln!("{}", summary(&previous, &now, last_summary.elapsed()));
+            err!("{}", summary(&previous, &now, last_summary.elapsed()));
             previous = now;
             last_summary = Instant::now();
         }
@@ -139,7 +156,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let failed = engine.failed();
     match engine.shutdown() {
         Ok(total) => {
-            eprintln!(
+            err!(
                 "gnomon serve: stopped; {}",
                 summary(&WorkerStats::default(), &total, Duration::ZERO)
             );
@@ -150,7 +167,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("gnomon serve: a worker failed: {e}");
+            err!("gnomon serve: a worker failed: {e}");
             ExitCode::from(70)
         }
     }
