@@ -1,0 +1,402 @@
+//! The measured scenarios. Each runs its setup and one warm-up pass outside
+//! the measured region, then exactly one pass inside [`measured`], then
+//! checks the result so a stage that silently stopped doing its work fails
+//! instead of getting cheaper.
+//!
+//! Inputs are fixed: keys from constant seeds, nonces derived from the
+//! request index, one fixed `now`. Nothing read from the clock, the
+//! environment or a random source reaches the measured code.
+
+use std::hint::black_box;
+
+use ed25519_dalek::{Signer, SigningKey};
+use gnomon_protocol::merkle::Tree;
+use gnomon_protocol::responder::RespondError;
+use gnomon_protocol::wire::{self, Message};
+use gnomon_protocol::{
+    verify_response, Acceptor, BatchContext, Certificate, KeyPair, Offer, Profile, Request,
+    Responder, ResponderOptions, ResponseSink, Tag, Version,
+};
+
+/// Requests per batch in every batched stage.
+pub const BATCH: usize = 64;
+/// Every request is the 1024 bytes a client pads to (§6.2).
+const REQUEST_SIZE: usize = 1024;
+/// 2026-10-05T00:00:00.123456Z.
+const NOW_US: u64 = 1_791_158_400_123_456;
+const RADIUS_US: u32 = 3_000_000;
+const LONG_TERM_SEED: [u8; 32] = [1; 32];
+const ONLINE_SEED: [u8; 32] = [2; 32];
+
+/// The symbol callgrind is told to count inside (`--toggle-collect`).
+pub const MEASURED_SYMBOL: &str = "gnomon_gate::stages::measured";
+
+/// One gated scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct Stage {
+    /// Name in the baseline and in failure messages.
+    pub name: &'static str,
+    /// What the measured region does.
+    pub what: &'static str,
+    /// The function callgrind counts inside: [`MEASURED_SYMBOL`], or a
+    /// production function when a stage cannot be cut out through the
+    /// public API.
+    pub symbol: &'static str,
+    run: fn() -> Result<(), String>,
+}
+
+impl Stage {
+    /// Set up, warm up, run the measured region once, check the result.
+    pub fn run(&self) -> Result<(), String> {
+        (self.run)()
+    }
+}
+
+/// Every stage, in table order.
+pub const STAGES: &[Stage] = &[
+    Stage {
+        name: "parse_v1_64",
+        what: "Acceptor::parse of 64 version-1 requests (1024 B)",
+        symbol: MEASURED_SYMBOL,
+        run: || parse("rfc-10049"),
+    },
+    Stage {
+        name: "parse_google_64",
+        what: "Acceptor::parse of 64 Google requests (1024 B)",
+        symbol: MEASURED_SYMBOL,
+        run: || parse("google"),
+    },
+    Stage {
+        name: "respond_v1_64",
+        what: "Responder::respond, 64 version-1 requests: leaves, tree, signature, writes",
+        symbol: MEASURED_SYMBOL,
+        run: || respond("rfc-10049", true),
+    },
+    Stage {
+        name: "respond_google_64",
+        what: "Responder::respond, 64 Google requests: leaves, tree, signature, writes",
+        symbol: MEASURED_SYMBOL,
+        run: || respond("google", true),
+    },
+    Stage {
+        name: "leaves_v1_64",
+        what: "Tree::push_leaf of 64 whole version-1 requests",
+        symbol: MEASURED_SYMBOL,
+        run: || leaves("rfc-10049"),
+    },
+    Stage {
+        name: "leaves_google_64",
+        what: "Tree::push_leaf of 64 Google nonces",
+        symbol: MEASURED_SYMBOL,
+        run: || leaves("google"),
+    },
+    Stage {
+        name: "tree_v1_64",
+        what: "Tree::finish over 64 version-1 leaves",
+        symbol: MEASURED_SYMBOL,
+        run: || tree("rfc-10049"),
+    },
+    Stage {
+        name: "tree_google_64",
+        what: "Tree::finish over 64 Google leaves",
+        symbol: MEASURED_SYMBOL,
+        run: || tree("google"),
+    },
+    Stage {
+        name: "sign_v1",
+        what: "one Ed25519 signature over context ‖ SREP of a version-1 batch",
+        symbol: MEASURED_SYMBOL,
+        run: || sign("rfc-10049"),
+    },
+    Stage {
+        name: "sign_google",
+        what: "one Ed25519 signature over the SREP of a Google batch",
+        symbol: MEASURED_SYMBOL,
+        run: || sign("google"),
+    },
+    // Response writing has no public entry point of its own: count inside the
+    // responder's per-response writer during one real batch. No warm-up
+    // batch, or its writes would be counted too.
+    Stage {
+        name: "write_v1_64",
+        what: "Responder::write_one for each of 64 version-1 responses",
+        symbol: WRITE_SYMBOL,
+        run: || respond("rfc-10049", false),
+    },
+    Stage {
+        name: "write_google_64",
+        what: "Responder::write_one for each of 64 Google responses",
+        symbol: WRITE_SYMBOL,
+        run: || respond("google", false),
+    },
+];
+
+const WRITE_SYMBOL: &str = "gnomon_protocol::responder::Responder::write_one";
+
+/// The stage called `name`.
+pub fn find(name: &str) -> Option<&'static Stage> {
+    STAGES.iter().find(|s| s.name == name)
+}
+
+/// The only code callgrind counts. Kept out of line so its symbol exists
+/// for `--toggle-collect`; everything `f` calls is counted with it.
+#[inline(never)]
+pub fn measured(f: &mut dyn FnMut()) {
+    f()
+}
+
+fn profile(name: &str) -> &'static Profile {
+    Profile::by_name(name).expect("stage names a profile in the table")
+}
+
+/// 64 requests of 1024 bytes, nonce `i` derived from the index.
+fn requests(p: &'static Profile) -> Vec<Vec<u8>> {
+    let offer = Offer::single(p);
+    (0..BATCH)
+        .map(|i| {
+            let nonce: Vec<u8> = (0..p.nonce_len).map(|k| (i * 31 + k * 7) as u8).collect();
+            let mut out = vec![0u8; REQUEST_SIZE];
+            let n = offer
+                .build(&nonce, None, REQUEST_SIZE, &mut out)
+                .expect("request builds");
+            out.truncate(n);
+            out
+        })
+        .collect()
+}
+
+fn parse(name: &str) -> Result<(), String> {
+    let p = profile(name);
+    let datagrams = requests(p);
+    let acceptor = Acceptor::default();
+    let mut parsed = Vec::with_capacity(BATCH);
+    let pass = |parsed: &mut Vec<_>| {
+        parsed.clear();
+        for d in &datagrams {
+            parsed.push(acceptor.parse(black_box(d.as_slice())));
+        }
+    };
+    pass(&mut parsed);
+    measured(&mut || pass(&mut parsed));
+    for r in &parsed {
+        let r = r.as_ref().map_err(|e| format!("request rejected: {e:?}"))?;
+        if r.profile.id != p.id {
+            return Err(format!("parsed as {} not {}", r.profile.name, p.name));
+        }
+    }
+    Ok(())
+}
+
+struct Sink {
+    bufs: Vec<Vec<u8>>,
+    lens: Vec<Option<Result<usize, RespondError>>>,
+}
+
+impl ResponseSink for Sink {
+    fn buffer(&mut self, i: usize) -> &mut [u8] {
+        &mut self.bufs[i]
+    }
+    fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
+        self.lens[i] = Some(result);
+    }
+}
+
+struct Server {
+    long_term: KeyPair,
+    online: KeyPair,
+    vers: [Version; 2],
+    cert: Certificate,
+}
+
+impl Server {
+    fn new(p: &'static Profile) -> Server {
+        let long_term = KeyPair::from_seed(&LONG_TERM_SEED);
+        let online = KeyPair::from_seed(&ONLINE_SEED);
+        let cert = Certificate::mint(
+            &long_term,
+            &online.public(),
+            NOW_US - 3_600_000_000,
+            NOW_US + 3_600_000_000,
+            p,
+        );
+        Server {
+            long_term,
+            online,
+            vers: [Version::RFC, Version::DRAFT_12_TO_19],
+            cert,
+        }
+    }
+
+    fn context(&self, p: &'static Profile) -> BatchContext<'_> {
+        BatchContext {
+            profile: p,
+            now_us: NOW_US,
+            radius_us: RADIUS_US,
+            online: &self.online,
+            cert: &self.cert,
+            vers: &self.vers,
+        }
+    }
+}
+
+/// Answer the batch once outside any measurement and return one response,
+/// checked, for the stages that take their inputs from it.
+fn answer(p: &'static Profile, datagrams: &[Vec<u8>]) -> Result<Vec<u8>, String> {
+    let server = Server::new(p);
+    let acceptor = Acceptor::default();
+    let parsed: Vec<Request<'_>> = datagrams
+        .iter()
+        .map(|d| acceptor.parse(d).map_err(|e| format!("{e:?}")))
+        .collect::<Result<_, _>>()?;
+    let mut responder = Responder::new(BATCH, ResponderOptions::default());
+    let mut sink = Sink {
+        bufs: vec![vec![0u8; REQUEST_SIZE]; BATCH],
+        lens: vec![None; BATCH],
+    };
+    responder.respond(&server.context(p), &parsed, &mut sink);
+    check_responses(&server, datagrams, &sink)?;
+    let len = sink.lens[0].and_then(Result::ok).unwrap_or(0);
+    Ok(sink.bufs[0][..len].to_vec())
+}
+
+fn check_responses(server: &Server, datagrams: &[Vec<u8>], sink: &Sink) -> Result<(), String> {
+    let public = server.long_term.public();
+    for (i, d) in datagrams.iter().enumerate() {
+        let len = match sink.lens[i] {
+            Some(Ok(len)) => len,
+            other => return Err(format!("request {i} not answered: {other:?}")),
+        };
+        let v = verify_response(d, &sink.bufs[i][..len], &public)
+            .map_err(|e| format!("response {i} does not verify: {e:?}"))?;
+        if v.midpoint_us.abs_diff(NOW_US) > 1_000_000 {
+            return Err(format!("response {i} has midpoint {}", v.midpoint_us));
+        }
+    }
+    Ok(())
+}
+
+fn respond(name: &str, warm_up: bool) -> Result<(), String> {
+    let p = profile(name);
+    let datagrams = requests(p);
+    let server = Server::new(p);
+    let ctx = server.context(p);
+    let acceptor = Acceptor::default();
+    let parsed: Vec<Request<'_>> = datagrams
+        .iter()
+        .map(|d| acceptor.parse(d).map_err(|e| format!("{e:?}")))
+        .collect::<Result<_, _>>()?;
+    // Boxed so the responder's buffers sit on the heap at the same offset
+    // in every run, whatever the stack layout.
+    let mut responder = Box::new(Responder::new(BATCH, ResponderOptions::default()));
+    let mut sink = Sink {
+        bufs: vec![vec![0u8; REQUEST_SIZE]; BATCH],
+        lens: vec![None; BATCH],
+    };
+    let mut stats = Default::default();
+    if warm_up {
+        stats = responder.respond(&ctx, &parsed, &mut sink);
+    }
+    measured(&mut || stats = responder.respond(black_box(&ctx), &parsed, &mut sink));
+    if stats.responses != BATCH || stats.signatures != 1 {
+        return Err(format!("expected one tree of {BATCH}: {stats:?}"));
+    }
+    check_responses(&server, &datagrams, &sink)
+}
+
+/// The leaf input the profile hashes: the whole request or its nonce.
+fn leaf_inputs<'a>(p: &'static Profile, datagrams: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
+    let acceptor = Acceptor::default();
+    datagrams
+        .iter()
+        .map(|d| {
+            let r = acceptor.parse(d).expect("request parses");
+            match p.leaf {
+                gnomon_protocol::profile::LeafInput::Nonce => r.nonce,
+                gnomon_protocol::profile::LeafInput::Packet => r.packet,
+            }
+        })
+        .collect()
+}
+
+/// The root a real batch got, read back from its first response.
+fn root_of(response: &[u8]) -> Result<Vec<u8>, String> {
+    let srep = srep_of(response)?;
+    let srep = Message::parse(srep).map_err(|e| format!("SREP: {e:?}"))?;
+    srep.get(Tag::ROOT)
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| "SREP without ROOT".to_string())
+}
+
+/// The top-level message of a response, framed (12+) or not.
+fn body_of(response: &[u8]) -> Result<Message<'_>, String> {
+    let body = if wire::has_magic(response) {
+        wire::unframe(response).map_err(|e| format!("framing: {e:?}"))?
+    } else {
+        response
+    };
+    Message::parse(body).map_err(|e| format!("response: {e:?}"))
+}
+
+fn srep_of(response: &[u8]) -> Result<&[u8], String> {
+    body_of(response)?
+        .get(Tag::SREP)
+        .ok_or_else(|| "response without SREP".to_string())
+}
+
+fn leaves(name: &str) -> Result<(), String> {
+    let p = profile(name);
+    let datagrams = requests(p);
+    let inputs = leaf_inputs(p, &datagrams);
+    let mut tree = Box::new(Tree::with_capacity(BATCH));
+    let pass = |tree: &mut Tree| {
+        tree.reset(p.hash);
+        for input in &inputs {
+            black_box(tree.push_leaf(black_box(input)));
+        }
+    };
+    pass(&mut tree);
+    measured(&mut || pass(&mut tree));
+    // The leaves are right if the tree over them has the batch's root.
+    let want = root_of(&answer(p, &datagrams)?)?;
+    if tree.finish() != want.as_slice() {
+        return Err("leaves do not give the responder's root".to_string());
+    }
+    Ok(())
+}
+
+fn tree(name: &str) -> Result<(), String> {
+    let p = profile(name);
+    let datagrams = requests(p);
+    let inputs = leaf_inputs(p, &datagrams);
+    let mut tree = Box::new(Tree::with_capacity(BATCH));
+    tree.reset(p.hash);
+    for input in &inputs {
+        tree.push_leaf(input);
+    }
+    // `finish` only reads the leaves, so it can run twice over them.
+    tree.finish();
+    measured(&mut || {
+        black_box(tree.finish());
+    });
+    let want = root_of(&answer(p, &datagrams)?)?;
+    if tree.root() != want.as_slice() {
+        return Err("tree root differs from the responder's".to_string());
+    }
+    Ok(())
+}
+
+fn sign(name: &str) -> Result<(), String> {
+    let p = profile(name);
+    let datagrams = requests(p);
+    let response = answer(p, &datagrams)?;
+    let mut signed = p.contexts.srep.to_vec();
+    signed.extend_from_slice(srep_of(&response)?);
+    // The online key the responder signs with, as the signature crate sees it.
+    let key = SigningKey::from_bytes(&ONLINE_SEED);
+    let mut sig = key.sign(&signed);
+    measured(&mut || sig = key.sign(black_box(&signed)));
+    if body_of(&response)?.get(Tag::SIG) != Some(&sig.to_bytes()[..]) {
+        return Err("signature differs from the responder's".to_string());
+    }
+    Ok(())
+}
