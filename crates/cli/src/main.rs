@@ -19,6 +19,13 @@ struct Cli {
 enum Command {
     /// Run the server (ephemeral key on 127.0.0.1:5319 when nothing is configured).
     Serve(commands::serve::Args),
+    /// Write a new long-term key file (mode 0600); print its public key.
+    Keygen(commands::keygen::Args),
+    /// Make offline delegations from a long-term key, for a server that
+    /// never holds that key.
+    Delegate(commands::delegate::Args),
+    /// Check a configuration file.
+    Config(commands::config::Args),
     /// Ask one server, or run the measurement sequence over a server list.
     Query(commands::query::Args),
     /// Check a malfeasance report offline.
@@ -44,6 +51,9 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve(a) => commands::serve::run(a),
+        Command::Keygen(a) => commands::keygen::run(a),
+        Command::Delegate(a) => commands::delegate::run(a),
+        Command::Config(a) => commands::config::run(a),
         Command::Query(a) => commands::query::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::Inspect(a) => commands::inspect::run(a),

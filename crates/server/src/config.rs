@@ -354,8 +354,10 @@ fn paths(
     Ok(out)
 }
 
-/// The effective configuration as a TOML file that loads back to the same
-/// value (paths made absolute where the file had them relative).
+/// The effective configuration as TOML that loads back to the same value.
+/// Paths are printed as resolved: a relative path in the file was joined to
+/// the file's directory, so the output is exact when loaded from the
+/// working directory or when those paths are absolute.
 impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let quote = |s: &str| toml::Value::String(s.to_owned()).to_string();

@@ -222,10 +222,16 @@ impl Delegation {
         })
     }
 
-    /// Write this delegation into `dir` as a new mode-0600 file named after
-    /// its start. Never overwrites.
+    /// The file [`Self::write_into`] would create in `dir`, named after the
+    /// window's start.
+    pub fn write_target(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}.{EXTENSION}", utc::compact_utc(self.mint_us)))
+    }
+
+    /// Write this delegation into `dir` as a new mode-0600 file
+    /// ([`Self::write_target`]). Never overwrites.
     pub fn write_into(&self, dir: &Path) -> Result<PathBuf, OfflineError> {
-        let path = dir.join(format!("{}.{EXTENSION}", utc::compact_utc(self.mint_us)));
+        let path = self.write_target(dir);
         write_private(&path, self.encode().as_bytes())?;
         Ok(path)
     }

@@ -1,7 +1,10 @@
 //! One module per subcommand.
 
 pub(crate) mod client_out;
+pub(crate) mod config;
+pub(crate) mod delegate;
 pub(crate) mod inspect;
+pub(crate) mod keygen;
 pub(crate) mod query;
 pub(crate) mod query_sequence;
 pub(crate) mod serve;
