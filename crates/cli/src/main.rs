@@ -32,6 +32,8 @@ enum Command {
     VerifyReport(commands::verify_report::Args),
     /// Decode a Roughtime request or response.
     Inspect(commands::inspect::Args),
+    /// Load generator and do-nothing responder, for sizing servers.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,5 +59,6 @@ fn main() -> ExitCode {
         Command::Query(a) => commands::query::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
+        Command::Bench(a) => commands::bench::run(a),
     }
 }

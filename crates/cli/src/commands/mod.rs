@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod bench;
 pub(crate) mod client_out;
 pub(crate) mod config;
 pub(crate) mod delegate;

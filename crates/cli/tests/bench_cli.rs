@@ -1,0 +1,224 @@
+//! `gnomon bench load` and `gnomon bench null-server` as real processes,
+//! against responders on loopback. Every run is bounded by a count and a
+//! duration.
+
+#[path = "../../loadgen/tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use common::{Behaviour, TestResponder};
+
+/// Run gnomon with whitespace-separated arguments.
+fn gnomon(args: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(args.split_whitespace())
+        .output()
+        .expect("run gnomon")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text:?}"))
+}
+
+fn b64(key: &[u8; 32]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(key)
+}
+
+#[test]
+fn load_verifies_every_response_and_prints_json() {
+    let r = TestResponder::start(Behaviour::Honest);
+    let out = gnomon(&format!(
+        "bench load --target {} --key {} --version 1 --rate 2000 --count 400 --duration 10 \
+         --workers 2 --json",
+        r.addr,
+        b64(&r.public_key)
+    ));
+    assert!(out.status.success(), "{out:?}");
+    let v = json(&out);
+    for k in [
+        "sent",
+        "answered",
+        "valid",
+        "invalid",
+        "lost",
+        "loss_pct",
+        "latency_us",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}: {v}");
+    }
+    assert_eq!(v["sent"], 400, "{v}");
+    assert_eq!(v["answered"], 400, "{v}");
+    assert_eq!(v["valid"], 400, "{v}");
+    assert_eq!(v["invalid"], 0, "{v}");
+    assert_eq!(v["loss_pct"], 0.0, "{v}");
+    assert_eq!(v["version"], "rfc-10049");
+    for p in ["p50", "p90", "p99", "p99_9", "max"] {
+        assert!(v["latency_us"][p].as_f64().is_some_and(|x| x > 0.0), "{v}");
+    }
+}
+
+#[test]
+fn load_prints_a_text_report_and_takes_a_hex_key() {
+    let r = TestResponder::start(Behaviour::Honest);
+    let key = hex::encode(r.public_key);
+    let out = gnomon(&format!(
+        "bench load --target {} --key {key} --version google --max --window 8 --count 200",
+        r.addr
+    ));
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for word in [
+        "sent", "answered", "valid", "lost", "p50", "p99.9", "google",
+    ] {
+        assert!(text.contains(word), "no {word:?} in {text}");
+    }
+    assert!(text.contains("200  of 200 verified"), "{text}");
+}
+
+#[test]
+fn invalid_responses_make_the_exit_status_1() {
+    let r = TestResponder::start(Behaviour::BadSignature);
+    let out = gnomon(&format!(
+        "bench load --target {} --key {} --max --window 4 --count 50 --json",
+        r.addr,
+        b64(&r.public_key)
+    ));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v = json(&out);
+    assert_eq!(v["invalid"], 50, "{v}");
+    assert_eq!(v["invalid_reasons"]["response-signature"], 50, "{v}");
+}
+
+#[test]
+fn remote_targets_are_refused_with_a_clear_message() {
+    // A documentation address: refused before any socket is opened.
+    let out = gnomon(&format!(
+        "bench load --target 192.0.2.7:2002 --key {} --max",
+        b64(&[1; 32])
+    ));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a loopback address") && err.contains("--allow-remote"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_arguments_are_refused_by_name() {
+    let base = format!("bench load --target 127.0.0.1:9 --key {}", b64(&[1; 32]));
+    for (extra, needle) in [
+        ("--max --duration 301", "--duration"),
+        ("--max --version draft-99", "--version"),
+        ("--rate 0", "--rate"),
+        ("--max --request-size 1022", "--request-size"),
+        // --rate and --max exclude each other; one of them is required.
+        ("--rate 10 --max", "--max"),
+        ("", "--rate"),
+    ] {
+        let out = gnomon(&format!("{base} {extra}"));
+        assert_eq!(out.status.code(), Some(2), "{extra}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{extra}: {err}");
+        assert!(out.stdout.is_empty(), "{extra}: {out:?}");
+    }
+    let out = gnomon("bench load --target 127.0.0.1:9 --key AAAA --max");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--key"),
+        "{out:?}"
+    );
+}
+
+struct NullProcess {
+    child: Child,
+    addr: SocketAddr,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+fn null_server(reply_size: &str) -> NullProcess {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args([
+            "bench",
+            "null-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "30",
+        ])
+        .args(["--reply-size", reply_size])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn null-server");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line {line:?}"))
+        .parse()
+        .unwrap();
+    NullProcess {
+        child,
+        addr,
+        stdout,
+    }
+}
+
+impl NullProcess {
+    /// SIGTERM, then the summary line and the exit status.
+    fn terminate(mut self) -> (String, bool) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let status = self.child.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
+        (rest, status.success())
+    }
+}
+
+#[test]
+fn null_server_answers_with_fixed_bytes_and_reports_on_sigterm() {
+    let p = null_server("96");
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.connect(p.addr).unwrap();
+    let mut buf = [0u8; 512];
+    for i in 0..20u8 {
+        c.send(&[i; 1024]).unwrap();
+        assert_eq!(c.recv(&mut buf).expect("reply"), 96);
+    }
+    let (summary, ok) = p.terminate();
+    assert!(ok, "{summary}");
+    assert!(summary.contains("received 20, replied 20"), "{summary}");
+    assert!(summary.contains("per reply"), "{summary}");
+}
+
+#[test]
+fn load_in_any_reply_mode_against_the_null_server() {
+    let p = null_server("512");
+    let out = gnomon(&format!(
+        "bench load --target {} --any-reply --max --window 16 --workers 2 --count 1000 --json",
+        p.addr
+    ));
+    let (summary, ok) = p.terminate();
+    assert!(out.status.success(), "{out:?}");
+    assert!(ok, "{summary}");
+    let v = json(&out);
+    assert_eq!(v["answered"], 1000, "{v}");
+    assert_eq!(v["verified"], 0, "{v}");
+    assert_eq!(v["any_reply"], true, "{v}");
+    assert!(summary.contains("replied 1000"), "{summary}");
+}
