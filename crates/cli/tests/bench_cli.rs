@@ -82,17 +82,34 @@ fn load_prints_a_text_report_and_takes_a_hex_key() {
 }
 
 #[test]
-fn invalid_responses_make_the_exit_status_1() {
+fn invalid_responses_make_the_exit_status_2() {
     let r = TestResponder::start(Behaviour::BadSignature);
     let out = gnomon(&format!(
         "bench load --target {} --key {} --max --window 4 --count 50 --json",
         r.addr,
         b64(&r.public_key)
     ));
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     let v = json(&out);
     assert_eq!(v["invalid"], 50, "{v}");
     assert_eq!(v["invalid_reasons"]["response-signature"], 50, "{v}");
+}
+
+#[test]
+fn a_black_hole_makes_the_exit_status_1_with_full_loss() {
+    // Bound but never read: no reply and no ICMP error.
+    let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let out = gnomon(&format!(
+        "bench load --target {} --key {} --rate 200 --duration 0.3 --timeout 0.1 --json",
+        hole.local_addr().unwrap(),
+        b64(&[1; 32])
+    ));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v = json(&out);
+    assert!(v["sent"].as_u64().is_some_and(|n| n > 0), "{v}");
+    assert_eq!(v["answered"], 0, "{v}");
+    assert_eq!(v["loss_pct"], 100.0, "{v}");
+    assert!(v["elapsed_secs"].as_f64().is_some_and(|s| s < 1.5), "{v}");
 }
 
 #[test]
@@ -102,7 +119,7 @@ fn remote_targets_are_refused_with_a_clear_message() {
         "bench load --target 192.0.2.7:2002 --key {} --max",
         b64(&[1; 32])
     ));
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("not a loopback address") && err.contains("--allow-remote"),
@@ -124,13 +141,13 @@ fn bad_arguments_are_refused_by_name() {
         ("", "--rate"),
     ] {
         let out = gnomon(&format!("{base} {extra}"));
-        assert_eq!(out.status.code(), Some(2), "{extra}: {out:?}");
+        assert_eq!(out.status.code(), Some(64), "{extra}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{extra}: {err}");
         assert!(out.stdout.is_empty(), "{extra}: {out:?}");
     }
     let out = gnomon("bench load --target 127.0.0.1:9 --key AAAA --max");
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("--key"),
         "{out:?}"

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use base64::Engine as _;
-use gnomon_loadgen::{LoadConfig, Mode, NullConfig, NullServer};
+use gnomon_loadgen::{LoadConfig, LoadError, Mode, NullConfig, NullServer};
 use gnomon_protocol::Profile;
 
 /// Arguments.
@@ -26,8 +26,10 @@ enum BenchCommand {
     /// (signatures, Merkle proof, nonce, version, delegation window). Only
     /// loopback targets are allowed unless --allow-remote is given.
     ///
-    /// Exit status: 0 when every verified response was valid, 1 when any was
-    /// invalid, 2 for bad arguments or setup failures.
+    /// Exit status (as for `gnomon query`): 0 when every verified response
+    /// was valid, 1 when nothing was answered, 2 when any response was
+    /// invalid, 64 for bad arguments or a refused target, 70 when the
+    /// sockets could not be set up.
     Load(LoadArgs),
     /// Answer every UDP datagram with the same fixed bytes: the baseline a
     /// server's cost per response is measured against.
@@ -131,9 +133,15 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
 }
 
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
+/// Exit codes shared with the client commands (docs/CLIENT.md).
+const EXIT_NO_ANSWER: u8 = 1;
+const EXIT_INVALID: u8 = 2;
+const EXIT_USAGE: u8 = 64;
+const EXIT_LOCAL: u8 = 70;
+
+fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("gnomon bench: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(code)
 }
 
 fn seconds(what: &str, s: f64) -> Result<Duration, String> {
@@ -157,22 +165,25 @@ fn parse_key(s: &str) -> Result<[u8; 32], String> {
 fn load(a: LoadArgs) -> ExitCode {
     let Some(profile) = Profile::by_name(&a.version) else {
         let names: Vec<&str> = gnomon_protocol::PROFILES.iter().map(|p| p.name).collect();
-        return fail(format!(
-            "bad --version: {:?}; one of {} or a version number",
-            a.version,
-            names.join(", ")
-        ));
+        return fail(
+            EXIT_USAGE,
+            format!(
+                "bad --version: {:?}; one of {} or a version number",
+                a.version,
+                names.join(", ")
+            ),
+        );
     };
     let key = match a.key.as_deref().map(parse_key).transpose() {
         Ok(k) => k.unwrap_or([0; 32]),
-        Err(e) => return fail(e),
+        Err(e) => return fail(EXIT_USAGE, e),
     };
     let (duration, timeout) = match (
         seconds("duration", a.duration),
         seconds("timeout", a.timeout),
     ) {
         (Ok(d), Ok(t)) => (d, t),
-        (Err(e), _) | (_, Err(e)) => return fail(e),
+        (Err(e), _) | (_, Err(e)) => return fail(EXIT_USAGE, e),
     };
     let mut cfg = LoadConfig::new(a.target, key, profile);
     cfg.allow_remote = a.allow_remote;
@@ -190,7 +201,8 @@ fn load(a: LoadArgs) -> ExitCode {
     cfg.any_reply = a.any_reply;
     let report = match gnomon_loadgen::run(&cfg, gnomon_loadgen::stop_on_signals()) {
         Ok(r) => r,
-        Err(e) => return fail(e),
+        Err(e @ LoadError::Socket(_)) => return fail(EXIT_LOCAL, e),
+        Err(e) => return fail(EXIT_USAGE, e),
     };
     if a.json {
         println!("{}", report.to_json());
@@ -198,7 +210,9 @@ fn load(a: LoadArgs) -> ExitCode {
         print!("{}", report.to_text());
     }
     if report.invalid > 0 {
-        ExitCode::from(1)
+        ExitCode::from(EXIT_INVALID)
+    } else if report.answered == 0 {
+        ExitCode::from(EXIT_NO_ANSWER)
     } else {
         ExitCode::SUCCESS
     }
@@ -207,7 +221,7 @@ fn load(a: LoadArgs) -> ExitCode {
 fn null_server(a: NullArgs) -> ExitCode {
     let duration = match a.duration.map(|d| seconds("duration", d)).transpose() {
         Ok(d) => d,
-        Err(e) => return fail(e),
+        Err(e) => return fail(EXIT_USAGE, e),
     };
     let cfg = NullConfig {
         listen: a.listen,
@@ -217,7 +231,8 @@ fn null_server(a: NullArgs) -> ExitCode {
     };
     let server = match NullServer::bind(&cfg) {
         Ok(s) => s,
-        Err(e) => return fail(format!("cannot listen on {}: {e}", a.listen)),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(EXIT_LOCAL, format!("cannot listen on {}: {e}", a.listen)),
     };
     let addr = server.local_addr().map_or(a.listen, |x| x);
     // The first line names the bound port, for scripts that pass port 0.
