@@ -29,7 +29,6 @@ fn serve() -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
         .args([
             "serve",
-            "--tcp",
             "--listen",
             "127.0.0.1:0",
             "--workers",

@@ -13,6 +13,8 @@ struct Server {
     addr: SocketAddr,
     public: [u8; 32],
     stderr: BufReader<std::process::ChildStderr>,
+    /// Everything the server logged up to "listening".
+    startup: Vec<String>,
 }
 
 fn start(extra: &[&str]) -> Server {
@@ -45,12 +47,14 @@ fn start(extra: &[&str]) -> Server {
         .try_into()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut startup = Vec::new();
     let addr = loop {
         line.clear();
         assert!(
             stderr.read_line(&mut line).unwrap() > 0,
             "server exited before listening"
         );
+        startup.push(line.clone());
         if let Some(rest) = line.strip_prefix("gnomon serve: listening on udp ") {
             break rest.split_whitespace().next().unwrap().parse().unwrap();
         }
@@ -60,6 +64,7 @@ fn start(extra: &[&str]) -> Server {
         addr,
         public,
         stderr,
+        startup,
     }
 }
 
@@ -145,4 +150,161 @@ fn a_taken_port_is_a_clear_error() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot start") && err.contains(&addr), "{err}");
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("gnomon-serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn gnomon(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Ask `server` for a version-1 answer and verify it against `key`.
+fn ask(server: &Server, key: &[u8; 32]) {
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut req = vec![0u8; 1024];
+    let p = gnomon_protocol::Profile::rfc();
+    Offer::single(p)
+        .build(&[9u8; 32], None, 1024, &mut req)
+        .unwrap();
+    c.send_to(&req, server.addr).unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, _) = c.recv_from(&mut buf).unwrap();
+    verify_response(&req, &buf[..n], key).unwrap();
+}
+
+#[test]
+fn serves_a_key_file_made_by_keygen_and_refuses_a_loose_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir("keyfile");
+    let key = dir.join("root.key");
+    let out = gnomon(&["keygen", "--out", key.to_str().unwrap()]);
+    assert!(out.status.success());
+    let b64 = String::from_utf8(out.stdout).unwrap();
+    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let server = start(&["--key-file", key.to_str().unwrap()]);
+    assert_eq!(
+        server.public, public,
+        "serve announces the key file's public key"
+    );
+    ask(&server, &public);
+    let (status, _, _) = terminate(server);
+    assert!(status.success());
+    // Group-readable: refused, naming the file and the fix.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = gnomon(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--key-file",
+        key.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("root.key") && err.contains("chmod 600"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serves_offline_delegations_without_the_long_term_key() {
+    let dir = tempdir("offline");
+    let key = dir.join("root.key");
+    let out = gnomon(&["keygen", "--out", key.to_str().unwrap()]);
+    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(String::from_utf8(out.stdout).unwrap().trim())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let delegations = dir.join("delegations");
+    let out = gnomon(&[
+        "delegate",
+        "--key-file",
+        key.to_str().unwrap(),
+        "--out-dir",
+        delegations.to_str().unwrap(),
+        "--count",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The server gets the delegations only.
+    std::fs::remove_file(&key).unwrap();
+    let server = start(&["--offline-dir", delegations.to_str().unwrap()]);
+    assert_eq!(server.public, public);
+    ask(&server, &public);
+    let (status, _, _) = terminate(server);
+    assert!(status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn metrics_and_health_are_served() {
+    use std::io::Write;
+    let server = start(&["--metrics", "127.0.0.1:0"]);
+    let metrics: SocketAddr = server
+        .startup
+        .iter()
+        .find_map(|l| l.strip_prefix("gnomon serve: metrics on http://"))
+        .expect("the metrics address is logged before listening")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let public = server.public;
+    ask(&server, &public);
+    let get = |path: &str| {
+        let mut c = std::net::TcpStream::connect(metrics).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        s
+    };
+    // Counters are published every 200 ms: poll (bounded) until the answer shows.
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = get("/metrics");
+        if text.contains("gnomon_responses_total{version=\"rfc-10049\"} 1") {
+            break;
+        }
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+    assert!(
+        text.contains("gnomon_responses_total{version=\"rfc-10049\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("gnomon_certificate_expiry_timestamp_seconds"));
+    assert!(get("/health").starts_with("HTTP/1.1 200"));
+    let (status, _, _) = terminate(server);
+    assert!(status.success());
+}
+
+#[test]
+fn configuration_errors_name_the_key_and_range() {
+    let out = gnomon(&["serve", "--batch-size", "5000"]);
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("batch-size") && err.contains("1..=1024"),
+        "{err}"
+    );
 }

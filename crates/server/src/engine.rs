@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use gnomon_protocol::KeyPair;
 
-use crate::keys::{mint_epoch, SharedKeys};
+use crate::keys::{mint_epoch, offline_selection, random_seed, KeySource, SharedKeys};
 use crate::stats::WorkerStats;
 use crate::sys;
 use crate::tcp::{TcpConfig, TcpServer, TcpStats};
@@ -31,6 +31,8 @@ pub struct EngineConfig {
     pub key_validity: Duration,
     /// How often a new online key is minted (before the old one expires).
     pub key_rotation: Duration,
+    /// Rotation moves by up to ± this percentage of the period.
+    pub key_rotation_jitter_percent: u8,
     /// Radius floor, µs (the kernel's estimate is used when larger).
     pub radius_floor_us: u64,
     /// Radius when the clock is unsynchronized; `None` refuses to answer.
@@ -51,6 +53,10 @@ pub struct Engine {
     /// Clock state shared with workers.
     pub clock: Arc<ClockState>,
     tcp: Option<TcpServer>,
+    worker_failed: Arc<AtomicBool>,
+    /// Until when the identities can sign without outside help (Unix µs):
+    /// the end of the last offline delegation, or `u64::MAX`.
+    pub key_horizon_us: u64,
 }
 
 fn now_us() -> u64 {
@@ -76,13 +82,31 @@ pub fn radius_from_kernel(
 impl Engine {
     /// Bind every socket and start the workers and the key thread.
     pub fn start(config: EngineConfig, long_terms: Vec<KeyPair>) -> io::Result<Engine> {
+        Engine::start_with(
+            config,
+            long_terms.into_iter().map(KeySource::LongTerm).collect(),
+        )
+    }
+
+    /// Start with identities from any mix of key sources; the first
+    /// answers versions that cannot name a key.
+    pub fn start_with(config: EngineConfig, sources: Vec<KeySource>) -> io::Result<Engine> {
+        if sources.is_empty() {
+            return Err(io::Error::other("no identity to serve"));
+        }
         let validity = config.key_validity.as_micros() as u64;
+        let horizon_us = sources
+            .iter()
+            .map(KeySource::horizon_us)
+            .min()
+            .unwrap_or(u64::MAX);
         // A minute of skew for clients slightly behind.
-        let epoch = mint_epoch(&long_terms, now_us(), validity, 60_000_000)?;
+        let epoch = mint_epoch(&sources, now_us(), validity, 60_000_000)?;
         let keys: SharedKeys = Arc::new(ArcSwap::from_pointee(epoch));
         let clock = Arc::new(ClockState::new(config.radius_floor_us));
         update_clock(&clock, &config);
         let stop = Arc::new(AtomicBool::new(false));
+        let worker_failed = Arc::new(AtomicBool::new(false));
         let mut local = Vec::new();
         let mut workers = Vec::new();
         let mut stats = Vec::new();
@@ -113,14 +137,18 @@ impl Engine {
                     stop: stop.clone(),
                     published,
                 };
-                let stop_all = stop.clone();
+                let (stop_all, failed) = (stop.clone(), worker_failed.clone());
                 let handle = std::thread::Builder::new()
                     .name(format!("gnomon-udp-{bound}-{k}"))
                     .spawn(move || {
-                        let r = w.run();
+                        // A panic counts as a failure too (the release
+                        // profile aborts on panic anyway).
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run()))
+                            .unwrap_or_else(|_| Err(io::Error::other("worker panicked")));
                         if r.is_err() {
                             // A dead worker must not leave a half-serving
                             // process behind: stop everyone.
+                            failed.store(true, Ordering::Relaxed);
                             stop_all.store(true, Ordering::Relaxed);
                         }
                         r
@@ -160,9 +188,11 @@ impl Engine {
                 (keys.clone(), clock.clone(), stop.clone(), config.clone());
             std::thread::Builder::new()
                 .name("gnomon-keys".into())
-                .spawn(move || keeper(keys, clock, stop, config, long_terms))?
+                .spawn(move || keeper(keys, clock, stop, config, sources))?
         };
         Ok(Engine {
+            worker_failed,
+            key_horizon_us: horizon_us,
             local,
             stop,
             workers,
@@ -205,9 +235,9 @@ impl Engine {
         self.tcp.as_ref().map(|t| t.stats())
     }
 
-    /// Whether any worker has stopped (normally only after `shutdown`).
+    /// Whether a worker died (not merely stopped on request).
     pub fn failed(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) && self.workers.iter().any(|w| w.is_finished())
+        self.worker_failed.load(Ordering::Relaxed)
     }
 
     /// The stop flag, for signal handlers.
@@ -283,26 +313,50 @@ fn update_clock(clock: &ClockState, config: &EngineConfig) {
     }
 }
 
-/// Rotates online keys before they expire and refreshes the radius.
+/// Next rotation time: `period` from now, moved by up to ±`jitter_percent`
+/// so servers (and restarts) do not rotate in step.
+fn next_rotation(now: u64, period: Duration, jitter_percent: u8) -> u64 {
+    let period = period.as_micros() as u64;
+    let span = period / 100 * u64::from(jitter_percent);
+    let roll = random_seed()
+        .map(|s| u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
+        .unwrap_or(0);
+    let offset = if span == 0 { 0 } else { roll % (2 * span + 1) };
+    now + period - span + offset
+}
+
+/// Rotates online keys before they expire, moves to the next offline
+/// delegation when the current one ends, and refreshes the radius.
 fn keeper(
     keys: SharedKeys,
     clock: Arc<ClockState>,
     stop: Arc<AtomicBool>,
     config: EngineConfig,
-    long_terms: Vec<KeyPair>,
+    sources: Vec<KeySource>,
 ) {
     let validity = config.key_validity.as_micros() as u64;
-    let mut next_rotation = now_us() + config.key_rotation.as_micros() as u64;
+    let mut next = next_rotation(
+        now_us(),
+        config.key_rotation,
+        config.key_rotation_jitter_percent,
+    );
+    let mut selection = offline_selection(&sources, now_us());
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(Duration::from_millis(100));
         update_clock(&clock, &config);
         let now = now_us();
-        if now >= next_rotation {
-            if let Ok(epoch) = mint_epoch(&long_terms, now, validity, 60_000_000) {
-                // One store: a worker sees the old epoch or the new, both valid.
+        let current = offline_selection(&sources, now);
+        if now >= next || current != selection {
+            // One store: a worker sees the old epoch or the new, both valid.
+            // If no offline delegation covers now, keep the old epoch: the
+            // responder refuses to sign outside its window anyway.
+            if let Ok(epoch) = mint_epoch(&sources, now, validity, 60_000_000) {
                 keys.store(Arc::new(epoch));
+                selection = current;
             }
-            next_rotation = now + config.key_rotation.as_micros() as u64;
+            if now >= next {
+                next = next_rotation(now, config.key_rotation, config.key_rotation_jitter_percent);
+            }
         }
     }
 }

@@ -86,27 +86,94 @@ pub fn random_seed() -> std::io::Result<[u8; 32]> {
     Ok(s)
 }
 
+/// Where an identity's online keys come from.
+pub enum KeySource {
+    /// The long-term key is here: mint and rotate online keys.
+    LongTerm(KeyPair),
+    /// The long-term key stays offline: use delegations made beforehand.
+    Offline(crate::offline::OfflineStore),
+}
+
+impl KeySource {
+    /// The long-term public key.
+    pub fn public(&self) -> [u8; 32] {
+        match self {
+            KeySource::LongTerm(k) => k.public(),
+            KeySource::Offline(s) => s.long_term_public,
+        }
+    }
+
+    /// Until when this source can sign without outside help, Unix µs: the
+    /// end of the last offline delegation, or forever for a key held here.
+    pub fn horizon_us(&self) -> u64 {
+        match self {
+            KeySource::LongTerm(_) => u64::MAX,
+            KeySource::Offline(s) => s.last_expiry_us(),
+        }
+    }
+
+    /// The online key an offline source uses at `now_us`, if any.
+    fn offline_key(&self, now_us: u64) -> Option<[u8; 32]> {
+        match self {
+            KeySource::LongTerm(_) => None,
+            KeySource::Offline(s) => s.current(now_us).map(|d| d.online.public()),
+        }
+    }
+}
+
+/// The offline delegations in use at `now_us`, to notice when one ends.
+pub fn offline_selection(sources: &[KeySource], now_us: u64) -> Vec<Option<[u8; 32]>> {
+    sources.iter().map(|s| s.offline_key(now_us)).collect()
+}
+
 /// Mint an epoch: a new online key per long-term key, delegated for
-/// [now − skew, now + validity]. The skew lets clients whose clocks run a
-/// little behind accept responses from a brand-new key.
+/// [now − skew, now + validity] (the skew lets clients whose clocks run a
+/// little behind accept a brand-new key), and the delegation covering now
+/// for each offline source. Fails if an offline source has none: signing
+/// outside [MINT, MAXT] is never an option.
 pub fn mint_epoch(
-    long_terms: &[KeyPair],
+    sources: &[KeySource],
     now_us: u64,
     validity_us: u64,
     skew_us: u64,
 ) -> std::io::Result<KeyEpoch> {
-    let mut identities = Vec::with_capacity(long_terms.len());
-    for lt in long_terms {
-        let online = KeyPair::from_seed(&random_seed()?);
-        let certs = CertificateSet::mint_all(
-            lt,
-            &online.public(),
-            now_us.saturating_sub(skew_us),
-            now_us.saturating_add(validity_us),
-        );
-        identities.push(Identity::new(lt.public(), online, certs));
+    let mut identities = Vec::with_capacity(sources.len());
+    for source in sources {
+        match source {
+            KeySource::LongTerm(lt) => {
+                let online = KeyPair::from_seed(&random_seed()?);
+                let certs = CertificateSet::mint_all(
+                    lt,
+                    &online.public(),
+                    now_us.saturating_sub(skew_us),
+                    now_us.saturating_add(validity_us),
+                );
+                identities.push(Identity::new(lt.public(), online, certs));
+            }
+            KeySource::Offline(store) => {
+                let d = store.current(now_us).ok_or_else(|| {
+                    std::io::Error::other(format!(
+                        "no offline delegation for key {} covers now",
+                        hex_prefix(&store.long_term_public)
+                    ))
+                })?;
+                identities.push(Identity::new(
+                    store.long_term_public,
+                    d.online.clone(),
+                    d.certs.clone(),
+                ));
+            }
+        }
     }
     Ok(KeyEpoch { identities })
+}
+
+fn hex_prefix(k: &[u8; 32]) -> String {
+    k[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+        + "…"
 }
 
 #[cfg(test)]
@@ -117,7 +184,11 @@ mod tests {
     fn srv_selects_the_identity() {
         let a = KeyPair::from_seed(&[1; 32]);
         let b = KeyPair::from_seed(&[2; 32]);
-        let e = mint_epoch(&[a.clone(), b.clone()], 1_000_000_000, 60_000_000, 0).unwrap();
+        let sources = [
+            KeySource::LongTerm(a.clone()),
+            KeySource::LongTerm(b.clone()),
+        ];
+        let e = mint_epoch(&sources, 1_000_000_000, 60_000_000, 0).unwrap();
         let rfc = Profile::rfc();
         assert_eq!(
             e.choose(rfc, Some(&srv_for(&b.public()))),
@@ -126,7 +197,7 @@ mod tests {
         assert_eq!(e.choose(rfc, Some(&[0; 32])), Choice::UnknownSrv);
         assert_eq!(e.choose(rfc, None), Choice::SrvRequired);
         assert_eq!(e.choose(Profile::google(), None), Choice::Identity(0));
-        let one = mint_epoch(&[a], 1_000_000_000, 60_000_000, 0).unwrap();
+        let one = mint_epoch(&[KeySource::LongTerm(a)], 1_000_000_000, 60_000_000, 0).unwrap();
         assert_eq!(one.choose(rfc, None), Choice::Identity(0));
         assert_eq!(one.expires_us(), 1_060_000_000);
     }

@@ -43,6 +43,7 @@ fn engine_with(workers: usize, worker: WorkerConfig, rotation: Duration) -> (Eng
         worker,
         key_validity: Duration::from_secs(3600),
         key_rotation: rotation,
+        key_rotation_jitter_percent: 0,
         radius_floor_us: 3_000_000,
         unsynchronized_radius_us: Some(10_000_000),
         tcp: None,
@@ -144,7 +145,7 @@ fn bad_input_is_dropped_and_counted() {
 fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
     let lt = KeyPair::from_seed(&[4; 32]);
     let epoch = mint_epoch(
-        std::slice::from_ref(&lt),
+        &[gnomon_server::keys::KeySource::LongTerm(lt.clone())],
         now_us(),
         3_600_000_000,
         60_000_000,
@@ -305,6 +306,7 @@ fn several_identities_share_one_port_chosen_by_srv() {
         worker: worker_config(8),
         key_validity: Duration::from_secs(3600),
         key_rotation: Duration::from_secs(1800),
+        key_rotation_jitter_percent: 0,
         radius_floor_us: 3_000_000,
         // This machine's kernel may call its clock unsynchronized.
         unsynchronized_radius_us: Some(10_000_000),
@@ -354,6 +356,7 @@ fn replies_leave_from_the_address_the_request_arrived_on() {
         worker: worker_config(8),
         key_validity: Duration::from_secs(3600),
         key_rotation: Duration::from_secs(1800),
+        key_rotation_jitter_percent: 0,
         radius_floor_us: 3_000_000,
         // This machine's kernel may call its clock unsynchronized.
         unsynchronized_radius_us: Some(10_000_000),

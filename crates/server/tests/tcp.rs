@@ -60,6 +60,7 @@ fn engine_full(listen: &[&str], tcp: TcpConfig, grease_per_million: u32) -> (Eng
         },
         key_validity: Duration::from_secs(3600),
         key_rotation: Duration::from_secs(1800),
+        key_rotation_jitter_percent: 0,
         radius_floor_us: 3_000_000,
         // This machine's kernel may call its clock unsynchronized.
         unsynchronized_radius_us: Some(10_000_000),

@@ -1,17 +1,19 @@
 //! `gnomon serve`: run the server until SIGINT or SIGTERM.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use gnomon_protocol::profile::{Framing, PROFILES};
+use gnomon_protocol::profile::Framing;
 use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions, Version};
-use gnomon_server::keys::random_seed;
+use gnomon_server::config::{Config, IdentitySource};
+use gnomon_server::keys::{random_seed, KeySource};
+use gnomon_server::offline::OfflineStore;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::tcp::TcpConfig;
 use gnomon_server::worker::WorkerConfig;
+use gnomon_server::{keyfile, metrics};
 use gnomon_server::{Engine, EngineConfig};
 
 /// `println!` that ignores a closed stdout: a server must not die because
@@ -34,106 +36,157 @@ macro_rules! err {
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Address to serve on (UDP); repeatable, IPv4 or IPv6.
-    #[arg(
-        long,
-        env = "GNOMON_LISTEN",
-        value_delimiter = ',',
-        default_value = "127.0.0.1:5319"
-    )]
-    listen: Vec<SocketAddr>,
-    /// Worker threads per address (default: available cores).
-    #[arg(long, env = "GNOMON_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
-    workers: Option<u16>,
-    /// Largest batch read and signed at once.
-    #[arg(long, env = "GNOMON_BATCH_SIZE", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
-    batch_size: u16,
-    /// Drop requests that waited in the socket longer than this (ms).
-    #[arg(long, env = "GNOMON_MAX_QUEUE_DELAY_MS", default_value_t = 500)]
-    max_queue_delay_ms: u64,
-    /// Smallest radius advertised, seconds (the kernel's estimate is used when larger).
-    #[arg(long, env = "GNOMON_RADIUS_FLOOR", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=86_400))]
-    radius_floor: u32,
-    /// Batch the versions whose tree orientation implementations dispute
-    /// (drafts 05–11, TYPE-less 0x8000000c); off answers them one by one.
-    #[arg(long, env = "GNOMON_BATCH_DISPUTED")]
-    batch_disputed: bool,
-    /// Also serve TCP on the same addresses, for the versions that define it
-    /// (drafts 08 and later, and 1).
-    #[arg(long, env = "GNOMON_TCP")]
-    tcp: bool,
+    #[command(flatten)]
+    config: super::config::ConfigArgs,
     /// Seconds between summary log lines (0: none).
     #[arg(long, env = "GNOMON_SUMMARY_INTERVAL", default_value_t = 60)]
     summary_interval: u64,
 }
 
-pub(crate) fn run(args: Args) -> ExitCode {
-    let long_term = match random_seed() {
-        Ok(seed) => KeyPair::from_seed(&seed),
-        Err(e) => {
+/// Exit status for configuration and key problems.
+const USAGE: u8 = 64;
+/// Exit status when the system refuses something (sockets, randomness).
+const OS_ERROR: u8 = 71;
+/// Exit status when a worker dies.
+const SOFTWARE: u8 = 70;
+/// Warn this long before the last offline delegation runs out.
+const HORIZON_WARNING_US: u64 = 24 * 3600 * 1_000_000;
+
+/// The identities to serve, or an exit status.
+fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
+    if config.ephemeral_key() {
+        let seed = random_seed().map_err(|e| {
             err!("gnomon serve: cannot read random bytes from the OS: {e}");
-            return ExitCode::from(71);
+            ExitCode::from(OS_ERROR)
+        })?;
+        err!("gnomon serve: WARNING: ephemeral long-term key, made for this run only; not for production");
+        return Ok(vec![KeySource::LongTerm(KeyPair::from_seed(&seed))]);
+    }
+    let mut sources = Vec::new();
+    for identity in &config.identities {
+        let source = match identity {
+            IdentitySource::KeyFile(path) => keyfile::load(path)
+                .map(KeySource::LongTerm)
+                .map_err(|e| e.to_string()),
+            IdentitySource::OfflineDir(dir) => OfflineStore::load(dir, None)
+                .map(KeySource::Offline)
+                .map_err(|e| e.to_string()),
+        };
+        match source {
+            Ok(s) => sources.push(s),
+            Err(e) => {
+                err!("gnomon serve: {e}");
+                return Err(ExitCode::from(USAGE));
+            }
         }
-    };
-    let public = long_term.public();
-    err!("gnomon serve: WARNING: ephemeral long-term key, made for this run only; not for production");
-    out!(
-        "public key (base64): {}",
-        base64::engine::general_purpose::STANDARD.encode(public)
-    );
-    out!("public key (hex):    {}", hex::encode(public));
-    let workers = args.workers.map(usize::from).unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let mut vers: Vec<Version> = PROFILES
+    }
+    Ok(sources)
+}
+
+fn engine_config(config: &Config) -> EngineConfig {
+    let profiles = config.profiles();
+    let mut vers: Vec<Version> = profiles
         .iter()
         .filter(|p| p.framing == Framing::Packet)
         .map(|p| p.version)
         .collect();
     vers.sort();
     vers.dedup();
-    let config = EngineConfig {
-        listen: args.listen.clone(),
-        workers,
-        recv_buffer: Some(8 << 20),
+    let tcp = &config.tcp;
+    EngineConfig {
+        listen: config.listen.addrs().to_vec(),
+        workers: usize::from(config.workers.get()),
+        recv_buffer: Some(config.recv_buffer.get() as usize),
         worker: WorkerConfig {
-            max_batch: usize::from(args.batch_size),
-            max_queue_delay_us: args.max_queue_delay_ms * 1_000,
-            acceptor: Acceptor::default(),
+            max_batch: usize::from(config.batch_size.get()),
+            max_queue_delay_us: config.max_queue_delay.get().as_micros() as u64,
+            acceptor: Acceptor {
+                profiles,
+                min_size: usize::from(config.min_request_size.get()),
+            },
             options: ResponderOptions {
-                batch_disputed: args.batch_disputed,
-                google_nonce: false,
+                batch_disputed: config.batch_disputed,
+                google_nonce: config.google_nonce,
             },
             vers,
-            grease_per_million: 0,
+            grease_per_million: (config.grease.get() * 1e6).round() as u32,
         },
-        key_validity: Duration::from_secs(24 * 3600),
-        key_rotation: Duration::from_secs(12 * 3600),
-        radius_floor_us: u64::from(args.radius_floor) * 1_000_000,
-        unsynchronized_radius_us: Some(60_000_000),
-        tcp: args.tcp.then(TcpConfig::default),
+        key_validity: config.online_key.validity(),
+        key_rotation: config.online_key.rotate_every(),
+        key_rotation_jitter_percent: config.online_key.jitter_percent(),
+        radius_floor_us: u64::from(config.clock.radius_floor.micros()),
+        unsynchronized_radius_us: config.clock.unsynchronized.radius_us(),
+        tcp: tcp.enable.then(|| TcpConfig {
+            enabled: true,
+            max_connections: tcp.max_connections.get() as usize,
+            idle_timeout: tcp.idle_timeout.get(),
+            read_timeout: tcp.read_timeout.get(),
+            max_frame: tcp.max_frame.get() as usize,
+        }),
+    }
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    let config = match args.config.load() {
+        Ok(c) => c,
+        Err(e) => {
+            err!("gnomon serve: {e}");
+            return ExitCode::from(USAGE);
+        }
     };
-    let engine = match Engine::start(config, vec![long_term]) {
+    let sources = match key_sources(&config) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let public = sources[0].public();
+    out!(
+        "public key (base64): {}",
+        base64::engine::general_purpose::STANDARD.encode(public)
+    );
+    out!("public key (hex):    {}", hex::encode(public));
+    let engine_config = engine_config(&config);
+    let workers = engine_config.workers;
+    let engine = match Engine::start_with(engine_config, sources) {
         Ok(e) => e,
         Err(e) => {
-            err!("gnomon serve: cannot start on {:?}: {e}", args.listen);
-            return ExitCode::from(71);
+            err!(
+                "gnomon serve: cannot start on {:?}: {e}",
+                config.listen.addrs()
+            );
+            return ExitCode::from(OS_ERROR);
         }
     };
     let stop = engine.stop_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
             err!("gnomon serve: cannot handle signal {sig}: {e}");
-            return ExitCode::from(71);
+            return ExitCode::from(OS_ERROR);
         }
     }
+    let metrics = match config.metrics {
+        Some(addr) => match metrics::spawn(addr, stop.clone(), engine.snapshot_source()) {
+            Ok((bound, handle)) => {
+                err!("gnomon serve: metrics on http://{bound}/metrics and /health");
+                Some(handle)
+            }
+            Err(e) => {
+                err!("gnomon serve: cannot serve metrics on {addr}: {e}");
+                return ExitCode::from(OS_ERROR);
+            }
+        },
+        None => None,
+    };
     if !engine.clock.synchronized.load(Ordering::Relaxed) {
         err!(
-            "gnomon serve: WARNING: the kernel says the system clock is not synchronized; \
-             answering with a radius of {} s",
-            engine.clock.radius_us.load(Ordering::Relaxed) / 1_000_000
+            "gnomon serve: WARNING: the kernel says the system clock is not synchronized; {}",
+            if engine.clock.answering.load(Ordering::Relaxed) {
+                format!(
+                    "answering with a radius of {} s",
+                    engine.clock.radius_us.load(Ordering::Relaxed) / 1_000_000
+                )
+            } else {
+                "not answering until it is (clock.unsynchronized = \"refuse\")".to_string()
+            }
         );
     }
     for addr in &engine.local {
@@ -143,32 +196,54 @@ pub(crate) fn run(args: Args) -> ExitCode {
         err!("gnomon serve: listening on tcp {addr}");
     }
     let mut last_summary = Instant::now();
+    let mut last_horizon_warning: Option<Instant> = None;
     let mut previous = WorkerStats::default();
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(Duration::from_millis(50));
+        let now_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        let left = engine.key_horizon_us.saturating_sub(now_us);
+        if left < HORIZON_WARNING_US
+            && last_horizon_warning.is_none_or(|t| t.elapsed().as_secs() >= 3600)
+        {
+            err!(
+                "gnomon serve: WARNING: the last offline delegation expires in {} s; run `gnomon delegate` and copy the files over",
+                left / 1_000_000
+            );
+            last_horizon_warning = Some(Instant::now());
+        }
         if args.summary_interval > 0 && last_summary.elapsed().as_secs() >= args.summary_interval {
             let now = engine.stats();
-            err!("{}", summary(&previous, &now, last_summary.elapsed()));
+            err!(
+                "gnomon serve: {}",
+                summary(&previous, &now, last_summary.elapsed())
+            );
             previous = now;
             last_summary = Instant::now();
         }
     }
     let failed = engine.failed();
-    match engine.shutdown() {
+    let result = engine.shutdown();
+    if let Some(m) = metrics {
+        let _ = m.join();
+    }
+    match result {
         Ok(total) => {
             err!(
                 "gnomon serve: stopped; {}",
                 summary(&WorkerStats::default(), &total, Duration::ZERO)
             );
             if failed {
-                ExitCode::from(70)
+                ExitCode::from(SOFTWARE)
             } else {
                 ExitCode::SUCCESS
             }
         }
         Err(e) => {
             err!("gnomon serve: a worker failed: {e}");
-            ExitCode::from(70)
+            ExitCode::from(SOFTWARE)
         }
     }
 }
