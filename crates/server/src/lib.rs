@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod grease;
 pub mod keyfile;
 pub mod keys;
 pub mod metrics;

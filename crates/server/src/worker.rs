@@ -10,12 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arrayvec::ArrayVec;
-use gnomon_protocol::responder::{grease_signature, RespondError};
+use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::{
     Acceptor, BatchContext, Request, Responder, ResponderOptions, ResponseSink, Version,
 };
 use socket2::Socket;
 
+use crate::grease::Greaser;
 use crate::keys::{Choice, SharedKeys};
 use crate::stats::{Drop, WorkerStats};
 use crate::sys::{Batch, Replies};
@@ -94,18 +95,7 @@ struct Sink<'r, 'b> {
     srcs: &'r [u16],
     stats: &'r mut WorkerStats,
     profile: &'static gnomon_protocol::Profile,
-    grease_per_million: u32,
-    rng: &'r mut u64,
-}
-
-/// xorshift64: grease needs cheap, unpredictable-enough choices, not secrets.
-fn next_random(state: &mut u64) -> u64 {
-    let mut x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    x
+    greaser: &'r mut Greaser,
 }
 
 impl ResponseSink for Sink<'_, '_> {
@@ -116,14 +106,9 @@ impl ResponseSink for Sink<'_, '_> {
     fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
         match result {
             Ok(len) => {
-                if self.grease_per_million > 0 {
-                    let roll = next_random(self.rng);
-                    if (roll % 1_000_000) < u64::from(self.grease_per_million) {
-                        let buf = &mut self.replies.slot(self.next)[..len];
-                        if grease_signature(self.profile, buf, (roll >> 32) as u16) {
-                            self.stats.greased += 1;
-                        }
-                    }
+                let buf = &mut self.replies.slot(self.next)[..len];
+                if self.greaser.apply(self.profile, buf) {
+                    self.stats.greased += 1;
                 }
                 self.replies
                     .commit(self.next, usize::from(self.srcs[i]), len);
@@ -149,7 +134,7 @@ pub struct WorkerState {
     /// Counters since start.
     pub stats: WorkerStats,
     consecutive_errors: u32,
-    rng: u64,
+    greaser: Greaser,
 }
 
 impl Worker {
@@ -161,11 +146,7 @@ impl Worker {
             responder: Responder::new(cap, self.config.options),
             stats: WorkerStats::default(),
             consecutive_errors: 0,
-            // Nonzero seed from the OS; a constant if the OS will not say.
-            rng: crate::keys::random_seed()
-                .map(|s| u64::from_le_bytes(s[..8].try_into().unwrap_or([1; 8])))
-                .unwrap_or(0x9e37_79b9_7f4a_7c15)
-                | 1,
+            greaser: Greaser::new(self.config.grease_per_million),
         }
     }
 
@@ -220,7 +201,7 @@ impl Worker {
             batch,
             responder,
             stats,
-            rng,
+            greaser,
             ..
         } = state;
         let t_parse = Instant::now();
@@ -321,8 +302,7 @@ impl Worker {
                     srcs: &srcs,
                     stats: &mut *stats,
                     profile,
-                    grease_per_million: self.config.grease_per_million,
-                    rng: &mut *rng,
+                    greaser: &mut *greaser,
                 };
                 let done = responder.respond(&ctx, &reqs, &mut sink);
                 next = sink.next;

@@ -15,12 +15,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrayvec::ArrayVec;
-use gnomon_protocol::responder::{grease_signature, RespondError};
+use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::wire::PACKET_HEADER;
 use gnomon_protocol::{BatchContext, Profile, Request, RequestError, Responder, ResponseSink};
 
 use super::frame::{scan, Scan};
 use super::{bump, Close, Counters, Shared};
+use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
 use crate::stats::Drop;
 
@@ -50,7 +51,7 @@ struct Conn<'s> {
     out: Vec<u8>,
     responder: Responder,
     /// Grease choices.
-    rng: u64,
+    greaser: Greaser,
 }
 
 /// A parsed request and the identity that answers it.
@@ -64,18 +65,7 @@ struct Sink<'a> {
     len: &'a mut usize,
     counters: &'a Counters,
     profile: &'static Profile,
-    grease_per_million: u32,
-    rng: &'a mut u64,
-}
-
-/// xorshift64, as the UDP worker uses for grease: cheap choices, not secrets.
-fn next_random(state: &mut u64) -> u64 {
-    let mut x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    x
+    greaser: &'a mut Greaser,
 }
 
 impl ResponseSink for Sink<'_> {
@@ -88,14 +78,9 @@ impl ResponseSink for Sink<'_> {
     fn finish(&mut self, _i: usize, result: Result<usize, RespondError>) {
         match result {
             Ok(n) => {
-                if self.grease_per_million > 0 {
-                    let roll = next_random(self.rng);
-                    if roll % 1_000_000 < u64::from(self.grease_per_million) {
-                        let response = &mut self.out[*self.len..*self.len + n];
-                        if grease_signature(self.profile, response, (roll >> 32) as u16) {
-                            bump(&self.counters.greased);
-                        }
-                    }
+                let response = &mut self.out[*self.len..*self.len + n];
+                if self.greaser.apply(self.profile, response) {
+                    bump(&self.counters.greased);
                 }
                 *self.len += n;
             }
@@ -129,11 +114,7 @@ impl<'s> Conn<'s> {
                 shared.worker.max_batch.clamp(1, BURST),
                 shared.worker.options,
             ),
-            // Nonzero seed from the OS; a constant if the OS will not say.
-            rng: crate::keys::random_seed()
-                .map(|s| u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
-                .unwrap_or(0x9e37_79b9_7f4a_7c15)
-                | 1,
+            greaser: Greaser::new(shared.worker.grease_per_million),
         }
     }
 
@@ -272,8 +253,7 @@ impl<'s> Conn<'s> {
                     len: &mut out_len,
                     counters,
                     profile,
-                    grease_per_million: shared.worker.grease_per_million,
-                    rng: &mut self.rng,
+                    greaser: &mut self.greaser,
                 };
                 let done = self.responder.respond(&ctx, &run, &mut sink);
                 counters
