@@ -49,10 +49,10 @@ fn serve() -> Served {
     while udp.is_none() || tcp.is_none() {
         line.clear();
         assert!(err.read_line(&mut line).unwrap() > 0, "server exited");
-        if let Some(r) = line.strip_prefix("gnomon serve: listening on udp ") {
+        if let Some(r) = line.split_once("listening on udp ").map(|(_, r)| r) {
             udp = Some(r.split_whitespace().next().unwrap().to_string());
         }
-        if let Some(r) = line.strip_prefix("gnomon serve: listening on tcp ") {
+        if let Some(r) = line.split_once("listening on tcp ").map(|(_, r)| r) {
             tcp = Some(r.trim().to_string());
         }
     }

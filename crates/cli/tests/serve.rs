@@ -55,7 +55,7 @@ fn start(extra: &[&str]) -> Server {
             "server exited before listening"
         );
         startup.push(line.clone());
-        if let Some(rest) = line.strip_prefix("gnomon serve: listening on udp ") {
+        if let Some(rest) = line.split_once("listening on udp ").map(|(_, r)| r) {
             break rest.split_whitespace().next().unwrap().parse().unwrap();
         }
     };
@@ -262,7 +262,7 @@ fn metrics_and_health_are_served() {
     let metrics: SocketAddr = server
         .startup
         .iter()
-        .find_map(|l| l.strip_prefix("gnomon serve: metrics on http://"))
+        .find_map(|l| l.split_once("metrics on http://").map(|(_, r)| r))
         .expect("the metrics address is logged before listening")
         .split('/')
         .next()
@@ -306,5 +306,25 @@ fn configuration_errors_name_the_key_and_range() {
     assert!(
         err.contains("batch-size") && err.contains("1..=1024"),
         "{err}"
+    );
+}
+
+#[test]
+fn logs_are_json_objects_when_asked() {
+    let server = start(&["--log-format", "json"]);
+    assert!(server.startup.len() >= 2);
+    for line in &server.startup {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["level"].is_string(), "{line}");
+        assert!(v["fields"]["message"].is_string(), "{line}");
+    }
+    assert!(server.startup.last().unwrap().contains("listening on udp"));
+    let (status, _, rest) = terminate(server);
+    assert!(status.success());
+    let last = rest.lines().last().unwrap();
+    assert!(
+        serde_json::from_str::<serde_json::Value>(last).is_ok(),
+        "{last}"
     );
 }

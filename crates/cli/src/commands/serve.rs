@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use gnomon_protocol::profile::Framing;
 use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions, Version};
-use gnomon_server::config::{Config, IdentitySource};
+use gnomon_server::config::{Config, IdentitySource, LogConfig, LogFormat, LogLevel};
 use gnomon_server::keys::{random_seed, KeySource};
 use gnomon_server::offline::OfflineStore;
 use gnomon_server::stats::{Drop, WorkerStats};
@@ -56,10 +56,10 @@ const HORIZON_WARNING_US: u64 = 24 * 3600 * 1_000_000;
 fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
     if config.ephemeral_key() {
         let seed = random_seed().map_err(|e| {
-            err!("gnomon serve: cannot read random bytes from the OS: {e}");
+            tracing::error!("cannot read random bytes from the OS: {e}");
             ExitCode::from(OS_ERROR)
         })?;
-        err!("gnomon serve: WARNING: ephemeral long-term key, made for this run only; not for production");
+        tracing::warn!("ephemeral long-term key, made for this run only; not for production");
         return Ok(vec![KeySource::LongTerm(KeyPair::from_seed(&seed))]);
     }
     let mut sources = Vec::new();
@@ -75,7 +75,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
         match source {
             Ok(s) => sources.push(s),
             Err(e) => {
-                err!("gnomon serve: {e}");
+                tracing::error!("{e}");
                 return Err(ExitCode::from(USAGE));
             }
         }
@@ -126,6 +126,27 @@ fn engine_config(config: &Config) -> EngineConfig {
     }
 }
 
+/// Structured logs on stderr: text for people, JSON for collectors.
+fn init_logging(log: &LogConfig) {
+    let level = match log.level {
+        LogLevel::Error => tracing::Level::ERROR,
+        LogLevel::Warn => tracing::Level::WARN,
+        LogLevel::Info => tracing::Level::INFO,
+        LogLevel::Debug => tracing::Level::DEBUG,
+        LogLevel::Trace => tracing::Level::TRACE,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    let _ = match log.format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
 pub(crate) fn run(args: Args) -> ExitCode {
     let config = match args.config.load() {
         Ok(c) => c,
@@ -134,6 +155,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
+    init_logging(&config.log);
     let sources = match key_sources(&config) {
         Ok(s) => s,
         Err(code) => return code,
@@ -149,36 +171,33 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let engine = match Engine::start_with(engine_config, sources) {
         Ok(e) => e,
         Err(e) => {
-            err!(
-                "gnomon serve: cannot start on {:?}: {e}",
-                config.listen.addrs()
-            );
+            tracing::error!("cannot start on {:?}: {e}", config.listen.addrs());
             return ExitCode::from(OS_ERROR);
         }
     };
     let stop = engine.stop_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
-            err!("gnomon serve: cannot handle signal {sig}: {e}");
+            tracing::error!("cannot handle signal {sig}: {e}");
             return ExitCode::from(OS_ERROR);
         }
     }
     let metrics = match config.metrics {
         Some(addr) => match metrics::spawn(addr, stop.clone(), engine.snapshot_source()) {
             Ok((bound, handle)) => {
-                err!("gnomon serve: metrics on http://{bound}/metrics and /health");
+                tracing::info!("metrics on http://{bound}/metrics and /health");
                 Some(handle)
             }
             Err(e) => {
-                err!("gnomon serve: cannot serve metrics on {addr}: {e}");
+                tracing::error!("cannot serve metrics on {addr}: {e}");
                 return ExitCode::from(OS_ERROR);
             }
         },
         None => None,
     };
     if !engine.clock.synchronized.load(Ordering::Relaxed) {
-        err!(
-            "gnomon serve: WARNING: the kernel says the system clock is not synchronized; {}",
+        tracing::warn!(
+            "the kernel says the system clock is not synchronized; {}",
             if engine.clock.answering.load(Ordering::Relaxed) {
                 format!(
                     "answering with a radius of {} s",
@@ -190,10 +209,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         );
     }
     for addr in &engine.local {
-        err!("gnomon serve: listening on udp {addr} with {workers} workers");
+        tracing::info!("listening on udp {addr} with {workers} workers");
     }
     for addr in engine.tcp_local() {
-        err!("gnomon serve: listening on tcp {addr}");
+        tracing::info!("listening on tcp {addr}");
     }
     let mut last_summary = Instant::now();
     let mut last_horizon_warning: Option<Instant> = None;
@@ -208,18 +227,15 @@ pub(crate) fn run(args: Args) -> ExitCode {
         if left < HORIZON_WARNING_US
             && last_horizon_warning.is_none_or(|t| t.elapsed().as_secs() >= 3600)
         {
-            err!(
-                "gnomon serve: WARNING: the last offline delegation expires in {} s; run `gnomon delegate` and copy the files over",
+            tracing::warn!(
+                "the last offline delegation expires in {} s; run `gnomon delegate` and copy the files over",
                 left / 1_000_000
             );
             last_horizon_warning = Some(Instant::now());
         }
         if args.summary_interval > 0 && last_summary.elapsed().as_secs() >= args.summary_interval {
             let now = engine.stats();
-            err!(
-                "gnomon serve: {}",
-                summary(&previous, &now, last_summary.elapsed())
-            );
+            tracing::info!("{}", summary(&previous, &now, last_summary.elapsed()));
             previous = now;
             last_summary = Instant::now();
         }
@@ -231,8 +247,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     match result {
         Ok(total) => {
-            err!(
-                "gnomon serve: stopped; {}",
+            tracing::info!(
+                "stopped; {}",
                 summary(&WorkerStats::default(), &total, Duration::ZERO)
             );
             if failed {
@@ -242,7 +258,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             }
         }
         Err(e) => {
-            err!("gnomon serve: a worker failed: {e}");
+            tracing::error!("a worker failed: {e}");
             ExitCode::from(SOFTWARE)
         }
     }
