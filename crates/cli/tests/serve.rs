@@ -293,6 +293,9 @@ fn metrics_and_health_are_served() {
         "{text}"
     );
     assert!(text.contains("gnomon_certificate_expiry_timestamp_seconds"));
+    // TCP is served by default, and counted.
+    assert!(text.contains("gnomon_tcp_open_connections 0"), "{text}");
+    assert!(text.contains("gnomon_tcp_closed_total{reason=\"idle_timeout\"} 0"));
     assert!(get("/health").starts_with("HTTP/1.1 200"));
     let (status, _, _) = terminate(server);
     assert!(status.success());

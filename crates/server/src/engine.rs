@@ -216,13 +216,14 @@ impl Engine {
 
     /// What `/metrics` and `/health` report.
     pub fn snapshot(&self) -> crate::metrics::Snapshot {
-        snapshot(&self.stats, &self.keys, &self.clock)
+        snapshot(&self.stats, &self.keys, &self.clock, self.tcp_stats())
     }
 
     /// A closure producing snapshots, for the metrics thread.
     pub fn snapshot_source(&self) -> impl Fn() -> crate::metrics::Snapshot + Send + 'static {
         let (stats, keys, clock) = (self.stats.clone(), self.keys.clone(), self.clock.clone());
-        move || snapshot(&stats, &keys, &clock)
+        let tcp = self.tcp.as_ref().map(|t| t.stats_source());
+        move || snapshot(&stats, &keys, &clock, tcp.as_ref().map(|f| f()))
     }
 
     /// Where TCP is served (empty when it is not).
@@ -278,6 +279,7 @@ fn snapshot(
     stats: &[Arc<Mutex<WorkerStats>>],
     keys: &SharedKeys,
     clock: &ClockState,
+    tcp: Option<TcpStats>,
 ) -> crate::metrics::Snapshot {
     let mut total = WorkerStats::default();
     for s in stats {
@@ -292,6 +294,7 @@ fn snapshot(
         radius_us: clock.radius_us.load(Ordering::Relaxed),
         answering: clock.answering.load(Ordering::Relaxed),
         clock_synchronized: clock.synchronized.load(Ordering::Relaxed),
+        tcp,
     }
 }
 

@@ -33,6 +33,8 @@ pub struct Snapshot {
     pub answering: bool,
     /// Whether the kernel says the clock is synchronized.
     pub clock_synchronized: bool,
+    /// TCP counters, when TCP is served.
+    pub tcp: Option<crate::tcp::TcpStats>,
 }
 
 impl Snapshot {
@@ -168,7 +170,76 @@ pub fn render(s: &Snapshot) -> String {
             "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} gauge\ngnomon_{name} {v}"
         );
     }
+    if let Some(t) = &s.tcp {
+        render_tcp(&mut o, t);
+    }
     o
+}
+
+fn render_tcp(o: &mut String, t: &crate::tcp::TcpStats) {
+    let _ = writeln!(o, "# HELP gnomon_tcp_connections_total TCP connections by what happened to them at accept.\n# TYPE gnomon_tcp_connections_total counter");
+    for (event, n) in [
+        ("accepted", t.accepted),
+        ("refused", t.refused),
+        ("accept_error", t.accept_errors),
+    ] {
+        let _ = writeln!(o, "gnomon_tcp_connections_total{{event=\"{event}\"}} {n}");
+    }
+    let _ = writeln!(o, "# HELP gnomon_tcp_open_connections TCP connections open now.\n# TYPE gnomon_tcp_open_connections gauge\ngnomon_tcp_open_connections {}", t.open);
+    let _ = writeln!(o, "# HELP gnomon_tcp_closed_total TCP connections closed, by reason.\n# TYPE gnomon_tcp_closed_total counter");
+    for c in crate::tcp::Close::ALL {
+        let _ = writeln!(
+            o,
+            "gnomon_tcp_closed_total{{reason=\"{}\"}} {}",
+            c.label(),
+            t.closed[c as usize]
+        );
+    }
+    let _ = writeln!(o, "# HELP gnomon_tcp_responses_total Responses sent over TCP, by protocol version.\n# TYPE gnomon_tcp_responses_total counter");
+    for p in PROFILES.iter() {
+        let _ = writeln!(
+            o,
+            "gnomon_tcp_responses_total{{version=\"{}\"}} {}",
+            p.name,
+            t.responses[usize::from(p.id.0)]
+        );
+    }
+    let _ = writeln!(o, "# HELP gnomon_tcp_dropped_total TCP requests not answered, by reason.\n# TYPE gnomon_tcp_dropped_total counter");
+    for d in Drop::ALL {
+        let _ = writeln!(
+            o,
+            "gnomon_tcp_dropped_total{{reason=\"{}\"}} {}",
+            d.label(),
+            t.drops[d as usize]
+        );
+    }
+    let _ = writeln!(
+        o,
+        "gnomon_tcp_dropped_total{{reason=\"udp_only_version\"}} {}",
+        t.udp_only
+    );
+    for (name, help, v) in [
+        (
+            "tcp_requests_total",
+            "Framed requests received over TCP.",
+            t.requests,
+        ),
+        (
+            "tcp_signatures_total",
+            "SREP signatures made for TCP responses.",
+            t.signatures,
+        ),
+        (
+            "tcp_greased_total",
+            "TCP responses sent with a deliberately broken signature.",
+            t.greased,
+        ),
+    ] {
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} counter\ngnomon_{name} {v}"
+        );
+    }
 }
 
 fn histogram(

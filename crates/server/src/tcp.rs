@@ -347,6 +347,12 @@ impl TcpServer {
         self.shared.snapshot()
     }
 
+    /// A closure reading the counters, for the metrics thread.
+    pub fn stats_source(&self) -> impl Fn() -> TcpStats + Send + 'static {
+        let shared = self.shared.clone();
+        move || shared.snapshot()
+    }
+
     /// Wait for the listeners (and through them every handler) to finish;
     /// they do once the stop flag is set.
     pub fn join(self) -> TcpStats {
