@@ -307,17 +307,7 @@ pub fn parse_report(json: &[u8]) -> Result<ParsedReport, ReportParseError> {
         column: e.column(),
     })?;
     let top = doc.as_object().ok_or(ReportParseError::NotAnObject)?;
-    let responses = top
-        .get("responses")
-        .ok_or(ReportParseError::Missing {
-            entry: None,
-            field: "responses",
-        })?
-        .as_array()
-        .ok_or(ReportParseError::WrongType {
-            entry: None,
-            field: "responses",
-        })?;
+    let responses = top_array(top, "responses")?;
     if responses.len() > MAX_REPORT_ENTRIES {
         return Err(ReportParseError::TooManyEntries);
     }
@@ -366,21 +356,22 @@ fn field(
     })
 }
 
+/// A top-level array field, or the error naming it.
+fn top_array<'a>(
+    top: &'a Map<String, Value>,
+    field: &'static str,
+) -> Result<&'a Vec<Value>, ReportParseError> {
+    top.get(field)
+        .ok_or(ReportParseError::Missing { entry: None, field })?
+        .as_array()
+        .ok_or(ReportParseError::WrongType { entry: None, field })
+}
+
 fn parse_legacy(
     top: &Map<String, Value>,
     responses: &[Value],
 ) -> Result<LegacyReport, ReportParseError> {
-    let nonces = top
-        .get("nonces")
-        .ok_or(ReportParseError::Missing {
-            entry: None,
-            field: "nonces",
-        })?
-        .as_array()
-        .ok_or(ReportParseError::WrongType {
-            entry: None,
-            field: "nonces",
-        })?;
+    let nonces = top_array(top, "nonces")?;
     if nonces.len() != responses.len() {
         return Err(ReportParseError::LegacyLengths);
     }
