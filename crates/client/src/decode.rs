@@ -3,10 +3,9 @@
 //! whether the signatures hold.
 
 use base64::Engine;
-use ed25519_dalek::{Signature, VerifyingKey};
-use gnomon_protocol::profile::Contexts;
+use gnomon_protocol::profile::{homonym, Contexts};
 use gnomon_protocol::time::FOREVER;
-use gnomon_protocol::verify::SentRequest;
+use gnomon_protocol::verify::{ed25519_ok, SentRequest};
 use gnomon_protocol::wire::{self, Message, PACKET_HEADER};
 use gnomon_protocol::{verify_response, Profile, Tag, Verified, VerifyError, Version, WireError};
 
@@ -136,10 +135,12 @@ fn response_version(
     let Some(v) = signed.or(top).map(Version) else {
         return (None, "a packet without VER".into(), Vec::new());
     };
-    if v == Version::RFC && signed.is_none() && !has_type {
-        let note =
-            "VER=1 at top level without TYPE: roughenough 1.x's pre-standard format, not RFC 10049";
-        return (None, note.into(), Vec::new());
+    if let Some(h) = homonym(v, top == Some(v.0), signed == Some(v.0), has_type) {
+        let note = format!(
+            "VER {v} in the layout of {}, not the version the number names now",
+            h.name
+        );
+        return (None, note, Vec::new());
     }
     match Profile::for_wire(v, has_type) {
         Some(p) => (
@@ -291,11 +292,11 @@ pub fn check_signatures(
     let srep_sig = msg.fixed::<64>(Tag::SIG).ok();
     let check = |c: &Contexts| -> (bool, bool) {
         let d = match (dele, dele_sig) {
-            (Some(m), Some(s)) => ed25519(long_term, c.dele, m, s),
+            (Some(m), Some(s)) => ed25519_ok(long_term, c.dele, m, s),
             _ => false,
         };
         let r = match (online, srep, srep_sig) {
-            (Some(k), Some(m), Some(s)) => ed25519(&k, c.srep, m, s),
+            (Some(k), Some(m), Some(s)) => ed25519_ok(&k, c.srep, m, s),
             _ => false,
         };
         (d, r)
@@ -316,16 +317,6 @@ pub fn check_signatures(
         legacy_context,
         full: request.map(|r| verify_response(r, response, long_term)),
     })
-}
-
-fn ed25519(key: &[u8; 32], context: &[u8], message: &[u8], sig: &[u8; 64]) -> bool {
-    let Ok(k) = VerifyingKey::from_bytes(key) else {
-        return false;
-    };
-    let mut signed = context.to_vec();
-    signed.extend_from_slice(message);
-    k.verify_strict(&signed, &Signature::from_bytes(sig))
-        .is_ok()
 }
 
 /// Bytes from what a user gave: raw (a packet starts with "ROUGHTIM"),

@@ -209,6 +209,30 @@ pub struct Profile {
     pub homonym: Option<Homonym>,
 }
 
+/// The pre-standard format a response is in, if its layout matches one
+/// that reused `version` (§5.13): VER found at top level and/or signed in
+/// SREP, and whether TYPE is present.
+pub fn homonym(
+    version: Version,
+    ver_top: bool,
+    ver_signed: bool,
+    has_type: bool,
+) -> Option<Homonym> {
+    PROFILES
+        .iter()
+        .filter(|p| p.version == version)
+        .find_map(|p| {
+            p.homonym.filter(|h| {
+                let placed = match h.ver_place {
+                    VerPlace::TopLevel => ver_top,
+                    VerPlace::Srep => ver_signed,
+                    VerPlace::Absent => false,
+                };
+                placed && h.type_tag == has_type
+            })
+        })
+}
+
 /// A different, older format that reused a profile's version number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Homonym {
@@ -560,6 +584,20 @@ impl ProfileSet {
     pub fn iter(self) -> impl Iterator<Item = &'static Profile> {
         PROFILES.iter().filter(move |p| self.contains(p.id))
     }
+
+    /// The version numbers a server answering this set lists in VERS:
+    /// every numbered version (Google has none on the wire), ascending,
+    /// each once (§4.2).
+    pub fn versions(self) -> alloc::vec::Vec<Version> {
+        let mut v: alloc::vec::Vec<Version> = self
+            .iter()
+            .filter(|p| p.framing == Framing::Packet)
+            .map(|p| p.version)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
 }
 
 #[cfg(test)]
@@ -599,6 +637,9 @@ mod tests {
         assert!(Profile::for_wire(Version(0), true).is_none());
         // Version 1 requires TYPE; roughenough 1.x's TYPE-less "1" is not it (§5.13).
         assert!(Profile::for_wire(Version::RFC, false).is_none());
+        assert!(homonym(Version::RFC, true, false, false).is_some());
+        assert!(homonym(Version::RFC, false, true, true).is_none());
+        assert!(homonym(Version::draft(11), true, false, false).is_none());
     }
 
     #[test]
@@ -608,6 +649,16 @@ mod tests {
         assert_eq!(Profile::by_name("Google").unwrap().name, "google");
         assert_eq!(Profile::by_name("3000600613").unwrap().name, "google");
         assert!(Profile::by_name("draft-13").is_none());
+    }
+
+    #[test]
+    fn vers_lists_every_numbered_version_once() {
+        let all = ProfileSet::ALL.versions();
+        assert_eq!(all.first(), Some(&Version::RFC));
+        assert_eq!(all.last(), Some(&Version::DRAFT_12_TO_19));
+        assert_eq!(all.len(), 13, "1, 0x80000001..=0x8000000c");
+        let google_only = ProfileSet::empty().with(Profile::google().id);
+        assert!(google_only.versions().is_empty());
     }
 
     #[test]

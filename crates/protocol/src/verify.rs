@@ -9,7 +9,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use crate::error::WireError;
 use crate::hash::Hash;
 use crate::merkle::{self, Orientation, PathError};
-use crate::profile::{Contexts, LeafInput, NoncePlace, Profile, VerPlace, PROFILES};
+use crate::profile::{homonym, Contexts, LeafInput, NoncePlace, Profile, VerPlace};
 use crate::tag::Tag;
 use crate::time::FOREVER;
 use crate::version::Version;
@@ -260,19 +260,14 @@ fn identify(
         Version(u32::from_le_bytes(raw.try_into().map_err(|_| {
             VerifyError::Message(WireError::ValueLength(Tag::VER))
         })?));
-    let homonym = |p: &Profile| {
-        p.version == v
-            && p.homonym.is_some_and(|h| {
-                let at = if h.ver_place == VerPlace::TopLevel {
-                    top
-                } else {
-                    signed
-                };
-                at == Some(raw) && msg.get(Tag::TYPE).is_some() == h.type_tag
-            })
-    };
+    let legacy = homonym(
+        v,
+        top == Some(raw),
+        signed == Some(raw),
+        msg.get(Tag::TYPE).is_some(),
+    );
     let Some(profile) = Profile::for_wire(v, sent.has_type) else {
-        return Err(if PROFILES.iter().any(homonym) {
+        return Err(if legacy.is_some() {
             VerifyError::LegacyVersionOne
         } else {
             VerifyError::UnknownVersion(v.0)
@@ -289,7 +284,7 @@ fn identify(
         VerPlace::Absent => None,
     };
     if placed != Some(raw) {
-        return Err(if homonym(profile) {
+        return Err(if legacy.is_some() {
             VerifyError::LegacyVersionOne
         } else {
             VerifyError::VersionPlacement
@@ -328,12 +323,9 @@ fn check_signatures(
 }
 
 /// Ed25519 over `context ‖ message`, using the strict verification rules.
-pub(crate) fn ed25519_ok(
-    public: &[u8; 32],
-    context: &[u8],
-    message: &[u8],
-    sig: &[u8; 64],
-) -> bool {
+/// False for a malformed key or a message too long to be a Roughtime
+/// SREP or DELE.
+pub fn ed25519_ok(public: &[u8; 32], context: &[u8], message: &[u8], sig: &[u8; 64]) -> bool {
     let Ok(key) = VerifyingKey::from_bytes(public) else {
         return false;
     };

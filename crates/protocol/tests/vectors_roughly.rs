@@ -11,11 +11,10 @@ mod common;
 mod vectorfiles;
 
 use common::{VecSink, NOW_US, RADIUS_US};
-use gnomon_protocol::profile::Framing;
 use gnomon_protocol::request::srv_for;
 use gnomon_protocol::{
     verify_response, Acceptor, BatchContext, Certificate, KeyPair, Profile, Responder,
-    ResponderOptions, Version, PROFILES,
+    ResponderOptions,
 };
 use vectorfiles::{interop_pub, interop_seed, roughly, unb64_32, Capture, NETNOD_PUB_B64};
 
@@ -125,13 +124,7 @@ fn packets_json_role_0_requests_get_verifiable_answers_from_us() {
     assert_eq!(long_term.public(), interop_pub());
     let online = KeyPair::from_seed(&[0x5a; 32]);
     // Every numbered version we speak, ascending, as a real server lists them.
-    let mut vers: Vec<Version> = PROFILES
-        .iter()
-        .filter(|p| p.framing == Framing::Packet)
-        .map(|p| p.version)
-        .collect();
-    vers.sort();
-    vers.dedup();
+    let vers = gnomon_protocol::ProfileSet::ALL.versions();
     let mut responder = Responder::new(1, ResponderOptions::default());
     for c in roughly().iter().filter(|c| c.role == 0) {
         let r = Acceptor::default().parse(&c.request).unwrap();

@@ -5,8 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use gnomon_protocol::profile::Framing;
-use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions, Version};
+use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions};
 use gnomon_server::config::{Config, IdentitySource, LogConfig, LogFormat, LogLevel};
 use gnomon_server::keys::{random_seed, KeySource};
 use gnomon_server::offline::OfflineStore;
@@ -85,13 +84,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
 
 fn engine_config(config: &Config) -> EngineConfig {
     let profiles = config.profiles();
-    let mut vers: Vec<Version> = profiles
-        .iter()
-        .filter(|p| p.framing == Framing::Packet)
-        .map(|p| p.version)
-        .collect();
-    vers.sort();
-    vers.dedup();
+    let vers = profiles.versions();
     let tcp = &config.tcp;
     EngineConfig {
         listen: config.listen.addrs().to_vec(),
