@@ -51,6 +51,12 @@ fn main() -> ExitCode {
             };
         }
     };
+    // Tools behave like Unix tools when their reader goes away (`| head`):
+    // they end quietly instead of panicking on a write error. The server
+    // keeps SIGPIPE ignored, so a TCP peer that vanishes cannot kill it.
+    if !matches!(cli.command, Command::Serve(_)) {
+        sigpipe::reset();
+    }
     match cli.command {
         Command::Serve(a) => commands::serve::run(a),
         Command::Keygen(a) => commands::keygen::run(a),

@@ -144,3 +144,34 @@ fn a_wrong_key_fails_and_garbage_is_invalid() {
     assert_eq!(gnomon(&["inspect", "/no/such/file"]).code, 64);
     assert_eq!(gnomon(&["inspect"]).code, 64);
 }
+
+/// A reader that stops early (`| head`) ends the tool quietly, not with a
+/// panic about a broken pipe.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/vectors/butterfield/draft11-response.bin"
+    );
+    assert!(
+        std::path::Path::new(file).exists(),
+        "shared/vectors missing beside the repo"
+    );
+    // The read end is closed before the tool starts: its first write fails.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(["inspect", file])
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(
+        out.status.code(),
+        Some(101),
+        "101 is Rust's panic exit status"
+    );
+}
