@@ -37,18 +37,28 @@ fn engine(workers: usize) -> (Engine, KeyPair) {
 fn engine_with(workers: usize, worker: WorkerConfig, rotation: Duration) -> (Engine, KeyPair) {
     let lt = KeyPair::from_seed(&[9; 32]);
     let config = EngineConfig {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers,
+        key_rotation: rotation,
+        ..config("127.0.0.1:0", worker)
+    };
+    (Engine::start(config, vec![lt.clone()]).unwrap(), lt)
+}
+
+/// One worker on `listen`, an hour's keys, no TCP.
+fn config(listen: &str, worker: WorkerConfig) -> EngineConfig {
+    EngineConfig {
+        listen: vec![listen.parse().unwrap()],
+        workers: 1,
         recv_buffer: Some(4 << 20),
         worker,
         key_validity: Duration::from_secs(3600),
-        key_rotation: rotation,
+        key_rotation: Duration::from_secs(1800),
         key_rotation_jitter_percent: 0,
         radius_floor_us: 3_000_000,
+        // This machine's kernel may call its clock unsynchronized.
         unsynchronized_radius_us: Some(10_000_000),
         tcp: None,
-    };
-    (Engine::start(config, vec![lt.clone()]).unwrap(), lt)
+    }
 }
 
 fn request(profile: &'static Profile, i: u64) -> Vec<u8> {
@@ -299,20 +309,11 @@ fn keys_rotate_under_load_without_an_invalid_response() {
 #[test]
 fn several_identities_share_one_port_chosen_by_srv() {
     let (a, b) = (KeyPair::from_seed(&[31; 32]), KeyPair::from_seed(&[32; 32]));
-    let config = EngineConfig {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        workers: 1,
-        recv_buffer: None,
-        worker: worker_config(8),
-        key_validity: Duration::from_secs(3600),
-        key_rotation: Duration::from_secs(1800),
-        key_rotation_jitter_percent: 0,
-        radius_floor_us: 3_000_000,
-        // This machine's kernel may call its clock unsynchronized.
-        unsynchronized_radius_us: Some(10_000_000),
-        tcp: None,
-    };
-    let engine = Engine::start(config, vec![a.clone(), b.clone()]).unwrap();
+    let engine = Engine::start(
+        config("127.0.0.1:0", worker_config(8)),
+        vec![a.clone(), b.clone()],
+    )
+    .unwrap();
     let to = engine.local[0];
     let c = client();
     let mut buf = [0u8; 2048];
@@ -349,20 +350,7 @@ fn replies_leave_from_the_address_the_request_arrived_on() {
     // Bound to every address; the request goes to 127.0.0.2 from a socket
     // connected there, which only accepts datagrams from 127.0.0.2.
     let lt = KeyPair::from_seed(&[33; 32]);
-    let config = EngineConfig {
-        listen: vec!["0.0.0.0:0".parse().unwrap()],
-        workers: 1,
-        recv_buffer: None,
-        worker: worker_config(8),
-        key_validity: Duration::from_secs(3600),
-        key_rotation: Duration::from_secs(1800),
-        key_rotation_jitter_percent: 0,
-        radius_floor_us: 3_000_000,
-        // This machine's kernel may call its clock unsynchronized.
-        unsynchronized_radius_us: Some(10_000_000),
-        tcp: None,
-    };
-    let engine = Engine::start(config, vec![lt.clone()]).unwrap();
+    let engine = Engine::start(config("0.0.0.0:0", worker_config(8)), vec![lt.clone()]).unwrap();
     let port = engine.local[0].port();
     let c = UdpSocket::bind("127.0.0.1:0").unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
