@@ -339,17 +339,19 @@ fn field(
     i: usize,
     name: &'static str,
 ) -> Result<Vec<u8>, ReportParseError> {
-    let s = obj
-        .get(name)
-        .ok_or(ReportParseError::Missing {
-            entry: Some(i),
-            field: name,
-        })?
-        .as_str()
-        .ok_or(ReportParseError::WrongType {
-            entry: Some(i),
-            field: name,
-        })?;
+    let v = obj.get(name).ok_or(ReportParseError::Missing {
+        entry: Some(i),
+        field: name,
+    })?;
+    b64_value(v, i, name)
+}
+
+/// A base64 string value, or the error naming its entry and field.
+fn b64_value(v: &Value, i: usize, name: &'static str) -> Result<Vec<u8>, ReportParseError> {
+    let s = v.as_str().ok_or(ReportParseError::WrongType {
+        entry: Some(i),
+        field: name,
+    })?;
     B64.decode(s).map_err(|_| ReportParseError::Base64 {
         entry: i,
         field: name,
@@ -378,16 +380,7 @@ fn parse_legacy(
     let decode = |list: &[Value], name: &'static str| -> Result<Vec<Vec<u8>>, ReportParseError> {
         list.iter()
             .enumerate()
-            .map(|(i, v)| {
-                let s = v.as_str().ok_or(ReportParseError::WrongType {
-                    entry: Some(i),
-                    field: name,
-                })?;
-                B64.decode(s).map_err(|_| ReportParseError::Base64 {
-                    entry: i,
-                    field: name,
-                })
-            })
+            .map(|(i, v)| b64_value(v, i, name))
             .collect()
     };
     Ok(LegacyReport {

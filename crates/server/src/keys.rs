@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use gnomon_protocol::request::srv_for;
-use gnomon_protocol::{CertificateSet, KeyPair, Profile};
+use gnomon_protocol::{BatchContext, CertificateSet, KeyPair, Profile, Version};
 
 /// One long-term identity as seen by workers.
 pub struct Identity {
@@ -31,6 +31,25 @@ impl Identity {
             srv: srv_for(&public),
             online,
             certs,
+        }
+    }
+
+    /// What the responder needs to answer a batch of `profile` as this
+    /// identity, at `now_us` ± `radius_us`, advertising `vers`.
+    pub fn batch<'a>(
+        &'a self,
+        profile: &'static Profile,
+        now_us: u64,
+        radius_us: u32,
+        vers: &'a [Version],
+    ) -> BatchContext<'a> {
+        BatchContext {
+            profile,
+            now_us,
+            radius_us,
+            online: &self.online,
+            cert: self.certs.for_profile(profile),
+            vers,
         }
     }
 }

@@ -11,9 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arrayvec::ArrayVec;
 use gnomon_protocol::responder::RespondError;
-use gnomon_protocol::{
-    Acceptor, BatchContext, Request, Responder, ResponderOptions, ResponseSink, Version,
-};
+use gnomon_protocol::{Acceptor, Request, Responder, ResponderOptions, ResponseSink, Version};
 use socket2::Socket;
 
 use crate::grease::Greaser;
@@ -288,14 +286,7 @@ impl Worker {
                     reqs.push(s.request);
                     srcs.push(s.src);
                 }
-                let ctx = BatchContext {
-                    profile,
-                    now_us,
-                    radius_us,
-                    online: &identity.online,
-                    cert: identity.certs.for_profile(profile),
-                    vers: &self.config.vers,
-                };
+                let ctx = identity.batch(profile, now_us, radius_us, &self.config.vers);
                 let mut sink = Sink {
                     replies: &mut replies,
                     next,

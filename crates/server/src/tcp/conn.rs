@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use arrayvec::ArrayVec;
 use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::wire::PACKET_HEADER;
-use gnomon_protocol::{BatchContext, Profile, Request, RequestError, Responder, ResponseSink};
+use gnomon_protocol::{Profile, Request, RequestError, Responder, ResponseSink};
 
 use super::frame::{scan, Scan};
 use super::{bump, Close, Counters, Shared};
@@ -240,14 +240,7 @@ impl<'s> Conn<'s> {
                 let identity = &keys.identities[who];
                 let mut run: ArrayVec<Request<'_>, BURST> = ArrayVec::new();
                 run.extend(slots[start..end].iter().map(|s| s.request));
-                let ctx = BatchContext {
-                    profile,
-                    now_us,
-                    radius_us,
-                    online: &identity.online,
-                    cert: identity.certs.for_profile(profile),
-                    vers: &shared.worker.vers,
-                };
+                let ctx = identity.batch(profile, now_us, radius_us, &shared.worker.vers);
                 let mut sink = Sink {
                     out: &mut self.out,
                     len: &mut out_len,
