@@ -14,6 +14,9 @@ use crate::wire::{self, Message, PACKET_HEADER};
 pub const DEFAULT_REQUEST_SIZE: usize = 1024;
 /// Most VER entries a request may carry (§3, draft 13).
 pub const MAX_VERSIONS: usize = 32;
+/// Most VER entries accepted in any version. Drafts before 13 set no limit;
+/// real clients offer about ten, and a bound keeps the repeat check cheap.
+pub const MAX_VER_ENTRIES: usize = 128;
 
 /// SRV for a long-term public key: the first 32 bytes of SHA-512(0xff ‖ key) (§3).
 pub fn srv_for(long_term_public: &[u8; 32]) -> [u8; 32] {
@@ -280,6 +283,9 @@ impl Acceptor {
         if ver.is_empty() {
             return Err(RequestError::NoVersion);
         }
+        if ver.len() > 4 * MAX_VER_ENTRIES {
+            return Err(RequestError::VerList);
+        }
         let offered = ver
             .chunks_exact(4)
             .map(|c| Version(u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
@@ -325,21 +331,35 @@ fn check_ver_list(
     rule: VerList,
     offered: impl Iterator<Item = Version> + Clone,
 ) -> Result<(), RequestError> {
-    let mut count = 0;
-    let mut prev: Option<Version> = None;
-    for v in offered.clone() {
-        count += 1;
-        match rule {
-            VerList::Sorted if prev.is_some_and(|p| p >= v) => return Err(RequestError::VerList),
-            VerList::Unique if offered.clone().take(count - 1).any(|u| u == v) => {
-                return Err(RequestError::VerList)
+    match rule {
+        VerList::Absent | VerList::Any => Ok(()),
+        VerList::Sorted => {
+            let mut count = 0;
+            let mut prev: Option<Version> = None;
+            for v in offered {
+                count += 1;
+                if prev.is_some_and(|p| p >= v) || count > MAX_VERSIONS {
+                    return Err(RequestError::VerList);
+                }
+                prev = Some(v);
             }
-            _ => {}
+            Ok(())
         }
-        prev = Some(v);
+        VerList::Unique => {
+            // Sorting a stack copy finds repeats in O(n log n); comparing
+            // every pair would let one packet cost ~30 000 comparisons.
+            let mut seen = [0u32; MAX_VER_ENTRIES];
+            let mut n = 0;
+            for v in offered {
+                *seen.get_mut(n).ok_or(RequestError::VerList)? = v.0;
+                n += 1;
+            }
+            let seen = &mut seen[..n];
+            seen.sort_unstable();
+            if seen.windows(2).any(|w| w[0] == w[1]) {
+                return Err(RequestError::VerList);
+            }
+            Ok(())
+        }
     }
-    if rule == VerList::Sorted && count > MAX_VERSIONS {
-        return Err(RequestError::VerList);
-    }
-    Ok(())
 }

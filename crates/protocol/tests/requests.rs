@@ -311,3 +311,32 @@ fn malformed_requests_have_distinct_errors() {
     };
     assert!(small.parse(&request(Profile::rfc(), 0, 512)).is_ok());
 }
+
+#[test]
+fn long_version_lists_are_bounded() {
+    use gnomon_protocol::request::MAX_VER_ENTRIES;
+    let a = Acceptor::default();
+    // 128 distinct values offering draft 11: fine. 129: refused for any
+    // version, before any per-entry work.
+    let mut list: Vec<u32> = (0..MAX_VER_ENTRIES as u32 - 1)
+        .map(|i| 0xc000_0000 + i)
+        .collect();
+    list.push(0x8000_000b);
+    assert_eq!(
+        a.parse(&packet(&list, 32, None)).map(|r| r.profile.name),
+        Ok("draft-11")
+    );
+    list.insert(0, 0xc100_0000);
+    assert_eq!(
+        a.parse(&packet(&list, 32, None)).unwrap_err(),
+        RequestError::VerList
+    );
+    // A repeat far apart in a long list is still found (drafts 10–11).
+    let mut long: Vec<u32> = (0..100).map(|i| 0xc000_0000 + i).collect();
+    long.push(0x8000_000b);
+    long.push(0xc000_0000);
+    assert_eq!(
+        a.parse(&packet(&long, 32, None)).unwrap_err(),
+        RequestError::VerList
+    );
+}
