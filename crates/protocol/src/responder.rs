@@ -150,7 +150,6 @@ impl Responder {
         } else {
             None
         };
-        let base = base_len(p, ctx.vers.len(), self.options.google_nonce);
         let max_leaves = match p.batching {
             Batching::Never => 1,
             Batching::OrientationDisputed if !self.options.batch_disputed => 1,
@@ -169,6 +168,8 @@ impl Responder {
                 i += 1;
                 continue;
             }
+            // Exact for this request's nonce: draft 03 accepts two lengths.
+            let base = base_len(p, r.nonce.len(), ctx.vers.len(), self.options.google_nonce);
             if r.packet.len() < base {
                 fail(sink, i, RespondError::TooSmall, &mut stats);
                 i += 1;
@@ -334,7 +335,7 @@ impl Responder {
         layout.header_len = wire::write_header(&mut layout.header, &tags[..n])?;
         // `base` assumed the profile's nonce length; draft 03 accepts another.
         debug_assert_eq!(
-            base + nonce.len() - p.nonce_len + path_len,
+            base + path_len,
             framing(p) + wire::message_len(tags[..n].iter().map(|t| t.1))
         );
         Ok(layout)
@@ -407,21 +408,21 @@ fn framing(p: &Profile) -> usize {
     }
 }
 
-/// Response length with an empty PATH, for a request with `p`'s nonce
-/// length and `n_vers` VERS entries.
-fn base_len(p: &Profile, n_vers: usize, google_nonce: bool) -> usize {
+/// Response length with an empty PATH, for a request with a nonce of
+/// `nonce_len` bytes and `n_vers` VERS entries.
+fn base_len(p: &Profile, nonce_len: usize, n_vers: usize, google_nonce: bool) -> usize {
     let ver_top = p.ver_place == VerPlace::TopLevel;
     let nonce_top = p.nonce_place == NoncePlace::TopLevel
         || (p.nonce_place == NoncePlace::Absent && google_nonce);
     let srep = match (p.ver_place, p.nonce_place) {
         (VerPlace::Srep, _) => wire::message_len([4, 4, 8, 4 * n_vers, p.hash_len()]),
-        (_, NoncePlace::Srep) => wire::message_len([p.nonce_len, 4, 8, p.hash_len()]),
+        (_, NoncePlace::Srep) => wire::message_len([nonce_len, 4, 8, p.hash_len()]),
         _ => wire::message_len([4, 8, p.hash_len()]),
     };
     let lens = [
         Some(64),
         ver_top.then_some(4),
-        nonce_top.then_some(p.nonce_len),
+        nonce_top.then_some(nonce_len),
         p.type_tag.then_some(4),
         Some(0),
         Some(srep),
@@ -501,18 +502,18 @@ mod tests {
     #[test]
     fn base_lengths_match_the_spec_sizes() {
         // §4: Google 360 without NONC, 432 with; 08–11: 392; 14+/v1 with one
-        // VERS entry: 416; draft 07 without DTAI/LEAP: 392.
-        assert_eq!(base_len(Profile::google(), 0, false), 360);
-        assert_eq!(base_len(Profile::google(), 0, true), 360 + 72);
+        // VERS entry: 416, two: 420; 12–13 with one: 404.
+        let p = |name| Profile::by_name(name).unwrap();
+        assert_eq!(base_len(Profile::google(), 64, 0, false), 360);
+        assert_eq!(base_len(Profile::google(), 64, 0, true), 360 + 72);
+        assert_eq!(base_len(p("draft-11"), 32, 0, false), 392);
+        assert_eq!(base_len(Profile::rfc(), 32, 1, false), 416);
+        assert_eq!(base_len(Profile::rfc(), 32, 2, false), 420);
+        assert_eq!(base_len(p("draft-12"), 32, 1, false), 404);
+        // Deployed 0x80000003 with a 32-byte nonce needs 32 bytes less.
         assert_eq!(
-            base_len(Profile::by_name("draft-11").unwrap(), 0, false),
-            392
-        );
-        assert_eq!(base_len(Profile::rfc(), 1, false), 416);
-        assert_eq!(base_len(Profile::rfc(), 2, false), 420);
-        assert_eq!(
-            base_len(Profile::by_name("draft-12").unwrap(), 1, false),
-            404
+            base_len(p("draft-03"), 64, 0, false) - base_len(p("draft-03"), 32, 0, false),
+            32
         );
     }
 }
