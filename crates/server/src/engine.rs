@@ -204,11 +204,6 @@ impl Engine {
         })
     }
 
-    /// Current keys.
-    pub fn keys(&self) -> &SharedKeys {
-        &self.keys
-    }
-
     /// Sum of the workers' last published counters.
     pub fn stats(&self) -> WorkerStats {
         self.snapshot().stats

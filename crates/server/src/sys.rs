@@ -96,11 +96,6 @@ impl Batch {
         }
     }
 
-    /// Capacity in datagrams.
-    pub fn capacity(&self) -> usize {
-        self.bufs.len()
-    }
-
     /// Received datagrams and the reply buffers, borrowed together.
     pub fn split(&mut self) -> (Received<'_>, Replies<'_>) {
         (
