@@ -18,7 +18,12 @@ struct Server {
 }
 
 fn start(extra: &[&str]) -> Server {
+    start_with_env(extra, &[])
+}
+
+fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .envs(env.iter().copied())
         .args([
             "serve",
             "--listen",
@@ -105,6 +110,33 @@ fn answers_every_version_and_stops_cleanly_on_sigterm() {
     assert!(took < Duration::from_secs(2), "took {took:?}");
     assert!(
         rest.contains(&format!("answered {}", PROFILES.len())),
+        "{rest}"
+    );
+}
+
+#[test]
+fn a_dying_worker_takes_the_process_down_with_exit_70() {
+    // Debug builds honour the fault switch: each worker fails after its
+    // first datagram, as if its socket had broken for good.
+    let mut server = start_with_env(&[], &[("GNOMON_TEST_WORKER_FAULT", "1")]);
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut req = vec![0u8; 1024];
+    Offer::single(gnomon_protocol::Profile::rfc())
+        .build(&[3u8; 32], None, 1024, &mut req)
+        .unwrap();
+    c.send_to(&req, server.addr).unwrap();
+    let mut child = server.child;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait().unwrap()));
+    // Nothing but the fault stops it: no signal is sent.
+    let status = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the server should exit by itself");
+    assert_eq!(status.code(), Some(70), "{status:?}");
+    let mut rest = String::new();
+    server.stderr.read_to_string(&mut rest).unwrap();
+    assert!(
+        rest.contains("a worker failed: injected fault after 1 datagrams"),
         "{rest}"
     );
 }

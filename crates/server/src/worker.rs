@@ -61,6 +61,10 @@ pub struct WorkerConfig {
     /// Grease (RFC 10049 §7): responses per million sent with a broken
     /// signature. 0 by default.
     pub grease_per_million: u32,
+    /// A testing aid, never set from configuration files: the worker fails
+    /// with an error once it has received this many datagrams, so the path
+    /// that takes the whole process down can be exercised for real.
+    pub fail_after: Option<u64>,
 }
 
 /// Everything a worker thread needs.
@@ -155,6 +159,15 @@ impl Worker {
         let mut last_publish = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             self.serve_once(&mut state)?;
+            if let Some(n) = self
+                .config
+                .fail_after
+                .filter(|&n| state.stats.received >= n)
+            {
+                return Err(io::Error::other(format!(
+                    "injected fault after {n} datagrams"
+                )));
+            }
             if last_publish.elapsed().as_millis() >= 200 {
                 if let Ok(mut p) = self.published.try_lock() {
                     *p = state.stats;

@@ -27,6 +27,7 @@ fn worker_config(max_batch: usize) -> WorkerConfig {
         },
         vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
         grease_per_million: 0,
+        fail_after: None,
     }
 }
 
@@ -361,4 +362,40 @@ fn replies_leave_from_the_address_the_request_arrived_on() {
     let n = c.recv(&mut buf).expect("a reply from 127.0.0.2");
     verify_response(&req, &buf[..n], &lt.public()).unwrap();
     engine.shutdown().unwrap();
+}
+
+#[test]
+fn a_dying_worker_stops_every_other_worker() {
+    let worker = WorkerConfig {
+        fail_after: Some(1),
+        ..worker_config(64)
+    };
+    let (engine, lt) = engine_with(2, worker, Duration::from_secs(1800));
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut req = vec![0u8; 1024];
+    Offer::single(Profile::rfc())
+        .build(&[5u8; 32], None, 1024, &mut req)
+        .unwrap();
+    c.send_to(&req, engine.local[0]).unwrap();
+    // The datagram that trips the fault is still answered: the batch that
+    // was read is finished before the worker gives up.
+    let mut buf = [0u8; 2048];
+    let n = c.recv(&mut buf).expect("the last batch is answered");
+    verify_response(&req, &buf[..n], &lt.public()).unwrap();
+    let stop = engine.stop_flag();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !engine.failed() {
+        assert!(std::time::Instant::now() < deadline, "no failure reported");
+        std::thread::yield_now();
+    }
+    // The failing worker told everyone to stop; shutdown only joins.
+    assert!(stop.load(std::sync::atomic::Ordering::Relaxed));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(engine.shutdown().map(|_| ())));
+    let result = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("every worker stops");
+    let err = result.expect_err("the worker's error is returned");
+    assert!(err.to_string().contains("injected fault"), "{err}");
 }

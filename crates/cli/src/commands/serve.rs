@@ -103,6 +103,7 @@ fn engine_config(config: &Config) -> EngineConfig {
             },
             vers,
             grease_per_million: (config.grease.get() * 1e6).round() as u32,
+            fail_after: injected_fault(),
         },
         key_validity: config.online_key.validity(),
         key_rotation: config.online_key.rotate_every(),
@@ -255,6 +256,16 @@ pub(crate) fn run(args: Args) -> ExitCode {
             ExitCode::from(SOFTWARE)
         }
     }
+}
+
+/// Debug builds only: `GNOMON_TEST_WORKER_FAULT=N` makes every UDP worker
+/// fail after N datagrams, so a test can watch a real process take itself
+/// down. Release builds never read it.
+fn injected_fault() -> Option<u64> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    std::env::var("GNOMON_TEST_WORKER_FAULT").ok()?.parse().ok()
 }
 
 /// One line: what happened since the last summary.
