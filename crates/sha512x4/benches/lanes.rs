@@ -1,0 +1,35 @@
+//! Per-message cost of each backend: 8 messages of the same length, hashed
+//! as Merkle leaves (0x00 ‖ message). `cargo bench -p gnomon-sha512x4`;
+//! figures go to docs/COST.md ("Multi-buffer leaf hashing").
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use gnomon_sha512x4::{digest_many_with, Backend, Digest, Message, Variant};
+
+fn lanes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("leaf");
+    // 1024-byte request (version 1 leaf: 1025 bytes, 9 blocks); 64-byte
+    // nonce (Google leaf: 65 bytes, 1 block); node (0x01 ‖ 64 ‖ 64: 2 blocks).
+    for len in [1024usize, 64, 128] {
+        let data: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; len]).collect();
+        let msgs: Vec<Message<'_>> = data.iter().map(|d| [&[0u8][..], &d[..], &[][..]]).collect();
+        let mut out = [[0u8; 64]; 8];
+        group.throughput(Throughput::Elements(8));
+        for backend in [Backend::Portable, Backend::Avx2x4, Backend::Avx2x8] {
+            if !backend.available() {
+                continue;
+            }
+            let id = BenchmarkId::new(format!("{backend:?}"), len + 1);
+            group.bench_with_input(id, &len, |b, _| {
+                b.iter(|| {
+                    digest_many_with(backend, Variant::Sha512, &msgs, &mut out as &mut [Digest])
+                        .unwrap();
+                    criterion::black_box(&out);
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lanes);
+criterion_main!(benches);
