@@ -6,4 +6,6 @@
 //! without flaking, on a shared CI machine where timings move by 10 %.
 pub mod callgrind;
 pub mod compare;
+pub mod fixture;
+pub mod ledger;
 pub mod stages;

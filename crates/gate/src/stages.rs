@@ -3,7 +3,7 @@
 //! checks the result so a stage that silently stopped doing its work fails
 //! instead of getting cheaper.
 //!
-//! Inputs are fixed: keys from constant seeds, nonces derived from the
+//! Inputs are fixed ([`crate::fixture`]): keys from constant seeds, nonces derived from the
 //! request index, one fixed `now`. Nothing read from the clock, the
 //! environment or a random source reaches the measured code.
 
@@ -11,22 +11,15 @@ use std::hint::black_box;
 
 use ed25519_dalek::{Signer, SigningKey};
 use gnomon_protocol::merkle::Tree;
-use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::wire::{self, Message};
 use gnomon_protocol::{
-    verify_response, Acceptor, BatchContext, Certificate, KeyPair, Offer, Profile, Request,
-    Responder, ResponderOptions, ResponseSink, Tag, Version,
+    verify_response, Acceptor, Profile, Request, Responder, ResponderOptions, Tag,
 };
+
+use crate::fixture::{leaf_inputs, profile, requests, Server, Sink, NOW_US, ONLINE_SEED};
 
 /// Requests per batch in every batched stage.
 pub const BATCH: usize = 64;
-/// Every request is the 1024 bytes a client pads to (§6.2).
-const REQUEST_SIZE: usize = 1024;
-/// 2026-10-05T00:00:00.123456Z.
-const NOW_US: u64 = 1_791_158_400_123_456;
-const RADIUS_US: u32 = 3_000_000;
-const LONG_TERM_SEED: [u8; 32] = [1; 32];
-const ONLINE_SEED: [u8; 32] = [2; 32];
 
 /// The symbol callgrind is told to count inside (`--toggle-collect`).
 pub const MEASURED_SYMBOL: &str = "gnomon_gate::stages::measured";
@@ -145,29 +138,9 @@ pub fn measured(f: &mut dyn FnMut()) {
     f()
 }
 
-fn profile(name: &str) -> &'static Profile {
-    Profile::by_name(name).expect("stage names a profile in the table")
-}
-
-/// 64 requests of 1024 bytes, nonce `i` derived from the index.
-fn requests(p: &'static Profile) -> Vec<Vec<u8>> {
-    let offer = Offer::single(p);
-    (0..BATCH)
-        .map(|i| {
-            let nonce: Vec<u8> = (0..p.nonce_len).map(|k| (i * 31 + k * 7) as u8).collect();
-            let mut out = vec![0u8; REQUEST_SIZE];
-            let n = offer
-                .build(&nonce, None, REQUEST_SIZE, &mut out)
-                .expect("request builds");
-            out.truncate(n);
-            out
-        })
-        .collect()
-}
-
 fn parse(name: &str) -> Result<(), String> {
     let p = profile(name);
-    let datagrams = requests(p);
+    let datagrams = requests(p, BATCH);
     let acceptor = Acceptor::default();
     let mut parsed = Vec::with_capacity(BATCH);
     let pass = |parsed: &mut Vec<_>| {
@@ -187,58 +160,6 @@ fn parse(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-struct Sink {
-    bufs: Vec<Vec<u8>>,
-    lens: Vec<Option<Result<usize, RespondError>>>,
-}
-
-impl ResponseSink for Sink {
-    fn buffer(&mut self, i: usize) -> &mut [u8] {
-        &mut self.bufs[i]
-    }
-    fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
-        self.lens[i] = Some(result);
-    }
-}
-
-struct Server {
-    long_term: KeyPair,
-    online: KeyPair,
-    vers: [Version; 2],
-    cert: Certificate,
-}
-
-impl Server {
-    fn new(p: &'static Profile) -> Server {
-        let long_term = KeyPair::from_seed(&LONG_TERM_SEED);
-        let online = KeyPair::from_seed(&ONLINE_SEED);
-        let cert = Certificate::mint(
-            &long_term,
-            &online.public(),
-            NOW_US - 3_600_000_000,
-            NOW_US + 3_600_000_000,
-            p,
-        );
-        Server {
-            long_term,
-            online,
-            vers: [Version::RFC, Version::DRAFT_12_TO_19],
-            cert,
-        }
-    }
-
-    fn context(&self, p: &'static Profile) -> BatchContext<'_> {
-        BatchContext {
-            profile: p,
-            now_us: NOW_US,
-            radius_us: RADIUS_US,
-            online: &self.online,
-            cert: &self.cert,
-            vers: &self.vers,
-        }
-    }
-}
-
 /// Answer the batch once outside any measurement and return one response,
 /// checked, for the stages that take their inputs from it.
 fn answer(p: &'static Profile, datagrams: &[Vec<u8>]) -> Result<Vec<u8>, String> {
@@ -249,17 +170,18 @@ fn answer(p: &'static Profile, datagrams: &[Vec<u8>]) -> Result<Vec<u8>, String>
         .map(|d| acceptor.parse(d).map_err(|e| format!("{e:?}")))
         .collect::<Result<_, _>>()?;
     let mut responder = Responder::new(BATCH, ResponderOptions::default());
-    let mut sink = Sink {
-        bufs: vec![vec![0u8; REQUEST_SIZE]; BATCH],
-        lens: vec![None; BATCH],
-    };
+    let mut sink = Sink::new(BATCH);
     responder.respond(&server.context(p), &parsed, &mut sink);
     check_responses(&server, datagrams, &sink)?;
     let len = sink.lens[0].and_then(Result::ok).unwrap_or(0);
     Ok(sink.bufs[0][..len].to_vec())
 }
 
-fn check_responses(server: &Server, datagrams: &[Vec<u8>], sink: &Sink) -> Result<(), String> {
+pub(crate) fn check_responses(
+    server: &Server,
+    datagrams: &[Vec<u8>],
+    sink: &Sink,
+) -> Result<(), String> {
     let public = server.long_term.public();
     for (i, d) in datagrams.iter().enumerate() {
         let len = match sink.lens[i] {
@@ -277,7 +199,7 @@ fn check_responses(server: &Server, datagrams: &[Vec<u8>], sink: &Sink) -> Resul
 
 fn respond(name: &str, warm_up: bool) -> Result<(), String> {
     let p = profile(name);
-    let datagrams = requests(p);
+    let datagrams = requests(p, BATCH);
     let server = Server::new(p);
     let ctx = server.context(p);
     let acceptor = Acceptor::default();
@@ -288,10 +210,7 @@ fn respond(name: &str, warm_up: bool) -> Result<(), String> {
     // Boxed so the responder's buffers sit on the heap at the same offset
     // in every run, whatever the stack layout.
     let mut responder = Box::new(Responder::new(BATCH, ResponderOptions::default()));
-    let mut sink = Sink {
-        bufs: vec![vec![0u8; REQUEST_SIZE]; BATCH],
-        lens: vec![None; BATCH],
-    };
+    let mut sink = Sink::new(BATCH);
     let mut stats = Default::default();
     if warm_up {
         stats = responder.respond(&ctx, &parsed, &mut sink);
@@ -301,21 +220,6 @@ fn respond(name: &str, warm_up: bool) -> Result<(), String> {
         return Err(format!("expected one tree of {BATCH}: {stats:?}"));
     }
     check_responses(&server, &datagrams, &sink)
-}
-
-/// The leaf input the profile hashes: the whole request or its nonce.
-fn leaf_inputs<'a>(p: &'static Profile, datagrams: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
-    let acceptor = Acceptor::default();
-    datagrams
-        .iter()
-        .map(|d| {
-            let r = acceptor.parse(d).expect("request parses");
-            match p.leaf {
-                gnomon_protocol::profile::LeafInput::Nonce => r.nonce,
-                gnomon_protocol::profile::LeafInput::Packet => r.packet,
-            }
-        })
-        .collect()
 }
 
 /// The root a real batch got, read back from its first response.
@@ -337,7 +241,7 @@ fn body_of(response: &[u8]) -> Result<Message<'_>, String> {
     Message::parse(body).map_err(|e| format!("response: {e:?}"))
 }
 
-fn srep_of(response: &[u8]) -> Result<&[u8], String> {
+pub(crate) fn srep_of(response: &[u8]) -> Result<&[u8], String> {
     body_of(response)?
         .get(Tag::SREP)
         .ok_or_else(|| "response without SREP".to_string())
@@ -345,7 +249,7 @@ fn srep_of(response: &[u8]) -> Result<&[u8], String> {
 
 fn leaves(name: &str) -> Result<(), String> {
     let p = profile(name);
-    let datagrams = requests(p);
+    let datagrams = requests(p, BATCH);
     let inputs = leaf_inputs(p, &datagrams);
     let mut tree = Box::new(Tree::with_capacity(BATCH));
     let pass = |tree: &mut Tree| {
@@ -366,7 +270,7 @@ fn leaves(name: &str) -> Result<(), String> {
 
 fn tree(name: &str) -> Result<(), String> {
     let p = profile(name);
-    let datagrams = requests(p);
+    let datagrams = requests(p, BATCH);
     let inputs = leaf_inputs(p, &datagrams);
     let mut tree = Box::new(Tree::with_capacity(BATCH));
     tree.reset(p.hash);
@@ -387,7 +291,7 @@ fn tree(name: &str) -> Result<(), String> {
 
 fn sign(name: &str) -> Result<(), String> {
     let p = profile(name);
-    let datagrams = requests(p);
+    let datagrams = requests(p, BATCH);
     let response = answer(p, &datagrams)?;
     let mut signed = p.contexts.srep.to_vec();
     signed.extend_from_slice(srep_of(&response)?);
