@@ -75,6 +75,20 @@ impl Tree {
         Some(i)
     }
 
+    /// Add the leaves H(0x00 ‖ input) for every input, hashed several at a
+    /// time (multi-buffer SHA-512). Returns the index of the first, or `None`
+    /// (adding nothing) when they do not all fit.
+    pub fn push_leaves(&mut self, inputs: &[&[u8]]) -> Option<usize> {
+        let i = self.leaves;
+        if inputs.len() > self.capacity - i {
+            return None;
+        }
+        self.hash
+            .leaves(inputs, &mut self.nodes[i..i + inputs.len()]);
+        self.leaves += inputs.len();
+        Some(i)
+    }
+
     /// Hash the levels above the leaves; returns the root.
     pub fn finish(&mut self) -> &[u8] {
         let len = self.hash.len();
@@ -91,12 +105,11 @@ impl Tree {
             }
             self.levels[depth] = (start, count);
             let next = start + count;
-            for j in 0..count / 2 {
-                let (below, above) = self.nodes.split_at_mut(next);
-                let l = &below[start + 2 * j][..len];
-                let r = &below[start + 2 * j + 1][..len];
-                self.hash.node(l, r, &mut above[j]);
-            }
+            let (below, above) = self.nodes.split_at_mut(next);
+            let pairs = below[start..next]
+                .chunks_exact(2)
+                .map(|p| (&p[0][..len], &p[1][..len]));
+            self.hash.nodes(pairs, &mut above[..count / 2]);
             start = next;
             count /= 2;
             depth += 1;
