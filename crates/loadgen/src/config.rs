@@ -12,8 +12,13 @@ pub const MAX_DURATION: Duration = Duration::from_secs(300);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most sender sockets (one thread each).
 pub const MAX_WORKERS: usize = 64;
-/// Most requests in flight per socket.
-pub const MAX_WINDOW: usize = 4096;
+/// Most requests in flight per socket. An open-loop run against an
+/// overloaded server needs rate × timeout in flight, or the window, not the
+/// rate, sets what is offered.
+pub const MAX_WINDOW: usize = 16_384;
+/// The window of `--rate` runs unless one is given: 4096 per socket keeps
+/// each socket's ring at 8 MiB.
+pub const DEFAULT_RATE_WINDOW: usize = 4096;
 /// Largest request: what fits an Ethernet frame without IP fragmentation.
 pub const MAX_REQUEST_SIZE: usize = 1472;
 /// Highest total rate accepted in rate mode, per second.
@@ -49,8 +54,8 @@ pub struct LoadConfig {
     pub count: Option<u64>,
     /// Sender sockets, one thread each.
     pub workers: usize,
-    /// Requests in flight per socket; `None` picks 64 for `Max` and the
-    /// largest window for `Rate`.
+    /// Requests in flight per socket; `None` picks 64 for `Max` and
+    /// [`DEFAULT_RATE_WINDOW`] for `Rate`.
     pub window: Option<usize>,
     /// How long a request may wait for its response before it is lost; also
     /// how long the run waits for stragglers after the last send.
@@ -92,7 +97,7 @@ impl LoadConfig {
     pub fn effective_window(&self) -> usize {
         self.window.unwrap_or(match self.mode {
             Mode::Max => 64,
-            Mode::Rate(_) => MAX_WINDOW,
+            Mode::Rate(_) => DEFAULT_RATE_WINDOW,
         })
     }
 

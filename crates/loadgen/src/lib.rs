@@ -31,8 +31,8 @@ use std::time::Instant;
 use socket2::{Domain, Protocol, Socket, Type};
 
 pub use config::{
-    LoadConfig, LoadError, Mode, MAX_DURATION, MAX_RATE, MAX_REQUEST_SIZE, MAX_TIMEOUT, MAX_WINDOW,
-    MAX_WORKERS,
+    LoadConfig, LoadError, Mode, DEFAULT_RATE_WINDOW, MAX_DURATION, MAX_RATE, MAX_REQUEST_SIZE,
+    MAX_TIMEOUT, MAX_WINDOW, MAX_WORKERS,
 };
 pub use null_server::{NullConfig, NullServer, NullStats, MAX_REPLY_SIZE};
 pub use report::{Latency, Report};

@@ -128,6 +128,8 @@ pub fn render(s: &Snapshot) -> String {
             }
         }),
         &st.batch_sizes,
+        // Every received datagram was in exactly one batch.
+        st.received as f64,
     );
     histogram(
         &mut o,
@@ -141,6 +143,7 @@ pub fn render(s: &Snapshot) -> String {
             }
         }),
         &st.queue_delay,
+        st.queue_delay_us_total as f64 / 1e6,
     );
     let gauges: [(&str, &str, f64); 4] = [
         (
@@ -248,6 +251,7 @@ fn histogram(
     help: &str,
     bounds: impl Iterator<Item = f64>,
     counts: &[u64],
+    sum: f64,
 ) {
     let _ = writeln!(
         o,
@@ -263,7 +267,7 @@ fn histogram(
         };
         let _ = writeln!(o, "gnomon_{name}_bucket{{le=\"{le}\"}} {cumulative}");
     }
-    // Sums are not tracked per observation; the count is exact.
+    let _ = writeln!(o, "gnomon_{name}_sum {sum}");
     let _ = writeln!(o, "gnomon_{name}_count {cumulative}");
 }
 
@@ -394,18 +398,25 @@ mod tests {
             radius_us: 3_000_000,
             ..Default::default()
         };
-        s.stats.received = 7;
+        s.stats.received = 6;
         s.stats.responses[14] = 5;
         s.stats.drop(Drop::Stale);
         s.stats.batch(3);
         s.stats.batch(3);
+        s.stats.delay(1_500);
+        s.stats.delay(500);
         let text = render(&s);
-        assert!(text.contains("gnomon_requests_received_total 7"));
+        assert!(text.contains("gnomon_requests_received_total 6"));
+        assert!(
+            text.contains("gnomon_queue_delay_seconds_sum 0.002\n"),
+            "{text}"
+        );
         assert!(text.contains("gnomon_greased_total 0"));
         assert!(text.contains("gnomon_responses_total{version=\"rfc-10049\"} 5"));
         assert!(text.contains("gnomon_dropped_total{reason=\"stale\"} 1"));
         assert!(text.contains("gnomon_batch_size_bucket{le=\"4\"} 2"));
         assert!(text.contains("gnomon_batch_size_bucket{le=\"+Inf\"} 2"));
+        assert!(text.contains("gnomon_batch_size_sum 6\n"), "{text}");
         assert!(text.contains("gnomon_radius_seconds 3"));
         assert!(text.contains("gnomon_certificate_expiry_timestamp_seconds 200"));
     }

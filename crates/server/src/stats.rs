@@ -143,6 +143,8 @@ pub struct WorkerStats {
     pub batch_sizes: [u64; BATCH_BUCKETS],
     /// Time spent waiting in the socket, per bucket of [`DELAY_BOUNDS_US`].
     pub queue_delay: [u64; DELAY_BOUNDS_US.len()],
+    /// Sum of every counted queue delay, µs (the histogram's `_sum`).
+    pub queue_delay_us_total: u64,
     /// Kernel receive-queue overflow drops (cumulative, from the kernel).
     pub kernel_overflow: u64,
     /// Nanoseconds spent parsing, responding, and in syscalls.
@@ -164,6 +166,7 @@ impl Default for WorkerStats {
             batches: 0,
             batch_sizes: [0; BATCH_BUCKETS],
             queue_delay: [0; DELAY_BOUNDS_US.len()],
+            queue_delay_us_total: 0,
             kernel_overflow: 0,
             ns_parse: 0,
             ns_respond: 0,
@@ -192,6 +195,7 @@ impl WorkerStats {
             .position(|b| us <= *b)
             .unwrap_or(DELAY_BOUNDS_US.len() - 1);
         self.queue_delay[k] += 1;
+        self.queue_delay_us_total += us;
     }
 
     /// Total responses.
@@ -206,6 +210,7 @@ impl WorkerStats {
         self.greased += o.greased;
         self.batches += o.batches;
         self.kernel_overflow += o.kernel_overflow;
+        self.queue_delay_us_total += o.queue_delay_us_total;
         self.ns_parse += o.ns_parse;
         self.ns_respond += o.ns_respond;
         self.ns_syscalls += o.ns_syscalls;

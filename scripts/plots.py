@@ -1,0 +1,233 @@
+"""Measure and draw the figures of docs/COST.md ("Plots").
+
+Run by scripts/plots, which builds gnomon and provides matplotlib. Each
+sweep starts `gnomon serve` with one worker pinned to core 0 and drives it
+with `gnomon bench load` pinned to core 1, on loopback, every run bounded by
+its --duration. Server-side counts come from the server's own /metrics.
+
+  throughput.png   responses/s against the largest batch, per version
+  latency.png      p50 and p99 latency against offered load (version 1)
+  overload.png     answered/s against offered load up to 3x capacity
+  ledger.png       where one request's time goes, per stage (docs/ledger.json)
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "gnomon")
+OUT = os.path.join(ROOT, "docs", "plots")
+PORT, METRICS = 25419, 25420
+VERSIONS = ["google", "draft-11", "draft-14", "rfc-10049"]
+LABELS = {"google": "Google", "draft-11": "0x8000000b", "draft-14": "0x8000000c", "rfc-10049": "1"}
+BATCHES = [1, 8, 64, 256, 1024]
+SECS = float(os.environ.get("PLOT_SECS", "3"))
+
+
+class Server:
+    """gnomon serve, one worker on core 0, with metrics."""
+
+    def __init__(self, batch, extra=()):
+        args = ["taskset", "-c", "0", BIN, "serve", "--listen", f"127.0.0.1:{PORT}",
+                "--workers", "1", "--batch-size", str(batch), "--batch-disputed",
+                "--summary-interval", "0", "--tcp-enable=false",
+                "--metrics", f"127.0.0.1:{METRICS}", *extra]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("public key (base64): "):
+            raise SystemExit(f"serve did not start: {line!r}")
+        self.key = line.split(": ", 1)[1].strip()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.metrics()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def metrics(self):
+        text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS}/metrics", timeout=5).read().decode()
+        values = {}
+        for line in text.splitlines():
+            m = re.match(r"^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$", line)
+            if m:
+                values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+        return values
+
+    def cpu_secs(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def total(values, name):
+    return sum(v for k, v in values.items() if k == name or k.startswith(name + "{"))
+
+
+def load(server, version, pacing, workers, window, timeout=0.25):
+    args = ["taskset", "-c", "1", BIN, "bench", "load", "--target", f"127.0.0.1:{PORT}",
+            "--key", server.key, "--version", version, *pacing, "--duration", str(SECS),
+            "--workers", str(workers), "--window", str(window), "--timeout", str(timeout),
+            "--verify-fraction", "0.01", "--json"]
+    before, cpu0 = server.metrics(), server.cpu_secs()
+    out = subprocess.run(args, capture_output=True, text=True, timeout=SECS + 60)
+    after, cpu1 = server.metrics(), server.cpu_secs()
+    if not out.stdout.strip():
+        raise SystemExit(f"bench load failed: {out.stderr}")
+    r = json.loads(out.stdout)
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    responses = total(d, "gnomon_responses_total")
+    r["server"] = {
+        "responses_per_sec": responses / r["send_secs"],
+        "received_per_sec": total(d, "gnomon_requests_received_total") / r["send_secs"],
+        "stale_per_sec": d.get('gnomon_dropped_total{reason="stale"}', 0) / r["send_secs"],
+        "overflow_per_sec": d.get("gnomon_kernel_receive_overflow_total", 0) / r["send_secs"],
+        "mean_batch": d.get("gnomon_batch_size_sum", 0) / max(d.get("gnomon_batch_size_count", 0), 1),
+        "cpu_us_per_response": (cpu1 - cpu0) * 1e6 / max(responses, 1),
+    }
+    if r.get("invalid"):
+        raise SystemExit(f"{version}: {r['invalid']} invalid responses")
+    return r
+
+
+def throughput():
+    rows = []
+    for v in VERSIONS:
+        for b in BATCHES:
+            s = Server(b)
+            try:
+                # Enough in flight that batches of 1024 can form.
+                r = load(s, v, ["--max"], 4, max(64, b // 2))
+            finally:
+                s.stop()
+            rows.append({"version": v, "batch": b, "answered_per_sec": r["answer_rate"], **r["server"]})
+            print(f"throughput {v} batch {b}: {r['answer_rate']:.0f}/s, mean batch {r['server']['mean_batch']:.1f}", flush=True)
+    return rows
+
+
+def sweep(name, version, batch, fractions, capacity_window=64):
+    s = Server(batch)
+    try:
+        cap = load(s, version, ["--max"], 4, capacity_window)["server"]["responses_per_sec"]
+        rows = []
+        for f in fractions:
+            # Open loop: the window never limits what is offered.
+            r = load(s, version, ["--rate", str(round(cap * f))], 4, 4096)
+            rows.append({"fraction": f, "capacity": cap, "offered_per_sec": r["send_rate"],
+                         "answered_per_sec": r["answer_rate"], "latency_us": r["latency_us"],
+                         "throttled": r["throttled"], **r["server"]})
+            print(f"{name} {f:.2f}x of {cap:.0f}/s: offered {r['send_rate']:.0f}/s, server answered "
+                  f"{r['server']['responses_per_sec']:.0f}/s, stale {r['server']['stale_per_sec']:.0f}/s, "
+                  f"p50 {r['latency_us']['p50']} µs", flush=True)
+    finally:
+        s.stop()
+    return rows
+
+
+def draw(data):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for v in VERSIONS:
+        pts = [r for r in data["throughput"] if r["version"] == v]
+        ax.plot([r["batch"] for r in pts], [r["responses_per_sec"] / 1000 for r in pts], marker="o", label=LABELS[v])
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(BATCHES, [str(b) for b in BATCHES])
+    ax.set_xlabel("largest batch (--batch-size)")
+    ax.set_ylabel("responses/s (thousands)")
+    ax.set_title("gnomon serve, 1 worker on 1 core, 1024-byte requests")
+    ax.grid(alpha=0.3)
+    ax.legend(title="version")
+    fig.tight_layout()
+    fig.savefig(os.path.join(OUT, "throughput.png"), dpi=110)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    pts = data["latency"]
+    x = [r["offered_per_sec"] / 1000 for r in pts]
+    ax.plot(x, [r["latency_us"]["p50"] / 1000 for r in pts], marker="o", label="p50")
+    ax.plot(x, [r["latency_us"]["p99"] / 1000 for r in pts], marker="s", label="p99")
+    ax.axvline(pts[0]["capacity"] / 1000, color="grey", linestyle=":", label="capacity (--max)")
+    ax.set_yscale("log")
+    ax.set_xlabel("offered load (thousand requests/s)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("version 1, batch 64: latency against offered load")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(OUT, "latency.png"), dpi=110)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    pts = data["overload"]
+    x = [r["offered_per_sec"] / 1000 for r in pts]
+    ax.plot(x, [r["responses_per_sec"] / 1000 for r in pts], marker="o", label="answered (server)")
+    ax.plot(x, [r["stale_per_sec"] / 1000 for r in pts], marker="x", label="dropped stale (server)")
+    ax.plot(x, [r["overflow_per_sec"] / 1000 for r in pts], marker="^", label="kernel buffer overflow")
+    ax.axhline(pts[0]["capacity"] / 1000, color="grey", linestyle=":", label="capacity (--max)")
+    ax.set_xlabel("offered load (thousand requests/s)")
+    ax.set_ylabel("thousand per second")
+    ax.set_title("overload: version 1, one signature per request (--batch-size 1)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(OUT, "overload.png"), dpi=110)
+
+
+def draw_ledger():
+    path = os.path.join(ROOT, "docs", "ledger.json")
+    if not os.path.exists(path):
+        return
+    ledger = json.load(open(path))
+    fams = ledger["families"]
+    fig, axes = plt.subplots(1, len(fams), figsize=(12, 4.5), sharey=True)
+    for ax, fam in zip(axes, fams):
+        cells = fam["cells"]
+        labels = [str(c["batch"]) for c in cells]
+        bottom = [0.0] * len(cells)
+        for i, stage in enumerate(ledger["stages"]):
+            vals = [max(c["stages"][i], 0) / 1000 for c in cells]
+            ax.bar(labels, vals, bottom=bottom, label=stage)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.set_title(fam["family"].split(" (")[0], fontsize=10)
+        ax.set_xlabel("batch size")
+        ax.set_yscale("log")
+    axes[0].set_ylabel("µs per request (stacked)")
+    axes[-1].legend(fontsize=7, loc="upper right")
+    fig.suptitle("where one request's time goes (scripts/ledger)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(OUT, "ledger.png"), dpi=110)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    data_path = os.path.join(OUT, "data.json")
+    if "--draw-only" in sys.argv:
+        data = json.load(open(data_path))
+    else:
+        data = {
+            "throughput": throughput(),
+            "latency": sweep("latency", "rfc-10049", 64, [0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.25]),
+            "overload": sweep("overload", "rfc-10049", 1, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
+        }
+        with open(data_path, "w") as f:
+            json.dump(data, f, indent=1)
+    draw(data)
+    draw_ledger()
+    print(f"wrote {OUT}/*.png")
+
+
+if __name__ == "__main__":
+    main()
