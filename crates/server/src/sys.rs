@@ -415,10 +415,16 @@ pub fn udp_socket(
     let fd = s.as_raw_fd();
     set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
     set_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
-    if addr.is_ipv6() {
-        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
-    } else {
-        set_int(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+    // Only a wildcard bind needs the arrival address to answer from it; a
+    // socket bound to one address answers from that address anyway, and
+    // skipping the control message saves work per datagram both ways
+    // (docs/COST.md, the kernel side).
+    if addr.ip().is_unspecified() {
+        if addr.is_ipv6() {
+            set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+        } else {
+            set_int(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+        }
     }
     s.bind(&addr.into())?;
     Ok(s)
