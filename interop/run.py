@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wire  # noqa: E402
 
@@ -329,9 +330,11 @@ class Relay:
     times. The peer therefore only ever sees one answer: gnomon's, unchanged.
     """
 
-    def __init__(self, target: Server, batch: bool, attempts: int = 25, extras: int = 15, position: int = 5):
+    def __init__(self, target: Server, batch: bool, tcp: bool = False,
+                 attempts: int = 25, extras: int = 15, position: int = 5):
         self.target = ("127.0.0.1", target.port)
         self.batch = batch
+        self.tcp = tcp
         self.attempts = attempts
         self.extras = extras
         self.position = position
@@ -358,6 +361,11 @@ class Relay:
             self.error = "the peer sent no request"
             return
         request, peer = self.down.recvfrom(65535)
+        if self.tcp:
+            answer = self._over_tcp(request)
+            self.summary = wire.response_summary(answer)
+            self.down.sendto(answer, peer)
+            return
         up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         side = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         up.connect(self.target)
@@ -396,6 +404,27 @@ class Relay:
         finally:
             up.close()
             side.close()
+
+    def _over_tcp(self, request: bytes) -> bytes:
+        """Ask gnomon over TCP with the peer's request, unchanged: from draft 08
+        on, a TCP request is the same ROUGHTIM packet as a UDP one."""
+        self.tries = 1
+        with socket.create_connection(self.target, timeout=5) as conn:
+            conn.sendall(request)
+            buf = b""
+            deadline = time.monotonic() + 5
+            while len(buf) < 12 or len(buf) < 12 + int.from_bytes(buf[8:12], "little"):
+                conn.settimeout(max(0.01, deadline - time.monotonic()))
+                try:
+                    chunk = conn.recv(65535)
+                except socket.timeout:
+                    raise Failed(f"gnomon sent {len(buf)} bytes over TCP, then nothing for 5 s") from None
+                if not chunk:
+                    raise Failed(f"gnomon closed the TCP connection after {len(buf)} bytes")
+                buf += chunk
+            if buf[:8] != wire.MAGIC:
+                raise Failed("TCP answer without ROUGHTIM header")
+            return buf[: 12 + int.from_bytes(buf[8:12], "little")]
 
     def result(self) -> dict:
         self.thread.join(QUERY_TIMEOUT)
@@ -562,10 +591,10 @@ class Clients:
                 + near_now(res["midpoint_us"] / 1e6, res["radius_us"] / 1e6, "gnomon query"))
 
 
-def through_relay(target: Server, batch: bool, expect: int, peer: Callable[[int], str]) -> str:
+def through_relay(target: Server, batch: bool, expect: int, peer: Callable[[int], str], tcp: bool = False) -> str:
     """Run a peer client against gnomon through a Relay; check the version gnomon
     answered in and, in batch mode, that the answer came from a batch."""
-    relay = Relay(target, batch)
+    relay = Relay(target, batch, tcp=tcp)
     try:
         detail = peer(relay.port)
     except Failed as err:
@@ -646,6 +675,18 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
                 "roughly", "gnomon", vname(v), "udp", "batched" if batch else "single",
                 lambda t=target, b=batch, v=v: through_relay(t, b, v, lambda port: c.roughly(port, t.key, v)),
             )
+    # Neither client speaks TCP for these versions, so the relay carries their
+    # UDP request to gnomon's TCP listener unchanged and brings the answer back.
+    for proto, label, expect in (("1", "1", V1), ("19", vname(D12_19), D12_19)):
+        suite.add(
+            "roughenough-client", "gnomon", label, "tcp (bridged)", "single",
+            lambda p=proto, e=expect: through_relay(g, False, e, lambda port: c.roughenough(port, g.key, p), tcp=True),
+        )
+    for v in (V1, D12_19, D11, D10, D09, D08):
+        suite.add(
+            "roughly", "gnomon", vname(v), "tcp (bridged)", "single",
+            lambda v=v: through_relay(g, False, v, lambda port: c.roughly(port, g.key, v), tcp=True),
+        )
     for batch in (False, True):
         target = gb if batch else g
         suite.add(
