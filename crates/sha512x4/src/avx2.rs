@@ -10,7 +10,8 @@
 
 use core::arch::x86_64::{
     __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_andnot_si256, _mm256_extract_epi64,
-    _mm256_or_si256, _mm256_set1_epi64x, _mm256_set_epi64x, _mm256_slli_epi64, _mm256_srli_epi64,
+    _mm256_or_si256, _mm256_set1_epi64x, _mm256_set_epi64x, _mm256_shuffle_epi8,
+    _mm256_slli_epi64, _mm256_srli_epi64,
     _mm256_xor_si256,
 };
 
@@ -18,8 +19,11 @@ use crate::consts::{IV_512, IV_512_256, K};
 use crate::pad::{blocks, Padded};
 use crate::{portable, Digest, Message, Variant};
 
-/// Hash every message: runs of eight (if `wide`) or four with the same
-/// padded length go through the lanes, the rest through the portable path.
+/// Hash every message: runs of equal padded length go through the lanes,
+/// the rest through the portable path. A group may be started with one or
+/// two lanes short (they repeat the last message and are thrown away):
+/// measured, a group of four costs about two single hashes, one of eight
+/// about three and a half (docs/COST.md, "Multi-buffer leaf hashing").
 #[target_feature(enable = "avx2")]
 pub(crate) fn digest_many(variant: Variant, wide: bool, msgs: &[Message<'_>], out: &mut [Digest]) {
     let len = |m: &Message<'_>| m.iter().map(|p| p.len()).sum::<usize>();
@@ -31,17 +35,33 @@ pub(crate) fn digest_many(variant: Variant, wide: bool, msgs: &[Message<'_>], ou
             .take(if wide { 8 } else { 4 })
             .take_while(|m| blocks(len(m)) == b)
             .count();
-        if same == 8 {
-            group::<2>(variant, &msgs[i..i + 8], &mut out[i..i + 8]);
-            i += 8;
-        } else if same >= 4 {
-            group::<1>(variant, &msgs[i..i + 4], &mut out[i..i + 4]);
-            i += 4;
+        let n = if same >= 6 {
+            padded_group::<2>(variant, &msgs[i..i + same], &mut out[i..i + same]);
+            same
+        } else if same >= 3 {
+            let n = same.min(4);
+            padded_group::<1>(variant, &msgs[i..i + n], &mut out[i..i + n]);
+            n
         } else {
             portable::digest_one(variant, &msgs[i], &mut out[i]);
-            i += 1;
-        }
+            1
+        };
+        i += n;
     }
+}
+
+/// [`group`] for 1 to `4 × G` messages; missing lanes repeat the last one.
+#[target_feature(enable = "avx2")]
+fn padded_group<const G: usize>(variant: Variant, msgs: &[Message<'_>], out: &mut [Digest]) {
+    let n = msgs.len();
+    if n == 4 * G {
+        return group::<G>(variant, msgs, out);
+    }
+    let mut m = [msgs[n - 1]; 8];
+    m[..n].copy_from_slice(msgs);
+    let mut scratch = [[0u8; 64]; 8];
+    group::<G>(variant, &m[..4 * G], &mut scratch[..4 * G]);
+    out.copy_from_slice(&scratch[..n]);
 }
 
 /// Hash `4 × G` messages of the same padded block count.
@@ -129,10 +149,21 @@ macro_rules! rotr {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn schedule<const G: usize>(w: &mut [[__m256i; G]; 80]) {
+    // A rotation by whole bytes is one byte shuffle: byte i of each word
+    // takes byte i + 1 (mod 8).
+    let rotr8 = _mm256_set_epi64x(
+        0x080f_0e0d_0c0b_0a09,
+        0x0007_0605_0403_0201,
+        0x080f_0e0d_0c0b_0a09,
+        0x0007_0605_0403_0201,
+    );
     for t in 16..80 {
         for g in 0..G {
             let x = w[t - 15][g];
-            let s0 = xor!(xor!(rotr!(x, 1), rotr!(x, 8)), _mm256_srli_epi64::<7>(x));
+            let s0 = xor!(
+                xor!(rotr!(x, 1), _mm256_shuffle_epi8(x, rotr8)),
+                _mm256_srli_epi64::<7>(x)
+            );
             let y = w[t - 2][g];
             let s1 = xor!(xor!(rotr!(y, 19), rotr!(y, 61)), _mm256_srli_epi64::<6>(y));
             w[t][g] = add!(add!(s1, w[t - 7][g]), add!(s0, w[t - 16][g]));
@@ -140,15 +171,16 @@ fn schedule<const G: usize>(w: &mut [[__m256i; G]; 80]) {
     }
 }
 
-/// One round for every register set: returns the new d and h; the caller
-/// renames the rest (§6.4.2 step 3).
+/// One round for every register set: updates d and h (the caller renames
+/// the rest, §6.4.2 step 3). `bc` is b ⊕ c, which the previous round
+/// computed as its a ⊕ b; this round's a ⊕ b is returned for the next.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 #[target_feature(enable = "avx2")]
 fn round<const G: usize>(
     a: [__m256i; G],
     b: [__m256i; G],
-    c: [__m256i; G],
+    bc: [__m256i; G],
     d: &mut [__m256i; G],
     e: [__m256i; G],
     f: [__m256i; G],
@@ -156,23 +188,25 @@ fn round<const G: usize>(
     h: &mut [__m256i; G],
     w: [__m256i; G],
     k: u64,
-) {
+) -> [__m256i; G] {
     let k = splat(k);
+    let mut ab_out = bc;
     for i in 0..G {
-        let (a, b, c, e, f, g) = (a[i], b[i], c[i], e[i], f[i], g[i]);
+        let (a, b, e, f, g) = (a[i], b[i], e[i], f[i], g[i]);
         let s1 = xor!(xor!(rotr!(e, 14), rotr!(e, 18)), rotr!(e, 41));
         // Ch(e, f, g) = (e ∧ f) ⊕ (¬e ∧ g)
         let ch = xor!(_mm256_and_si256(e, f), _mm256_andnot_si256(e, g));
         let t1 = add!(add!(h[i], add!(w[i], k)), add!(s1, ch));
         let s0 = xor!(xor!(rotr!(a, 28), rotr!(a, 34)), rotr!(a, 39));
-        // Maj(a, b, c) = (a ∧ b) ∨ (c ∧ (a ∨ b))
-        let maj = _mm256_or_si256(
-            _mm256_and_si256(a, b),
-            _mm256_and_si256(c, _mm256_or_si256(a, b)),
-        );
+        // Maj(a, b, c) = b ⊕ ((a ⊕ b) ∧ (b ⊕ c)): where a = b that is b,
+        // elsewhere c.
+        let ab = xor!(a, b);
+        let maj = xor!(b, _mm256_and_si256(ab, bc[i]));
+        ab_out[i] = ab;
         d[i] = add!(d[i], t1);
         h[i] = add!(t1, add!(s0, maj));
     }
+    ab_out
 }
 
 /// The 80 rounds over one block, and the feed-forward.
@@ -180,15 +214,16 @@ fn round<const G: usize>(
 #[target_feature(enable = "avx2")]
 fn compress<const G: usize>(state: &mut [[__m256i; G]; 8], w: &[[__m256i; G]; 80]) {
     let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
+    let mut x: [__m256i; G] = core::array::from_fn(|i| xor!(b[i], c[i]));
     for t in (0..80).step_by(8) {
-        round(a, b, c, &mut d, e, f, g, &mut h, w[t], K[t]);
-        round(h, a, b, &mut c, d, e, f, &mut g, w[t + 1], K[t + 1]);
-        round(g, h, a, &mut b, c, d, e, &mut f, w[t + 2], K[t + 2]);
-        round(f, g, h, &mut a, b, c, d, &mut e, w[t + 3], K[t + 3]);
-        round(e, f, g, &mut h, a, b, c, &mut d, w[t + 4], K[t + 4]);
-        round(d, e, f, &mut g, h, a, b, &mut c, w[t + 5], K[t + 5]);
-        round(c, d, e, &mut f, g, h, a, &mut b, w[t + 6], K[t + 6]);
-        round(b, c, d, &mut e, f, g, h, &mut a, w[t + 7], K[t + 7]);
+        x = round(a, b, x, &mut d, e, f, g, &mut h, w[t], K[t]);
+        x = round(h, a, x, &mut c, d, e, f, &mut g, w[t + 1], K[t + 1]);
+        x = round(g, h, x, &mut b, c, d, e, &mut f, w[t + 2], K[t + 2]);
+        x = round(f, g, x, &mut a, b, c, d, &mut e, w[t + 3], K[t + 3]);
+        x = round(e, f, x, &mut h, a, b, c, &mut d, w[t + 4], K[t + 4]);
+        x = round(d, e, x, &mut g, h, a, b, &mut c, w[t + 5], K[t + 5]);
+        x = round(c, d, x, &mut f, g, h, a, &mut b, w[t + 6], K[t + 6]);
+        x = round(b, c, x, &mut e, f, g, h, &mut a, w[t + 7], K[t + 7]);
     }
     for (s, v) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
         for i in 0..G {

@@ -148,3 +148,18 @@ proptest! {
         check(&msgs);
     }
 }
+
+#[test]
+fn every_count_of_equal_messages() {
+    // Full groups, groups started short, and stragglers.
+    for len in [64usize, 1024] {
+        let data: Vec<Vec<u8>> = (0..17).map(|s| bytes(s, len)).collect();
+        for n in 0..=17 {
+            let msgs: Vec<Message<'_>> = data[..n]
+                .iter()
+                .map(|d| [&[0u8][..], &d[..], &[][..]])
+                .collect();
+            check(&msgs);
+        }
+    }
+}
