@@ -10,9 +10,8 @@
 
 use core::arch::x86_64::{
     __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_andnot_si256, _mm256_extract_epi64,
-    _mm256_or_si256, _mm256_set1_epi64x, _mm256_set_epi64x, _mm256_shuffle_epi8,
-    _mm256_slli_epi64, _mm256_srli_epi64,
-    _mm256_xor_si256,
+    _mm256_or_si256, _mm256_set1_epi64x, _mm256_set_epi64x, _mm256_shuffle_epi8, _mm256_slli_epi64,
+    _mm256_srli_epi64, _mm256_xor_si256,
 };
 
 use crate::consts::{IV_512, IV_512_256, K};
