@@ -210,24 +210,39 @@ def free_port() -> int:
     raise Failed("no free port")
 
 
-def udp_bound(port: int) -> bool:
-    """Whether some socket is bound to UDP port `port` (from /proc/net/udp)."""
+def udp_bound_by(port: int, pid: int) -> bool:
+    """Whether process `pid` holds a UDP socket bound to `port`: the socket's
+    inode from /proc/net/udp{,6} must be one of the process's descriptors (a
+    port that someone else took does not count)."""
+    inodes = set()
     for table in ("/proc/net/udp", "/proc/net/udp6"):
         try:
             with open(table, encoding="ascii") as f:
                 next(f)
                 for line in f:
-                    local = line.split()[1]
-                    if int(local.rsplit(":", 1)[1], 16) == port:
-                        return True
+                    fields = line.split()
+                    if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(f"socket:[{fields[9]}]")
         except FileNotFoundError:
+            continue
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
             continue
     return False
 
 
 def wait_udp_bound(child: Child, port: int, timeout: float = START_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
-    while not udp_bound(port):
+    while not udp_bound_by(port, child.proc.pid):
         if child.proc.poll() is not None:
             raise Failed(f"{child.name} exited ({child.proc.returncode}) before binding udp {port}")
         if time.monotonic() > deadline:
