@@ -163,3 +163,38 @@ fn every_count_of_equal_messages() {
         }
     }
 }
+
+#[test]
+fn shared_tails_like_padded_requests() {
+    // Distinct heads, then a tail the lanes share (whole blocks equal in
+    // every lane: zeros, or varying from block to block), with one lane
+    // sometimes off by one byte, as in a batch of padded requests.
+    let tail_patterns: Vec<Vec<u8>> = vec![
+        vec![0; 1000],
+        bytes(99, 1000),
+        (0..1000).map(|i| (i / 128) as u8).collect(),
+    ];
+    for tail in &tail_patterns {
+        for len in [1024usize, 1023, 1000, 900, 700, 257] {
+            for odd in [None, Some(0usize), Some(5), Some(15)] {
+                let data: Vec<Vec<u8>> = (0..16)
+                    .map(|i| {
+                        let mut d = bytes(i as u64 + 1000, 40);
+                        d.extend_from_slice(&tail[..len - 40]);
+                        if odd == Some(i) {
+                            let k = d.len() - 3;
+                            d[k] ^= 1;
+                        }
+                        d
+                    })
+                    .collect();
+                let msgs: Vec<Message<'_>> =
+                    data.iter().map(|d| [&[0u8][..], &d[..], &[][..]]).collect();
+                check(&msgs);
+                let plain: Vec<Message<'_>> =
+                    data.iter().map(|d| [&d[..40], &d[40..], &[][..]]).collect();
+                check(&plain);
+            }
+        }
+    }
+}
