@@ -4,13 +4,17 @@
 //! message per 64-bit lane of AVX2 registers. A Roughtime server hashes one
 //! Merkle leaf per request (for version 1, the whole 1 KiB request), and a
 //! batch holds many requests of the same length: their compressions run in
-//! lock-step, so four (or eight) of them cost little more than one.
+//! lock-step. Measured on AMD Zen 3, four cost about two single sha2
+//! hashes and eight about three and a half (docs/COST.md, "Multi-buffer
+//! leaf hashing"); AVX2 has no 64-bit rotate, so this is not 4×.
 //!
 //! ```text
-//!  messages (each prefix ‖ up to two slices, no copy)
-//!     │ grouped by padded block count
-//!     ├─ 8 or 4 equal ──▶ AVX2: 4 lanes per __m256i, 1 or 2 register sets
-//!     └─ the rest ──────▶ portable: sha2, one message at a time
+//!  messages (each up to three slices, e.g. prefix ‖ data; no copy)
+//!     │ runs with the same padded block count
+//!     ├─ 6–8 ──▶ AVX2 ×8: two register sets of 4 lanes (__m256i), interleaved
+//!     ├─ 3–5 ──▶ AVX2 ×4: one set
+//!     └─ rest ─▶ portable: sha2, one message at a time
+//!  (a short group repeats its last lane and discards the copies)
 //! ```
 //!
 //! The AVX2 path is chosen at run time (`cpufeatures`); every other CPU and
