@@ -256,6 +256,29 @@ mod tests {
     }
 
     #[test]
+    fn leaves_together_or_one_by_one_give_one_root() {
+        let data: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 1024]).collect();
+        let inputs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+        for alg in [HashAlg::Sha512, HashAlg::Sha512Trunc32, HashAlg::Sha512_256] {
+            for n in 1..=inputs.len() {
+                let mut one = Tree::with_capacity(n);
+                one.reset(alg);
+                for input in &inputs[..n] {
+                    one.push_leaf(input).unwrap();
+                }
+                let mut many = Tree::with_capacity(n);
+                many.reset(alg);
+                // In two calls, as the responder does past 16 leaves.
+                let k = n / 3;
+                assert_eq!(many.push_leaves(&inputs[..k]), Some(0));
+                assert_eq!(many.push_leaves(&inputs[k..n]), Some(k));
+                assert_eq!(one.finish(), many.finish(), "{alg:?} n={n}");
+                assert_eq!(many.push_leaves(&inputs[..1]), None);
+            }
+        }
+    }
+
+    #[test]
     fn full_tree_refuses_more_leaves() {
         let mut t = Tree::with_capacity(2);
         t.reset(HashAlg::Sha512);
