@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use common::{Behaviour, TestResponder};
-use gnomon_loadgen::{run, LoadConfig, LoadError, Mode, Report};
+use gnomon_loadgen::{run, LoadConfig, LoadError, Mode, Report, MAX_WINDOW};
 use gnomon_protocol::Profile;
 
 static NO_STOP: AtomicBool = AtomicBool::new(false);
@@ -207,7 +207,7 @@ fn out_of_range_values_are_refused_by_name() {
         ("duration", Box::new(|c| c.duration = Duration::ZERO)),
         ("timeout", Box::new(|c| c.timeout = Duration::from_secs(11))),
         ("workers", Box::new(|c| c.workers = 0)),
-        ("window", Box::new(|c| c.window = Some(5000))),
+        ("window", Box::new(|c| c.window = Some(MAX_WINDOW + 1))),
         ("rate", Box::new(|c| c.mode = Mode::Rate(0.0))),
         ("rate", Box::new(|c| c.mode = Mode::Rate(f64::NAN))),
         ("request-size", Box::new(|c| c.request_size = 1023)),
