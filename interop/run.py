@@ -645,10 +645,6 @@ def server_list(path: Path, entries: list[tuple[Server, int]]) -> Path:
     return path
 
 
-PY_UNFRAMED = (
-    "pyroughtime 1.0.1's server answers a framed draft-07 request with a bare message "
-    "(no ROUGHTIM header); draft 07 frames responses, so gnomon's client rejects it"
-)
 PY_TCP = (
     "draft 07 defines no TCP transport (TCP starts with draft 08), so gnomon does not serve "
     "draft-07 over TCP; pyroughtime's client offers only draft 07, also over TCP"
@@ -730,7 +726,7 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
         suite.add("gnomon", "roughly", label, "udp", "single", lambda n=name, v=v: c.gnomon(ry, n, v))
     suite.add("gnomon", "roughly", "auto", "udp", "single", lambda: c.gnomon(ry, None, V1))
     suite.add("gnomon", "pyroughtime", vname(D07), "udp", "single",
-              lambda: c.gnomon(py, "draft-07", D07), xfail=PY_UNFRAMED)
+              lambda: c.gnomon(py, "draft-07", D07))
 
     # ---- chains
     def gnomon_chain() -> str:
@@ -742,17 +738,15 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
             raise Failed(f"gnomon query --servers exit {rc}: {json.dumps(res)[:400]}")
         ok = {e["server"] for e in res["entries"] if "error" not in e}
         bad = {e["server"]: e["error"]["message"] for e in res["entries"] if "error" in e}
-        want = {"gnomon", "roughenough", "roughly"}
-        if not want <= ok or len([e for e in res["entries"] if "error" not in e]) != 6:
+        want = {"gnomon", "roughenough", "roughly", "pyroughtime"}
+        if bad or ok != want or len(res["entries"]) != 8:
             raise Failed(f"verified in the chain: {sorted(ok)}; failed: {bad}")
         if set(res["consensus"]["agreeing"]) != want:
             raise Failed(f"consensus: {res['consensus']}")
-        if set(bad) - {"pyroughtime"} or "missing ROUGHTIM header" not in bad.get("pyroughtime", ""):
-            raise Failed(f"unexpected failures in the chain: {bad}")
-        return ("6 chained answers (2 passes) from gnomon, roughenough and roughly verified, consensus of 3; "
-                "pyroughtime left out of the chain (its unframed answers, see below)")
+        return ("8 chained answers (2 passes) from gnomon, roughenough, roughly (version 1) and "
+                "pyroughtime (draft 07, answered unframed) verified, consensus of 4")
 
-    suite.add("gnomon", "gnomon+roughenough+roughly", "1", "udp", "chain", gnomon_chain)
+    suite.add("gnomon", "gnomon+roughenough+roughly+pyroughtime", "1+0x80000007", "udp", "chain", gnomon_chain)
 
     def gnomon_chain_py() -> str:
         lst = server_list(workdir / "chain-py.json", [(g, D07), (py, D07)])
@@ -764,7 +758,7 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
             raise Failed(f"exit {rc}, failed: {bad}")
         return "chain verified"
 
-    suite.add("gnomon", "gnomon+pyroughtime", vname(D07), "udp", "chain", gnomon_chain_py, xfail=PY_UNFRAMED)
+    suite.add("gnomon", "gnomon+pyroughtime", vname(D07), "udp", "chain", gnomon_chain_py)
 
     def roughenough_chain(entries: list[tuple[Server, int]], name: str, expect_violation: bool) -> str:
         lst = server_list(workdir / name, entries)

@@ -207,6 +207,10 @@ pub struct Profile {
     /// layout (roughenough 1.x's "version 1", §5.13). A response in the
     /// wrong layout is then reported as that format, not as a misplaced VER.
     pub homonym: Option<Homonym>,
+    /// A client also accepts a bare (unframed) response to a framed
+    /// request. pyroughtime 1.0.1's draft-07 server answers that way; the
+    /// 12-byte header is not signed, so nothing verified is given up.
+    pub bare_response_ok: bool,
 }
 
 /// The pre-standard format a response is in, if its layout matches one
@@ -296,6 +300,7 @@ const fn early(
         chain: concat(hash),
         tcp: false,
         homonym: None,
+        bare_response_ok: true,
     }
 }
 
@@ -328,6 +333,7 @@ const fn seconds_draft(id: u8, name: &'static str, n: u32, srv: bool) -> Profile
         },
         tcp: true,
         homonym: None,
+        bare_response_ok: false,
     }
 }
 
@@ -368,6 +374,7 @@ const fn modern(
         },
         tcp: true,
         homonym: None,
+        bare_response_ok: false,
     }
 }
 
@@ -400,6 +407,7 @@ pub static PROFILES: [Profile; 15] = [
         chain: ChainRule::DoubleSha512,
         tcp: false,
         homonym: None,
+        bare_response_ok: false,
     },
     early(1, "draft-01", 1, 64, &[64], T32, CTX_DASHES, InSrep, Never),
     early(

@@ -170,14 +170,28 @@ pub fn verify_response(
     long_term_public: &[u8; 32],
 ) -> Result<Verified, VerifyError> {
     let sent = SentRequest::parse(request).map_err(VerifyError::Request)?;
-    let body = if sent.framed {
-        wire::unframe(response).map_err(VerifyError::Framing)?
-    } else {
-        response
+    // A framed request's answer without the header may still be a bare
+    // message from a version that allows it (`Profile::bare_response_ok`);
+    // otherwise the framing error stands.
+    let (body, bare) = match sent.framed.then(|| wire::unframe(response)) {
+        None => (response, None),
+        Some(Ok(body)) => (body, None),
+        Some(Err(e)) if !wire::has_magic(response) => (response, Some(e)),
+        Some(Err(e)) => return Err(VerifyError::Framing(e)),
     };
-    let msg = Message::parse(body)?;
-    let srep = msg.nested(Tag::SREP)?;
-    let profile = identify(&sent, &msg, &srep)?;
+    let parsed = Message::parse(body)
+        .map_err(VerifyError::from)
+        .and_then(|msg| {
+            let srep = msg.nested(Tag::SREP)?;
+            let profile = identify(&sent, &msg, &srep)?;
+            Ok((msg, srep, profile))
+        });
+    let (msg, srep, profile) = match (parsed, bare) {
+        (Ok(p), None) => p,
+        (Ok(p), Some(_)) if p.2.bare_response_ok => p,
+        (Err(e), None) => return Err(e),
+        (_, Some(e)) => return Err(VerifyError::Framing(e)),
+    };
 
     if profile.type_tag && msg.get(Tag::TYPE) != Some(&1u32.to_le_bytes()[..]) {
         return Err(VerifyError::Type);

@@ -148,6 +148,40 @@ fn framing_and_structure() {
 }
 
 #[test]
+fn bare_answers_to_framed_requests_only_where_the_profile_allows() {
+    // pyroughtime 1.0.1 answers framed draft-07 requests with a bare
+    // message; the header is not signed, so early drafts accept that.
+    for p in gnomon_protocol::PROFILES.iter() {
+        if p.framing != gnomon_protocol::profile::Framing::Packet {
+            continue;
+        }
+        let c = case(p);
+        let bare = &c.resp[12..];
+        let result = c.verify(bare);
+        if p.bare_response_ok {
+            let v = result.unwrap_or_else(|e| panic!("{}: {e:?}", p.name));
+            assert_eq!(v.profile.id, p.id);
+        } else {
+            assert!(
+                matches!(result, Err(VerifyError::Framing(_))),
+                "{}: {result:?}",
+                p.name
+            );
+        }
+        // A bare answer is still checked: a flipped signature bit fails.
+        let mut bad = bare.to_vec();
+        bad[8 * 7] ^= 1;
+        assert!(c.verify(&bad).is_err(), "{}", p.name);
+    }
+    let early: Vec<_> = gnomon_protocol::PROFILES
+        .iter()
+        .filter(|p| p.bare_response_ok)
+        .map(|p| p.name)
+        .collect();
+    assert!(early.contains(&"draft-07") && !early.contains(&"draft-08"), "{early:?}");
+}
+
+#[test]
 fn version_checks() {
     let c = case(Profile::rfc());
     let unknown = c.forge(
