@@ -178,7 +178,10 @@ fn bare_answers_to_framed_requests_only_where_the_profile_allows() {
         .filter(|p| p.bare_response_ok)
         .map(|p| p.name)
         .collect();
-    assert!(early.contains(&"draft-07") && !early.contains(&"draft-08"), "{early:?}");
+    assert!(
+        early.contains(&"draft-07") && !early.contains(&"draft-08"),
+        "{early:?}"
+    );
 }
 
 #[test]
