@@ -161,6 +161,12 @@ struct NullProcess {
 }
 
 fn null_server(reply_size: &str) -> NullProcess {
+    null_server_with(reply_size, &[]).expect("null-server starts")
+}
+
+/// Start `bench null-server` with extra arguments; if it exits instead of
+/// listening, its exit status and standard error.
+fn null_server_with(reply_size: &str, extra: &[&str]) -> Result<NullProcess, (i32, String)> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
         .args([
             "bench",
@@ -171,23 +177,32 @@ fn null_server(reply_size: &str) -> NullProcess {
             "30",
         ])
         .args(["--reply-size", reply_size])
+        .args(extra)
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn null-server");
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
+    if line.is_empty() {
+        let out = child.wait_with_output().unwrap();
+        return Err((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
     let addr = line
         .trim()
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("first line {line:?}"))
         .parse()
         .unwrap();
-    NullProcess {
+    Ok(NullProcess {
         child,
         addr,
         stdout,
-    }
+    })
 }
 
 impl NullProcess {
@@ -238,4 +253,48 @@ fn load_in_any_reply_mode_against_the_null_server() {
     assert_eq!(v["verified"], 0, "{v}");
     assert_eq!(v["any_reply"], true, "{v}");
     assert!(summary.contains("replied 1000"), "{summary}");
+}
+
+#[test]
+fn null_server_io_uring_backend_answers_or_exits_saying_why() {
+    let p = match null_server_with("96", &["--backend", "io-uring", "--json"]) {
+        Ok(p) => p,
+        Err((code, stderr)) => {
+            assert_eq!(code, 70, "{stderr}");
+            assert!(stderr.contains("io_uring is unavailable"), "{stderr}");
+            eprintln!("case run: io_uring unavailable here, checked the error: {stderr}");
+            return;
+        }
+    };
+    eprintln!("case run: io_uring available, checked the replies");
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.connect(p.addr).unwrap();
+    let mut buf = [0u8; 512];
+    for i in 0..20u8 {
+        c.send(&[i; 1024]).unwrap();
+        assert_eq!(c.recv(&mut buf).expect("reply"), 96);
+    }
+    let (summary, ok) = p.terminate();
+    assert!(ok, "{summary}");
+    let v: serde_json::Value = serde_json::from_str(summary.trim()).expect(&summary);
+    assert_eq!(v["backend"], "io-uring", "{v}");
+    assert_eq!(v["received"], 20, "{v}");
+    assert_eq!(v["replied"], 20, "{v}");
+}
+
+#[test]
+fn null_server_refuses_busy_poll_with_io_uring_and_unknown_backends() {
+    let out = gnomon("bench null-server --listen 127.0.0.1:0 --backend io-uring --busy-poll 50");
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--busy-poll"),
+        "{out:?}"
+    );
+    let out = gnomon("bench null-server --listen 127.0.0.1:0 --backend epoll");
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("recvmmsg or io-uring"),
+        "{out:?}"
+    );
 }

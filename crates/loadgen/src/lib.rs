@@ -11,8 +11,9 @@
 //!  Report: sent, answered, valid, invalid, lost, latency percentiles ─▶ text | JSON
 //! ```
 //!
-//! Only `sys` contains `unsafe` (the batched socket calls, `ppoll`,
-//! `getrusage`, the signal handler).
+//! Only `sys` contains `unsafe` (the batched socket calls, socket options,
+//! `ppoll`, `getrusage`, the signal handler, and the io_uring backend in
+//! `sys::uring`).
 #![deny(unsafe_code)]
 
 mod config;
@@ -34,7 +35,7 @@ pub use config::{
     LoadConfig, LoadError, Mode, DEFAULT_RATE_WINDOW, MAX_DURATION, MAX_RATE, MAX_REQUEST_SIZE,
     MAX_TIMEOUT, MAX_WINDOW, MAX_WORKERS,
 };
-pub use null_server::{NullConfig, NullServer, NullStats, MAX_REPLY_SIZE};
+pub use null_server::{Backend, NullConfig, NullServer, NullStats, MAX_REPLY_SIZE};
 pub use report::{Latency, Report};
 pub use sys::stop_on_signals;
 

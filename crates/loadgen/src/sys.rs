@@ -1,8 +1,12 @@
 //! Every system call std does not offer: batched UDP send and receive
-//! (`sendmmsg`/`recvmmsg`), a wait with microsecond resolution (`ppoll`),
-//! process CPU time (`getrusage`) and a stop flag set by SIGINT/SIGTERM.
-//! This is the only module of the crate with `unsafe`.
+//! (`sendmmsg`/`recvmmsg`), busy-polling socket options, a wait with
+//! microsecond resolution (`ppoll`), process CPU time (`getrusage`), a stop
+//! flag set by SIGINT/SIGTERM, and (in `uring`) the do-nothing responder's
+//! io_uring backend. This module and its child are the only ones of the
+//! crate with `unsafe`.
 #![allow(unsafe_code)]
+
+pub(crate) mod uring;
 
 use std::io;
 use std::mem;
@@ -187,6 +191,31 @@ fn send_mmsg(fd: RawFd, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
         return Err(e);
     }
     Ok(n as usize)
+}
+
+/// Ask the kernel to busy-poll the device queue for up to `us` µs before a
+/// receive on `sock` sleeps (`SO_BUSY_POLL`), and to prefer that polling
+/// over interrupts (`SO_PREFER_BUSY_POLL`). Only sockets whose packets come
+/// through a NAPI device queue are affected; loopback has none.
+pub(crate) fn set_busy_poll(sock: &impl AsRawFd, us: u32) -> io::Result<()> {
+    let us = libc::c_int::try_from(us)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad --busy-poll: too large"))?;
+    for (opt, val) in [(libc::SO_BUSY_POLL, us), (libc::SO_PREFER_BUSY_POLL, 1)] {
+        // SAFETY: a valid socket, and a pointer to a c_int with its size.
+        let r = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&val as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Block until the socket is readable, a signal arrives, or `timeout`

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use base64::Engine as _;
-use gnomon_loadgen::{LoadConfig, LoadError, Mode, NullConfig, NullServer};
+use gnomon_loadgen::{Backend, LoadConfig, LoadError, Mode, NullConfig, NullServer};
 use gnomon_protocol::Profile;
 
 /// Arguments.
@@ -34,9 +34,10 @@ enum BenchCommand {
     /// Answer every UDP datagram with the same fixed bytes: the baseline a
     /// server's cost per response is measured against.
     ///
-    /// recvmmsg → fixed reply → sendmmsg, and nothing else. Prints the bound
-    /// address first, and datagrams answered and CPU per reply on exit
-    /// (SIGINT, SIGTERM or --duration).
+    /// recvmmsg → fixed reply → sendmmsg (or the same over io_uring with
+    /// --backend io-uring), and nothing else. Prints the bound address first,
+    /// and datagrams answered and CPU per reply on exit (SIGINT, SIGTERM or
+    /// --duration).
     NullServer(NullArgs),
 }
 
@@ -121,6 +122,16 @@ pub(crate) struct NullArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// How datagrams are received and answered: recvmmsg (batches of 64,
+    /// one sendmmsg of the replies) or io-uring (multishot receive into
+    /// provided buffers, one SendMsg per datagram, submitted in batches).
+    #[arg(long, value_name = "NAME", default_value_t = Backend::Recvmmsg)]
+    backend: Backend,
+    /// Busy-poll the socket for up to this many µs before a receive sleeps
+    /// (SO_BUSY_POLL with SO_PREFER_BUSY_POLL; recvmmsg backend only). Only
+    /// traffic through a NAPI device queue is affected, not loopback.
+    #[arg(long, value_name = "US")]
+    busy_poll: Option<u32>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -228,10 +239,13 @@ fn null_server(a: NullArgs) -> ExitCode {
         reply_size: a.reply_size,
         workers: a.workers,
         duration,
+        backend: a.backend,
+        busy_poll: a.busy_poll,
     };
     let server = match NullServer::bind(&cfg) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return fail(EXIT_USAGE, e),
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return fail(EXIT_LOCAL, e),
         Err(e) => return fail(EXIT_LOCAL, format!("cannot listen on {}: {e}", a.listen)),
     };
     let addr = server.local_addr().map_or(a.listen, |x| x);
@@ -241,6 +255,7 @@ fn null_server(a: NullArgs) -> ExitCode {
     let per = st.cpu_us_per_reply();
     if a.json {
         let v = serde_json::json!({
+            "backend": a.backend.name(),
             "received": st.received,
             "replied": st.replied,
             "elapsed_secs": st.elapsed_secs,
