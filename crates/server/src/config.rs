@@ -41,7 +41,7 @@ pub use error::{ConfigError, Origin};
 pub use keys::{lookup, KeySpec, Kind, KEYS};
 pub use layers::Overrides;
 pub use values::{
-    parse_duration, BatchSize, ClockConfig, Grease, IdentitySource, IdleTimeout, Jitter,
+    parse_duration, BatchSize, BatchWait, ClockConfig, Grease, IdentitySource, IdleTimeout, Jitter,
     KeyValidity, Listen, LogConfig, LogFormat, LogLevel, MaxConnections, MaxFrame, MinRequestSize,
     QueueDelay, Radius, ReadTimeout, RecvBuffer, RotateEvery, Rotation, TcpConfig, UnsyncPolicy,
     Versions, Workers,
@@ -65,6 +65,9 @@ pub struct Config {
     /// `max-queue-delay`: drop requests older than this, 1ms..=60s.
     /// Default 500 ms.
     pub max_queue_delay: QueueDelay,
+    /// `batch-wait`: wait this long for a fuller batch, 0..=10ms. Default
+    /// 100 µs.
+    pub batch_wait: BatchWait,
     /// `versions`: profiles answered. Default all.
     pub versions: Versions,
     /// `batch-disputed`: batch the versions whose Merkle orientation is
@@ -101,6 +104,7 @@ impl Default for Config {
             batch_size: BatchSize::DEFAULT,
             recv_buffer: RecvBuffer::DEFAULT,
             max_queue_delay: QueueDelay::DEFAULT,
+            batch_wait: BatchWait::DEFAULT,
             versions: Versions::default(),
             batch_disputed: false,
             google_nonce: false,
@@ -193,6 +197,7 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
             "batch-size" => c.batch_size = int(s, BatchSize::new)?,
             "recv-buffer" => c.recv_buffer = int(s, RecvBuffer::new)?,
             "max-queue-delay" => c.max_queue_delay = duration(s, QueueDelay::new)?,
+            "batch-wait" => c.batch_wait = duration(s, BatchWait::new)?,
             "versions" => c.versions = versions(s)?,
             "batch-disputed" => c.batch_disputed = s.raw.boolean().ok_or_else(|| invalid(s))?,
             "google-nonce" => c.google_nonce = s.raw.boolean().ok_or_else(|| invalid(s))?,
@@ -371,6 +376,7 @@ impl fmt::Display for Config {
         writeln!(f, "batch-size = {}", self.batch_size)?;
         writeln!(f, "recv-buffer = {}", self.recv_buffer)?;
         writeln!(f, "max-queue-delay = \"{}\"", self.max_queue_delay)?;
+        writeln!(f, "batch-wait = \"{}\"", self.batch_wait)?;
         let versions: Vec<String> = if self.versions.is_all() {
             vec!["all".into()]
         } else {

@@ -96,6 +96,16 @@ impl Batch {
         }
     }
 
+    /// Most datagrams one receive takes.
+    pub fn capacity(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Metadata of received datagram `i`.
+    pub fn meta(&self, i: usize) -> &RecvMeta {
+        &self.meta[i]
+    }
+
     /// Received datagrams and the reply buffers, borrowed together.
     pub fn split(&mut self) -> (Received<'_>, Replies<'_>) {
         (
@@ -115,8 +125,21 @@ impl Batch {
     /// Receive up to `capacity()` datagrams; blocks until at least one
     /// arrives or the socket's read timeout passes (then returns 0).
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_from_slot(fd, 0, libc::MSG_WAITFORONE)
+    }
+
+    /// Receive, without waiting, into the slots after the first `start`
+    /// (which keep what they hold); returns how many more arrived.
+    pub fn recv_more(&mut self, fd: RawFd, start: usize) -> io::Result<usize> {
+        if start >= self.bufs.len() {
+            return Ok(0);
+        }
+        self.recv_from_slot(fd, start, libc::MSG_DONTWAIT)
+    }
+
+    fn recv_from_slot(&mut self, fd: RawFd, start: usize, flags: libc::c_int) -> io::Result<usize> {
         let n = self.bufs.len();
-        for i in 0..n {
+        for i in start..n {
             self.iovs[i] = libc::iovec {
                 iov_base: self.bufs[i].as_mut_ptr().cast(),
                 iov_len: MAX_DATAGRAM,
@@ -136,9 +159,9 @@ impl Batch {
         let got = unsafe {
             libc::recvmmsg(
                 fd,
-                self.hdrs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_WAITFORONE,
+                self.hdrs[start..].as_mut_ptr(),
+                (n - start) as libc::c_uint,
+                flags,
                 std::ptr::null_mut(),
             )
         };
@@ -150,7 +173,7 @@ impl Batch {
             };
         }
         let got = got as usize;
-        for i in 0..got {
+        for i in start..start + got {
             let h = &self.hdrs[i];
             let mut m = RecvMeta {
                 len: (h.msg_len as usize).min(MAX_DATAGRAM),

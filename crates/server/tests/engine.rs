@@ -28,6 +28,7 @@ fn worker_config(max_batch: usize) -> WorkerConfig {
         vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
         grease_per_million: 0,
         fail_after: None,
+        batch_wait_us: 0,
     }
 }
 
@@ -398,4 +399,42 @@ fn a_dying_worker_stops_every_other_worker() {
         .expect("every worker stops");
     let err = result.expect_err("the worker's error is returned");
     assert!(err.to_string().contains("injected fault"), "{err}");
+}
+
+#[test]
+fn a_short_batch_waits_for_company_and_signs_once() {
+    // The first request is held (no answer while we watch for 100 ms),
+    // the second joins it, and one signature covers both. Without the wait
+    // the first is answered alone at once: two batches, two signatures.
+    let worker = WorkerConfig {
+        batch_wait_us: 1_500_000,
+        ..worker_config(64)
+    };
+    let (engine, lt) = engine_with(1, worker, Duration::from_secs(1800));
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let reqs: Vec<Vec<u8>> = (0..2u8)
+        .map(|i| {
+            let mut req = vec![0u8; 1024];
+            Offer::single(Profile::rfc())
+                .build(&[i + 40; 32], None, 1024, &mut req)
+                .unwrap();
+            req
+        })
+        .collect();
+    let mut buf = [0u8; 2048];
+    c.send_to(&reqs[0], engine.local[0]).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    assert!(c.recv(&mut buf).is_err(), "answered before the wait ended");
+    c.send_to(&reqs[1], engine.local[0]).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    for _ in 0..2 {
+        let n = c.recv(&mut buf).expect("both are answered");
+        assert!(reqs
+            .iter()
+            .any(|r| verify_response(r, &buf[..n], &lt.public()).is_ok()));
+    }
+    let total = engine.shutdown().unwrap();
+    assert_eq!(total.received, 2);
+    assert_eq!(total.signatures, 1, "{total:?}");
+    assert_eq!(total.batches, 1, "{total:?}");
 }

@@ -58,6 +58,7 @@ fn engine_full(listen: &[&str], tcp: TcpConfig, grease_per_million: u32) -> (Eng
             vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
             grease_per_million,
             fail_after: None,
+            batch_wait_us: 0,
         },
         key_validity: Duration::from_secs(3600),
         key_rotation: Duration::from_secs(1800),

@@ -92,6 +92,16 @@ pub static KEYS: &[KeySpec] = &[
         help: "Requests that waited in the socket longer are dropped unanswered",
     },
     KeySpec {
+        key: "batch-wait",
+        flag: "batch-wait",
+        env: "GNOMON_BATCH_WAIT",
+        kind: Value,
+        value_name: "DURATION",
+        expected: "a duration in 0ms..=10ms, such as \"100us\"",
+        default: "\"100us\"",
+        help: "With less than a full batch read, wait until the oldest request is this old, then read again (one signature for more requests)",
+    },
+    KeySpec {
         key: "versions",
         flag: "versions",
         env: "GNOMON_VERSIONS",

@@ -182,6 +182,7 @@ fn key_table_ranges_match_the_types() {
         )
     };
     d("max-queue-delay", QueueDelay::MIN, QueueDelay::MAX);
+    d("batch-wait", BatchWait::MIN, BatchWait::MAX);
     d("clock.radius-floor", Radius::MIN, Radius::MAX);
     d("clock.unsynchronized-radius", Radius::MIN, Radius::MAX);
     d("online-key.validity", KeyValidity::MIN, KeyValidity::MAX);
@@ -235,6 +236,8 @@ fn every_bad_value_names_key_line_and_range() {
         ("max-queue-delay", "max-queue-delay = \"0ms\"", "1ms..=1m"),
         ("max-queue-delay", "max-queue-delay = 500", "1ms..=1m"),
         ("max-queue-delay", "max-queue-delay = \"2min\"", "1ms..=1m"),
+        ("batch-wait", "batch-wait = \"11ms\"", "0ms..=10ms"),
+        ("batch-wait", "batch-wait = 100", "0ms..=10ms"),
         ("versions", "versions = [\"draft-99\"]", "\"draft-99\""),
         ("versions", "versions = []", "profile names"),
         (
@@ -461,6 +464,8 @@ fn unsynchronized_policy_and_radius() {
 #[test]
 fn durations_parse_in_every_unit_and_refuse_the_rest() {
     assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+    assert_eq!(parse_duration("250us"), Some(Duration::from_micros(250)));
+    assert_eq!(parse_duration("0ms"), Some(Duration::ZERO));
     assert_eq!(parse_duration("3s"), Some(Duration::from_secs(3)));
     assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
     assert_eq!(parse_duration("12h"), Some(Duration::from_secs(43_200)));
@@ -484,6 +489,10 @@ fn durations_parse_in_every_unit_and_refuse_the_rest() {
         1, 999, 1000, 60_000, 90_000, 3_600_000, 86_400_000, 86_400_001,
     ] {
         let d = Duration::from_millis(d);
+        assert_eq!(parse_duration(&DurationText(d).to_string()), Some(d));
+    }
+    for us in [0, 1, 100, 1_500, 2_000] {
+        let d = Duration::from_micros(us);
         assert_eq!(parse_duration(&DurationText(d).to_string()), Some(d));
     }
 }
