@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "gnomon")
+BIN = os.environ.get("GNOMON_BIN") or os.path.join(ROOT, "target", "release", "gnomon")
 OUT = os.path.join(ROOT, "docs", "plots")
 PORT, METRICS = 25419, 25420
 VERSIONS = ["google", "draft-11", "draft-14", "rfc-10049"]
@@ -121,8 +121,8 @@ def throughput():
     return rows
 
 
-def sweep(name, version, batch, fractions, capacity_window=64):
-    s = Server(batch)
+def sweep(name, version, batch, fractions, extra=(), capacity_window=64):
+    s = Server(batch, extra)
     try:
         cap = load(s, version, ["--max"], 4, capacity_window)["server"]["responses_per_sec"]
         rows = []
@@ -170,18 +170,31 @@ def draw(data):
     fig.tight_layout()
     fig.savefig(os.path.join(OUT, "latency.png"), dpi=110)
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    pts = data["overload"]
-    x = [r["offered_per_sec"] / 1000 for r in pts]
-    ax.plot(x, [r["responses_per_sec"] / 1000 for r in pts], marker="o", label="answered (server)")
-    ax.plot(x, [r["stale_per_sec"] / 1000 for r in pts], marker="x", label="dropped stale (server)")
-    ax.plot(x, [r["overflow_per_sec"] / 1000 for r in pts], marker="^", label="kernel buffer overflow")
-    ax.axhline(pts[0]["capacity"] / 1000, color="grey", linestyle=":", label="capacity (--max)")
+    fig, (ax, lat) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for key, label, style in (("overload", "500 ms limit (default)", "-"),
+                              ("overload_stale", "20 ms limit", "--")):
+        pts = data.get(key) or []
+        if not pts:
+            continue
+        x = [r["offered_per_sec"] / 1000 for r in pts]
+        ax.plot(x, [r["responses_per_sec"] / 1000 for r in pts], style, marker="o", label=f"answered, {label}")
+        ax.plot(x, [r["stale_per_sec"] / 1000 for r in pts], style, marker="x", label=f"dropped stale, {label}")
+        ax.plot(x, [r["overflow_per_sec"] / 1000 for r in pts], style, marker="^",
+                label=f"kernel buffer overflow, {label}")
+        lat.plot(x, [r["latency_us"]["p50"] / 1000 for r in pts], style, marker="o", label=f"p50, {label}")
+        lat.plot(x, [r["latency_us"]["p99"] / 1000 for r in pts], style, marker="s", label=f"p99, {label}")
+    ax.axhline(data["overload"][0]["capacity"] / 1000, color="grey", linestyle=":", label="capacity (--max)")
     ax.set_xlabel("offered load (thousand requests/s)")
     ax.set_ylabel("thousand per second")
-    ax.set_title("overload: version 1, one signature per request (--batch-size 1)")
+    ax.set_title("overload: version 1, one signature per request", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7)
+    lat.set_yscale("log")
+    lat.set_xlabel("offered load (thousand requests/s)")
+    lat.set_ylabel("latency of answered requests (ms)")
+    lat.set_title("how old the answered requests were", fontsize=10)
+    lat.grid(alpha=0.3)
+    lat.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(OUT, "overload.png"), dpi=110)
 
@@ -221,6 +234,10 @@ def main():
             "throughput": throughput(),
             "latency": sweep("latency", "rfc-10049", 64, [0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.25]),
             "overload": sweep("overload", "rfc-10049", 1, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
+            # The same with a short stale limit: old requests are dropped
+            # before any work instead of queueing in the socket buffer.
+            "overload_stale": sweep("overload, 20 ms limit", "rfc-10049", 1, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0],
+                                    ["--max-queue-delay", "20ms"]),
         }
         with open(data_path, "w") as f:
             json.dump(data, f, indent=1)
