@@ -172,7 +172,11 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
     let to = socket.local_addr().unwrap().as_socket().unwrap();
     let worker = Worker {
         socket,
-        config: worker_config(64),
+        // Room for 128, so a read of 64 also takes the batch-wait path.
+        config: WorkerConfig {
+            batch_wait_us: 1_000,
+            ..worker_config(128)
+        },
         keys: Arc::new(ArcSwap::from_pointee(epoch)),
         clock: Arc::new(ClockState::new(3_000_000)),
         stop: Arc::new(AtomicBool::new(false)),
@@ -423,7 +427,8 @@ fn a_short_batch_waits_for_company_and_signs_once() {
         .collect();
     let mut buf = [0u8; 2048];
     c.send_to(&reqs[0], engine.local[0]).unwrap();
-    c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
     assert!(c.recv(&mut buf).is_err(), "answered before the wait ended");
     c.send_to(&reqs[1], engine.local[0]).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
