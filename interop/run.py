@@ -653,10 +653,6 @@ ROUGHLY_RAND = (
     "roughly 0.3.0 reads 'rand' from every report entry; RFC 10049 lets the first entry leave "
     "it out, and gnomon does"
 )
-ROUGHLY_LIST = (
-    "roughly 0.3.0 writes its report as a bare JSON array, not the RFC's "
-    "{\"responses\": [...]} object; gnomon verify-report reads only the RFC's form"
-)
 
 
 def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
@@ -849,7 +845,7 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
         return f"proof of malfeasance: {len(res.get('contradictions', []))} contradicting pairs"
 
     suite.add("gnomon verify-report", "report by roughly", "1", "-", "verify-report",
-              lambda: gnomon_verifies(False), xfail=ROUGHLY_LIST)
+              lambda: gnomon_verifies(False))
     suite.add("gnomon verify-report", "report by roughly, in RFC object", "1", "-", "verify-report",
               lambda: gnomon_verifies(True))
 

@@ -300,13 +300,25 @@ impl ParsedReport {
 }
 
 /// Parse a report in either form. Unknown keys are ignored. A report whose
-/// `responses` are strings, or that has `nonces`, is the pre-12 form.
+/// `responses` are strings, or that has `nonces`, is the pre-12 form. A bare
+/// array of entries (what roughly 0.3.0 writes) is read as the RFC's
+/// `{"responses": [...]}`: the entries are checked just the same.
 pub fn parse_report(json: &[u8]) -> Result<ParsedReport, ReportParseError> {
     let doc: Value = serde_json::from_slice(json).map_err(|e| ReportParseError::Json {
         line: e.line(),
         column: e.column(),
     })?;
-    let top = doc.as_object().ok_or(ReportParseError::NotAnObject)?;
+    let wrapped: Map<String, Value>;
+    let top = match &doc {
+        Value::Object(top) => top,
+        Value::Array(entries) => {
+            wrapped = [(String::from("responses"), Value::Array(entries.clone()))]
+                .into_iter()
+                .collect();
+            &wrapped
+        }
+        _ => return Err(ReportParseError::NotAnObject),
+    };
     let responses = top_array(top, "responses")?;
     if responses.len() > MAX_REPORT_ENTRIES {
         return Err(ReportParseError::TooManyEntries);
@@ -409,7 +421,7 @@ mod tests {
     fn bad_documents_are_typed_errors() {
         let cases: [(&[u8], ReportParseError); 8] = [
             (b"{", ReportParseError::Json { line: 1, column: 1 }),
-            (b"[]", ReportParseError::NotAnObject),
+            (b"3", ReportParseError::NotAnObject),
             (
                 b"{}",
                 ReportParseError::Missing {
@@ -458,6 +470,26 @@ mod tests {
                 core::str::from_utf8(json).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn a_bare_array_reads_as_the_responses() {
+        let entries = r#"[{"publicKey":"AA==","request":"AA==","response":"AA=="}]"#;
+        let wrapped = alloc::format!(r#"{{"responses":{entries}}}"#);
+        let (a, b) = (
+            parse_report(entries.as_bytes()),
+            parse_report(wrapped.as_bytes()),
+        );
+        assert!(a.is_ok(), "{a:?}");
+        assert_eq!(alloc::format!("{a:?}"), alloc::format!("{b:?}"));
+        // Its entries are checked like any others.
+        assert_eq!(
+            parse_report(br#"[{"publicKey":"AA==","request":"AA=="}]"#).unwrap_err(),
+            ReportParseError::Missing {
+                entry: Some(0),
+                field: "response",
+            }
+        );
     }
 
     #[test]
