@@ -102,11 +102,12 @@ pub fn render(s: &Snapshot) -> String {
     let _ = writeln!(o, "gnomon_greased_total {}", st.greased);
     counter(
         "stage_seconds_total",
-        "Time spent per stage of the request path.",
+        "Time spent per stage of the request path (syscalls include waiting for requests).",
         &mut o,
     );
     for (stage, ns) in [
         ("syscalls", st.ns_syscalls),
+        ("batch_wait", st.ns_batch_wait),
         ("parse", st.ns_parse),
         ("respond", st.ns_respond),
     ] {
@@ -417,6 +418,7 @@ mod tests {
         assert!(text.contains("gnomon_batch_size_bucket{le=\"4\"} 2"));
         assert!(text.contains("gnomon_batch_size_bucket{le=\"+Inf\"} 2"));
         assert!(text.contains("gnomon_batch_size_sum 6\n"), "{text}");
+        assert!(text.contains("gnomon_stage_seconds_total{stage=\"batch_wait\"} 0.000000000"));
         assert!(text.contains("gnomon_radius_seconds 3"));
         assert!(text.contains("gnomon_certificate_expiry_timestamp_seconds 200"));
     }

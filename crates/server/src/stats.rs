@@ -151,8 +151,11 @@ pub struct WorkerStats {
     pub ns_parse: u64,
     /// Nanoseconds in the responder (hashing, signing, writing).
     pub ns_respond: u64,
-    /// Nanoseconds in recvmmsg + sendmmsg.
+    /// Nanoseconds in recvmmsg + sendmmsg, including a receive's wait for
+    /// the first datagram.
     pub ns_syscalls: u64,
+    /// Nanoseconds slept for a fuller batch (`batch_wait_us`).
+    pub ns_batch_wait: u64,
 }
 
 impl Default for WorkerStats {
@@ -171,6 +174,7 @@ impl Default for WorkerStats {
             ns_parse: 0,
             ns_respond: 0,
             ns_syscalls: 0,
+            ns_batch_wait: 0,
         }
     }
 }
@@ -214,6 +218,7 @@ impl WorkerStats {
         self.ns_parse += o.ns_parse;
         self.ns_respond += o.ns_respond;
         self.ns_syscalls += o.ns_syscalls;
+        self.ns_batch_wait += o.ns_batch_wait;
         for (a, b) in self.responses.iter_mut().zip(o.responses) {
             *a += b;
         }

@@ -204,12 +204,12 @@ impl Worker {
                 return Ok(0);
             }
         };
+        state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
         let n = if n > 0 && self.config.batch_wait_us > 0 {
             n + self.gather(state, n, fd)
         } else {
             n
         };
-        state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
         if n > 0 {
             self.answer(state, n, fd)?;
         }
@@ -229,10 +229,15 @@ impl Worker {
         let oldest = state.batch.meta(0).rx_ns.unwrap_or(now);
         let due = oldest.saturating_add(self.config.batch_wait_us * 1_000);
         if due > now {
+            let slept = Instant::now();
             std::thread::sleep(Duration::from_nanos(due - now));
+            state.stats.ns_batch_wait += slept.elapsed().as_nanos() as u64;
         }
+        let t0 = Instant::now();
         // A failed extra read only leaves the batch as it was.
-        state.batch.recv_more(fd, n).unwrap_or(0)
+        let more = state.batch.recv_more(fd, n).unwrap_or(0);
+        state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
+        more
     }
 
     fn answer(&self, state: &mut WorkerState, n: usize, fd: i32) -> io::Result<()> {

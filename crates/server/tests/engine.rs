@@ -442,4 +442,8 @@ fn a_short_batch_waits_for_company_and_signs_once() {
     assert_eq!(total.received, 2);
     assert_eq!(total.signatures, 1, "{total:?}");
     assert_eq!(total.batches, 1, "{total:?}");
+    assert!(
+        total.ns_batch_wait > 0,
+        "the wait is its own stage: {total:?}"
+    );
 }
