@@ -1,13 +1,12 @@
 //! The Merkle hash primitives (VERSIONS.md §2.5) behind one small interface, so
 //! the SHA-512 crate is a choice made in one place (docs/COST.md).
 //!
-//! Single hashes go through sha2. A tree's leaves and each level of its nodes
-//! go through [`gnomon_sha512x4`], which hashes up to eight equal-length
-//! messages at once with AVX2 and falls back to sha2 elsewhere (docs/COST.md,
-//! "Multi-buffer leaf hashing").
+//! Every hash goes through [`gnomon_sha512x4`]: single ones through its sha2
+//! path, a tree's leaves and each level of its nodes through its multi-buffer
+//! path, which hashes up to eight equal-length messages at once with AVX2 and
+//! falls back to sha2 elsewhere (docs/COST.md, "Multi-buffer leaf hashing").
 
 use gnomon_sha512x4::{Message, Variant};
-use sha2::{Digest, Sha512, Sha512_256};
 
 use crate::profile::HashAlg;
 
@@ -20,26 +19,22 @@ const NODE: u8 = 0x01;
 impl HashAlg {
     /// Hash the concatenation of `parts` into `out`.
     pub fn digest(self, parts: &[&[u8]], out: &mut Hash) {
+        gnomon_sha512x4::digest_one(self.variant(), parts, out);
+        self.truncate(out);
+    }
+
+    /// The SHA-512 family member behind this hash.
+    fn variant(self) -> Variant {
         match self {
-            HashAlg::Sha512 | HashAlg::Sha512Trunc32 => {
-                let mut h = Sha512::new();
-                for p in parts {
-                    h.update(p);
-                }
-                out.copy_from_slice(&h.finalize());
-            }
-            HashAlg::Sha512_256 => {
-                let mut h = Sha512_256::new();
-                for p in parts {
-                    h.update(p);
-                }
-                out[..32].copy_from_slice(&h.finalize());
-                out[32..].fill(0);
-            }
+            HashAlg::Sha512 | HashAlg::Sha512Trunc32 => Variant::Sha512,
+            HashAlg::Sha512_256 => Variant::Sha512_256,
         }
+    }
+
+    /// Truncated at every node, not only at the root (§2.5): clearing the
+    /// tail keeps comparisons of whole arrays honest.
+    fn truncate(self, out: &mut Hash) {
         if self == HashAlg::Sha512Trunc32 {
-            // Truncated at every node, not only at the root (§2.5): clearing the
-            // tail keeps comparisons of whole arrays honest.
             out[32..].fill(0);
         }
     }
@@ -82,10 +77,7 @@ impl HashAlg {
             }
             return;
         }
-        let variant = match self {
-            HashAlg::Sha512 | HashAlg::Sha512Trunc32 => Variant::Sha512,
-            HashAlg::Sha512_256 => Variant::Sha512_256,
-        };
+        let variant = self.variant();
         let prefix = core::slice::from_ref(prefix);
         let mut msgs: [Message<'a>; BATCH] = [[&[]; 3]; BATCH];
         for slots in out.chunks_mut(BATCH) {
@@ -95,11 +87,8 @@ impl HashAlg {
                 n += 1;
             }
             gnomon_sha512x4::digest_many(variant, &msgs[..n], &mut slots[..n]);
-            if self == HashAlg::Sha512Trunc32 {
-                // As in `digest`: truncated at every node (§2.5).
-                for o in &mut slots[..n] {
-                    o[32..].fill(0);
-                }
+            for o in &mut slots[..n] {
+                self.truncate(o);
             }
             if n < slots.len() {
                 break;

@@ -1,10 +1,9 @@
 //! Requests: built by clients for any version, parsed and validated by
 //! servers, with the version choice of VERSIONS.md §6.1.
 
-use sha2::{Digest, Sha512};
 
 use crate::error::WireError;
-use crate::profile::{Framing, Profile, ProfileSet, VerList};
+use crate::profile::{Framing, HashAlg, Profile, ProfileSet, VerList};
 use crate::tag::Tag;
 use crate::version::Version;
 use crate::wire::{self, Message, PACKET_HEADER};
@@ -20,10 +19,8 @@ pub const MAX_VER_ENTRIES: usize = 128;
 
 /// SRV for a long-term public key: the first 32 bytes of SHA-512(0xff ‖ key) (§3).
 pub fn srv_for(long_term_public: &[u8; 32]) -> [u8; 32] {
-    let d = Sha512::new()
-        .chain_update([0xff])
-        .chain_update(long_term_public)
-        .finalize();
+    let mut d = [0u8; 64];
+    HashAlg::Sha512.digest(&[&[0xff], long_term_public], &mut d);
     let mut out = [0u8; 32];
     out.copy_from_slice(&d[..32]);
     out

@@ -138,7 +138,8 @@ pub fn digest_many_with(
     }
 }
 
-/// SHA-512 (or /256) of one message with the portable backend.
-pub fn digest_one(variant: Variant, msg: &Message<'_>, out: &mut Digest) {
-    portable::digest_one(variant, msg, out);
+/// SHA-512 (or /256) of the concatenation of `parts` (any number of them),
+/// with the portable backend.
+pub fn digest_one(variant: Variant, parts: &[&[u8]], out: &mut Digest) {
+    portable::digest_one(variant, parts, out);
 }

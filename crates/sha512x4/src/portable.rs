@@ -11,18 +11,19 @@ pub(crate) fn digest_many(variant: Variant, msgs: &[Message<'_>], out: &mut [Dig
     }
 }
 
-pub(crate) fn digest_one(variant: Variant, msg: &Message<'_>, out: &mut Digest) {
+/// The concatenation of `parts`, hashed; any number of parts.
+pub(crate) fn digest_one(variant: Variant, parts: &[&[u8]], out: &mut Digest) {
     match variant {
         Variant::Sha512 => {
             let mut h = Sha512::new();
-            for p in msg {
+            for p in parts {
                 h.update(p);
             }
             out.copy_from_slice(&h.finalize());
         }
         Variant::Sha512_256 => {
             let mut h = Sha512_256::new();
-            for p in msg {
+            for p in parts {
                 h.update(p);
             }
             out[..32].copy_from_slice(&h.finalize());
