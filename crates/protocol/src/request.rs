@@ -1,7 +1,6 @@
 //! Requests: built by clients for any version, parsed and validated by
 //! servers, with the version choice of VERSIONS.md §6.1.
 
-
 use crate::error::WireError;
 use crate::profile::{Framing, HashAlg, Profile, ProfileSet, VerList};
 use crate::tag::Tag;
