@@ -8,29 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use gnomon_protocol::{
-    verify_response, Acceptor, KeyPair, Offer, Profile, ResponderOptions, Version, PROFILES,
-};
+use gnomon_protocol::{verify_response, KeyPair, Offer, Profile, PROFILES};
 use gnomon_server::keys::mint_epoch;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::worker::{ClockState, Worker, WorkerConfig};
 use gnomon_server::{sys, Engine, EngineConfig};
 
-fn worker_config(max_batch: usize) -> WorkerConfig {
-    WorkerConfig {
-        max_batch,
-        max_queue_delay_us: 5_000_000,
-        acceptor: Acceptor::default(),
-        options: ResponderOptions {
-            batch_disputed: true,
-            google_nonce: false,
-        },
-        vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
-        grease_per_million: 0,
-        fail_after: None,
-        batch_wait_us: 0,
-    }
-}
+mod common;
+use common::{config, worker_config};
 
 fn engine(workers: usize) -> (Engine, KeyPair) {
     engine_with(workers, worker_config(64), Duration::from_secs(1800))
@@ -44,23 +29,6 @@ fn engine_with(workers: usize, worker: WorkerConfig, rotation: Duration) -> (Eng
         ..config("127.0.0.1:0", worker)
     };
     (Engine::start(config, vec![lt.clone()]).unwrap(), lt)
-}
-
-/// One worker on `listen`, an hour's keys, no TCP.
-fn config(listen: &str, worker: WorkerConfig) -> EngineConfig {
-    EngineConfig {
-        listen: vec![listen.parse().unwrap()],
-        workers: 1,
-        recv_buffer: Some(4 << 20),
-        worker,
-        key_validity: Duration::from_secs(3600),
-        key_rotation: Duration::from_secs(1800),
-        key_rotation_jitter_percent: 0,
-        radius_floor_us: 3_000_000,
-        // This machine's kernel may call its clock unsynchronized.
-        unsynchronized_radius_us: Some(10_000_000),
-        tcp: None,
-    }
 }
 
 fn request(profile: &'static Profile, i: u64) -> Vec<u8> {

@@ -11,13 +11,14 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use gnomon_protocol::profile::Framing;
-use gnomon_protocol::{
-    verify_response, Acceptor, KeyPair, Offer, Profile, ResponderOptions, Version, PROFILES,
-};
+use gnomon_protocol::{verify_response, KeyPair, Offer, Profile, PROFILES};
 use gnomon_server::stats::Drop;
 use gnomon_server::tcp::{Close, TcpConfig, TcpStats};
 use gnomon_server::worker::WorkerConfig;
 use gnomon_server::{Engine, EngineConfig};
+
+mod common;
+use common::{config, worker_config};
 
 /// Bounds a wait that should end far sooner.
 const PATIENCE: Duration = Duration::from_secs(5);
@@ -43,30 +44,15 @@ fn engine_on(listen: &[&str], tcp: TcpConfig) -> (Engine, KeyPair) {
 
 fn engine_full(listen: &[&str], tcp: TcpConfig, grease_per_million: u32) -> (Engine, KeyPair) {
     let lt = KeyPair::from_seed(&[41; 32]);
+    let worker = WorkerConfig {
+        grease_per_million,
+        ..worker_config(64)
+    };
     let config = EngineConfig {
         listen: listen.iter().map(|a| a.parse().unwrap()).collect(),
-        workers: 1,
         recv_buffer: None,
-        worker: WorkerConfig {
-            max_batch: 64,
-            max_queue_delay_us: 5_000_000,
-            acceptor: Acceptor::default(),
-            options: ResponderOptions {
-                batch_disputed: true,
-                google_nonce: false,
-            },
-            vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
-            grease_per_million,
-            fail_after: None,
-            batch_wait_us: 0,
-        },
-        key_validity: Duration::from_secs(3600),
-        key_rotation: Duration::from_secs(1800),
-        key_rotation_jitter_percent: 0,
-        radius_floor_us: 3_000_000,
-        // This machine's kernel may call its clock unsynchronized.
-        unsynchronized_radius_us: Some(10_000_000),
         tcp: Some(tcp),
+        ..config(listen[0], worker)
     };
     (Engine::start(config, vec![lt.clone()]).unwrap(), lt)
 }
