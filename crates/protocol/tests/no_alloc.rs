@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use gnomon_protocol::{
-    Acceptor, BatchContext, Profile, Request, Responder, ResponderOptions, ResponseSink, PROFILES,
+    Acceptor, Profile, Request, Responder, ResponderOptions, ResponseSink, PROFILES,
 };
 
 struct FixedSink {
@@ -52,14 +52,7 @@ fn parse_and_respond_make_no_allocations() {
     for profile in PROFILES.iter() {
         let datagrams: Vec<Vec<u8>> = (0..64).map(|i| request(profile, i, 1024)).collect();
         let cert = server.cert(profile);
-        let ctx = BatchContext {
-            profile,
-            now_us: NOW_US,
-            radius_us: RADIUS_US,
-            online: &server.online,
-            cert: &cert,
-            vers: &server.vers,
-        };
+        let ctx = server.context(profile, &cert, NOW_US);
         let mut reqs: [Option<Request<'_>>; 64] = [None; 64];
         let mut parsed: Vec<Request<'_>> = Vec::with_capacity(64);
         // Warm-up outside the measured window.

@@ -406,14 +406,7 @@ fn answer_all(datagrams: &[Vec<u8>], opts: ResponderOptions) {
     let profile = first.profile;
     let server = Server::new(3);
     let cert = server.cert(profile);
-    let ctx = gnomon_protocol::BatchContext {
-        profile,
-        now_us: NOW_US,
-        radius_us: RADIUS_US,
-        online: &server.online,
-        cert: &cert,
-        vers: &server.vers,
-    };
+    let ctx = server.context(profile, &cert, NOW_US);
     let mut sink = VecSink::new(reqs.len());
     gnomon_protocol::Responder::new(8, opts).respond(&ctx, &reqs, &mut sink);
     for (i, r) in reqs.iter().enumerate() {

@@ -78,14 +78,7 @@ fn one_certificate_set_serves_every_profile() {
     for profile in PROFILES.iter() {
         let req = request(profile, 0, 1024);
         let parsed = gnomon_protocol::Acceptor::default().parse(&req).unwrap();
-        let ctx = gnomon_protocol::BatchContext {
-            profile,
-            now_us: NOW_US,
-            radius_us: RADIUS_US,
-            online: &server.online,
-            cert: set.for_profile(profile),
-            vers: &server.vers,
-        };
+        let ctx = server.context(profile, set.for_profile(profile), NOW_US);
         let mut sink = VecSink::new(1);
         gnomon_protocol::Responder::new(1, ResponderOptions::default()).respond(
             &ctx,

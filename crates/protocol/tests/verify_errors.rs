@@ -263,14 +263,7 @@ fn downgrade_is_detected_through_signed_vers() {
     let parsed = only_c.parse(&req).unwrap();
     let profile = parsed.profile;
     let cert = server.cert(profile);
-    let ctx = gnomon_protocol::BatchContext {
-        profile,
-        now_us: NOW_US,
-        radius_us: RADIUS_US,
-        online: &server.online,
-        cert: &cert,
-        vers: &server.vers,
-    };
+    let ctx = server.context(profile, &cert, NOW_US);
     let mut sink = VecSink::new(1);
     gnomon_protocol::Responder::new(4, ResponderOptions::default()).respond(
         &ctx,

@@ -64,6 +64,24 @@ impl Server {
         )
     }
 
+    /// The responder's context for one batch of `profile` at `now_us`,
+    /// signed with this server's online key under `cert`.
+    pub fn context<'a>(
+        &'a self,
+        profile: &'static Profile,
+        cert: &'a Certificate,
+        now_us: u64,
+    ) -> BatchContext<'a> {
+        BatchContext {
+            profile,
+            now_us,
+            radius_us: RADIUS_US,
+            online: &self.online,
+            cert,
+            vers: &self.vers,
+        }
+    }
+
     /// Answer raw datagrams as one batch of `profile`.
     pub fn answer(
         &self,
@@ -85,14 +103,7 @@ impl Server {
             );
         }
         let cert = self.cert(profile);
-        let ctx = BatchContext {
-            profile,
-            now_us,
-            radius_us: RADIUS_US,
-            online: &self.online,
-            cert: &cert,
-            vers: &self.vers,
-        };
+        let ctx = self.context(profile, &cert, now_us);
         let mut responder = Responder::new(1024, opts);
         let mut sink = VecSink::new(reqs.len());
         responder.respond(&ctx, &reqs, &mut sink);
