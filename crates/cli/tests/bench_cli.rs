@@ -221,17 +221,22 @@ impl NullProcess {
     }
 }
 
-#[test]
-fn null_server_answers_with_fixed_bytes_and_reports_on_sigterm() {
-    let p = null_server("96");
+/// Send 20 requests one at a time; each must get a 96-byte reply.
+fn expect_twenty_96_byte_replies(addr: SocketAddr) {
     let c = UdpSocket::bind("127.0.0.1:0").unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    c.connect(p.addr).unwrap();
+    c.connect(addr).unwrap();
     let mut buf = [0u8; 512];
     for i in 0..20u8 {
         c.send(&[i; 1024]).unwrap();
         assert_eq!(c.recv(&mut buf).expect("reply"), 96);
     }
+}
+
+#[test]
+fn null_server_answers_with_fixed_bytes_and_reports_on_sigterm() {
+    let p = null_server("96");
+    expect_twenty_96_byte_replies(p.addr);
     let (summary, ok) = p.terminate();
     assert!(ok, "{summary}");
     assert!(summary.contains("received 20, replied 20"), "{summary}");
@@ -267,14 +272,7 @@ fn null_server_io_uring_backend_answers_or_exits_saying_why() {
         }
     };
     eprintln!("case run: io_uring available, checked the replies");
-    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    c.connect(p.addr).unwrap();
-    let mut buf = [0u8; 512];
-    for i in 0..20u8 {
-        c.send(&[i; 1024]).unwrap();
-        assert_eq!(c.recv(&mut buf).expect("reply"), 96);
-    }
+    expect_twenty_96_byte_replies(p.addr);
     let (summary, ok) = p.terminate();
     assert!(ok, "{summary}");
     let v: serde_json::Value = serde_json::from_str(summary.trim()).expect(&summary);
