@@ -21,6 +21,9 @@ use sha2::{Digest, Sha512};
 mod chain_file;
 mod profile_file;
 
+#[allow(unused_imports)] // the example that writes the corpus does not read it
+pub(crate) use profile_file::error_class;
+
 /// The instant every response is signed at (chains add whole seconds):
 /// 2026-10-05T12:34:56.789012Z. The fraction is there so that the
 /// seconds encodings visibly round MIDP down and RADI up.

@@ -7,10 +7,10 @@
 use std::path::PathBuf;
 
 use base64::Engine;
-use gnomon_protocol::merkle::{Orientation, PathError};
+use gnomon_protocol::merkle::Orientation;
 use gnomon_protocol::profile::{HashAlg, TimeEncoding};
 use gnomon_protocol::wire::{self, Message};
-use gnomon_protocol::{KeyPair, Profile, Tag, Verified, VerifyError};
+use gnomon_protocol::{KeyPair, Profile, Tag, Verified};
 use serde_json::Value;
 use sha2::{Digest, Sha512, Sha512_256};
 
@@ -155,22 +155,8 @@ pub(crate) fn check_expect(v: &Verified, response: &[u8], e: &Value, what: &str)
     );
 }
 
-/// The corpus name of a verification failure.
-pub(crate) fn class(e: &VerifyError) -> &'static str {
-    match e {
-        VerifyError::ResponseSignature => "ResponseSignature",
-        VerifyError::DelegationSignature => "DelegationSignature",
-        VerifyError::NonceMismatch => "NonceMismatch",
-        VerifyError::NotOffered(_) => "NotOffered",
-        VerifyError::UnknownVersion(_) => "UnknownVersion",
-        VerifyError::Type => "Type",
-        VerifyError::Root => "Root",
-        VerifyError::Path(PathError::IndexBits) => "IndexBits",
-        VerifyError::Framing(_) => "Framing",
-        VerifyError::Message(_) => "Message",
-        other => panic!("a class the corpus does not use: {other:?}"),
-    }
-}
+/// The corpus name of a verification failure: the generator's own naming.
+pub(crate) use crate::corpus_gen::error_class as class;
 
 fn sha512(parts: &[&[u8]]) -> Vec<u8> {
     let mut h = Sha512::new();
