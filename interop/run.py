@@ -70,6 +70,21 @@ class Failed(Exception):
 # Processes
 
 
+def spawn(argv: list[str], stderr: int, env: dict | None) -> subprocess.Popen:
+    """A child in its own process group (so it can be killed whole), stdin
+    closed, stdout piped as text."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        env=env,
+    )
+
+
 class Child:
     """A long-running child in its own process group; its output goes to a log
     file and, line by line, to a queue that wait_for reads with a deadline."""
@@ -80,16 +95,7 @@ class Child:
         self.log_path = log
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            env=env,
-        )
+        self.proc = spawn(argv, subprocess.STDOUT, env)
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
@@ -153,16 +159,7 @@ class Processes:
     def run(self, argv: list[str], timeout: float = QUERY_TIMEOUT, env: dict | None = None) -> tuple[int, str, str]:
         """Run a command to completion with a deadline; its whole process group is
         killed if the deadline passes."""
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            env=env,
-        )
+        proc = spawn(argv, subprocess.PIPE, env)
         self.running.add(proc)
         try:
             out, err = proc.communicate(timeout=timeout)
