@@ -13,104 +13,31 @@ its --duration. Server-side counts come from the server's own /metrics.
 
 import json
 import os
-import re
-import subprocess
 import sys
-import time
-import urllib.request
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("GNOMON_BIN") or os.path.join(ROOT, "target", "release", "gnomon")
-OUT = os.path.join(ROOT, "docs", "plots")
-PORT, METRICS = 25419, 25420
+import benchlib  # noqa: E402
+
+OUT = os.path.join(benchlib.ROOT, "docs", "plots")
 VERSIONS = ["google", "draft-11", "draft-14", "rfc-10049"]
 LABELS = {"google": "Google", "draft-11": "0x8000000b", "draft-14": "0x8000000c", "rfc-10049": "1"}
 BATCHES = [1, 8, 64, 256, 1024]
 SECS = float(os.environ.get("PLOT_SECS", "3"))
 
 
-class Server:
-    """gnomon serve, one worker on core 0, with metrics."""
-
-    def __init__(self, batch, extra=()):
-        args = ["taskset", "-c", "0", BIN, "serve", "--listen", f"127.0.0.1:{PORT}",
-                "--workers", "1", "--batch-size", str(batch), "--batch-disputed",
-                "--summary-interval", "0", "--tcp-enable=false",
-                "--metrics", f"127.0.0.1:{METRICS}", *extra]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("public key (base64): "):
-            raise SystemExit(f"serve did not start: {line!r}")
-        self.key = line.split(": ", 1)[1].strip()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                self.metrics()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def metrics(self):
-        text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS}/metrics", timeout=5).read().decode()
-        values = {}
-        for line in text.splitlines():
-            m = re.match(r"^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$", line)
-            if m:
-                values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-        return values
-
-    def cpu_secs(self):
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-
-
-def total(values, name):
-    return sum(v for k, v in values.items() if k == name or k.startswith(name + "{"))
-
-
-def load(server, version, pacing, workers, window, timeout=0.25):
-    args = ["taskset", "-c", "1", BIN, "bench", "load", "--target", f"127.0.0.1:{PORT}",
-            "--key", server.key, "--version", version, *pacing, "--duration", str(SECS),
-            "--workers", str(workers), "--window", str(window), "--timeout", str(timeout),
-            "--verify-fraction", "0.01", "--json"]
-    before, cpu0 = server.metrics(), server.cpu_secs()
-    out = subprocess.run(args, capture_output=True, text=True, timeout=SECS + 60)
-    after, cpu1 = server.metrics(), server.cpu_secs()
-    if not out.stdout.strip():
-        raise SystemExit(f"bench load failed: {out.stderr}")
-    r = json.loads(out.stdout)
-    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    responses = total(d, "gnomon_responses_total")
-    r["server"] = {
-        "responses_per_sec": responses / r["send_secs"],
-        "received_per_sec": total(d, "gnomon_requests_received_total") / r["send_secs"],
-        "stale_per_sec": d.get('gnomon_dropped_total{reason="stale"}', 0) / r["send_secs"],
-        "overflow_per_sec": d.get("gnomon_kernel_receive_overflow_total", 0) / r["send_secs"],
-        "mean_batch": d.get("gnomon_batch_size_sum", 0) / max(d.get("gnomon_batch_size_count", 0), 1),
-        "cpu_us_per_response": (cpu1 - cpu0) * 1e6 / max(responses, 1),
-    }
-    if r.get("invalid"):
-        raise SystemExit(f"{version}: {r['invalid']} invalid responses")
-    return r
+def load(server, version, pacing, workers, window):
+    return benchlib.load(server, version, pacing, workers, window, SECS, timeout=0.25)
 
 
 def throughput():
     rows = []
     for v in VERSIONS:
         for b in BATCHES:
-            s = Server(b)
+            s = benchlib.Gnomon(b)
             try:
                 # Enough in flight that batches of 1024 can form.
                 r = load(s, v, ["--max"], 4, max(64, b // 2))
@@ -122,7 +49,7 @@ def throughput():
 
 
 def sweep(name, version, batch, fractions, extra=(), capacity_window=64):
-    s = Server(batch, extra)
+    s = benchlib.Gnomon(batch, extra)
     try:
         cap = load(s, version, ["--max"], 4, capacity_window)["server"]["responses_per_sec"]
         rows = []
@@ -200,7 +127,7 @@ def draw(data):
 
 
 def draw_ledger():
-    path = os.path.join(ROOT, "docs", "ledger.json")
+    path = os.path.join(benchlib.ROOT, "docs", "ledger.json")
     if not os.path.exists(path):
         return
     ledger = json.load(open(path))
