@@ -152,11 +152,11 @@ fn a_closed_stdout_is_not_a_panic() {
     use std::process::{Command, Stdio};
     let file = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/butterfield/draft11-response.bin"
+        "/../../tests/external-vectors/butterfield/draft11-response.bin"
     );
     assert!(
         std::path::Path::new(file).exists(),
-        "shared/vectors missing beside the repo"
+        "tests/external-vectors missing from the checkout"
     );
     // The read end is closed before the tool starts: its first write fails.
     let (reader, writer) = std::io::pipe().unwrap();

@@ -18,7 +18,7 @@ use gnomon_protocol::{
 fn vectors() -> PathBuf {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors"
+        "/../../tests/external-vectors"
     ));
     assert!(dir.is_dir(), "vector directory missing: {}", dir.display());
     dir

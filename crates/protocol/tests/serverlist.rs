@@ -11,7 +11,7 @@ use gnomon_protocol::{Profile, ProfileSet, ServerList, Version};
 fn vector(rel: &str) -> Vec<u8> {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors"
+        "/../../tests/external-vectors"
     ));
     assert!(dir.is_dir(), "vector directory missing: {}", dir.display());
     let path = dir.join(rel);

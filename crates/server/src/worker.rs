@@ -241,6 +241,20 @@ impl Worker {
     }
 
     fn answer(&self, state: &mut WorkerState, n: usize, fd: i32) -> io::Result<()> {
+        let count = self.respond(state, n);
+        let t_send = Instant::now();
+        let sent = state.batch.send(fd, count)?;
+        state.stats.ns_syscalls += t_send.elapsed().as_nanos() as u64;
+        for _ in sent..count {
+            state.stats.drop(Drop::SendFailed);
+        }
+        Ok(())
+    }
+
+    /// Check, group and answer the first `n` received datagrams into the
+    /// reply slots, without sending; returns the replies written. Kept
+    /// apart from the syscalls so the whole datagram path can be fuzzed.
+    pub fn respond(&self, state: &mut WorkerState, n: usize) -> usize {
         let WorkerState {
             batch,
             responder,
@@ -263,7 +277,7 @@ impl Worker {
             .load(Ordering::Relaxed)
             .min(u64::from(u32::MAX)) as u32;
         let max_delay_ns = self.config.max_queue_delay_us.saturating_mul(1_000);
-        let count = {
+        {
             let (received, mut replies) = batch.split();
             replies.clear();
             let mut slots: ArrayVec<Slot<'_>, MAX_BATCH> = ArrayVec::new();
@@ -349,13 +363,6 @@ impl Worker {
             }
             stats.ns_respond += t_respond.elapsed().as_nanos() as u64;
             replies.count()
-        };
-        let t_send = Instant::now();
-        let sent = batch.send(fd, count)?;
-        stats.ns_syscalls += t_send.elapsed().as_nanos() as u64;
-        for _ in sent..count {
-            stats.drop(Drop::SendFailed);
         }
-        Ok(())
     }
 }

@@ -76,6 +76,38 @@ pub fn server_list(servers: &[(&str, &Fixture, u32)], reports: Option<&str>) -> 
     format!(r#"{{"servers":[{}]{reports}}}"#, entries.join(","))
 }
 
+/// Record that the calling test cannot run here and why, then return so the
+/// test can end early. The reason goes to stderr and is appended to the file
+/// named by `GNOMON_SKIP_LOG` (set by `scripts/test-all`, which prints the
+/// file at the end of the run), so a skip is never silent even though
+/// cargo's harness hides the output of passing tests.
+pub fn skip(test: &str, reason: &str) {
+    let line = format!("SKIPPED {test}: {reason}");
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os("GNOMON_SKIP_LOG") {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+/// Whether this process runs as root (raw sockets, network namespaces).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

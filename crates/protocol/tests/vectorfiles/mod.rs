@@ -1,4 +1,4 @@
-//! Finding and decoding the external vectors in `shared/vectors/` (see its
+//! Finding and decoding the external vectors in `tests/external-vectors/` (see its
 //! README for provenance). Every loader panics with the file's path on any
 //! problem: a vector that cannot be read is a failed test, never a skip.
 #![allow(dead_code, unreachable_pub)]
@@ -19,16 +19,15 @@ pub const INT08H_PUB_B64: &str = "AW5uAoTSTDfG5NfY1bTh08GUnOqlRb+HVhbJ3ODJvsE=";
 /// Netnod's sth2.roughtime.netnod.se, the draft-07 server in roughly's captures.
 pub const NETNOD_PUB_B64: &str = "T/xxX4ERUBAOpt64Z8phWamKsASZxJ0VWuiPm3GS/8g=";
 
-/// `shared/vectors`, which sits beside the repository checkout.
+/// `tests/external-vectors`: the external vectors, copied into the repository.
 pub fn dir() -> PathBuf {
     let d = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors"
+        "/../../tests/external-vectors"
     ));
     assert!(
         d.join("README.md").is_file(),
-        "external test vectors not found at {}: clone the shared material beside the \
-         repository (shared/ next to the checkout) so that shared/vectors/README.md exists",
+        "external test vectors not found at {}: they belong in the repository",
         d.display()
     );
     d
