@@ -128,6 +128,17 @@ impl Responder {
         self.tree.capacity()
     }
 
+    /// Most requests of profile `p` one signature covers: 1 for the
+    /// versions answered singly (the server budgets those), else the
+    /// tree's capacity.
+    pub fn leaves_per_signature(&self, p: &Profile) -> usize {
+        match p.batching {
+            Batching::Never => 1,
+            Batching::OrientationDisputed if !self.options.batch_disputed => 1,
+            _ => self.tree.capacity(),
+        }
+    }
+
     /// Answer `requests`, all of `ctx.profile`. Response `i` goes to
     /// `sink.buffer(i)`. Requests are split into as few trees as the
     /// capacity, the profile's batching rule and every request's size allow.
@@ -150,11 +161,7 @@ impl Responder {
         } else {
             None
         };
-        let max_leaves = match p.batching {
-            Batching::Never => 1,
-            Batching::OrientationDisputed if !self.options.batch_disputed => 1,
-            _ => self.tree.capacity(),
-        };
+        let max_leaves = self.leaves_per_signature(p);
         let mut i = 0;
         while i < requests.len() {
             let r = &requests[i];

@@ -28,7 +28,9 @@ mod keys;
 mod layers;
 #[cfg(test)]
 mod tests;
+#[macro_use]
 mod values;
+mod limit;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -40,6 +42,10 @@ use gnomon_protocol::{Profile, ProfileSet};
 pub use error::{ConfigError, Origin};
 pub use keys::{lookup, KeySpec, Kind, KEYS};
 pub use layers::Overrides;
+pub use limit::{
+    Burst, Ipv4Prefix, Ipv6Prefix, LimitSettings, NetList, Rate, SignatureBurst, SignatureShare,
+    TableSize, MAX_LIST,
+};
 pub use values::{
     parse_duration, BatchSize, BatchWait, ClockConfig, Grease, IdentitySource, IdleTimeout, Jitter,
     KeyValidity, Listen, LogConfig, LogFormat, LogLevel, MaxConnections, MaxFrame, MinRequestSize,
@@ -94,6 +100,9 @@ pub struct Config {
     pub tcp: TcpConfig,
     /// `[log]`: format and level.
     pub log: LogConfig,
+    /// `[limit]`: deny and allow lists, rate per source prefix, signature
+    /// budget.
+    pub limit: LimitSettings,
 }
 
 impl Default for Config {
@@ -116,6 +125,7 @@ impl Default for Config {
             online_key: Rotation::default(),
             tcp: TcpConfig::default(),
             log: LogConfig::default(),
+            limit: LimitSettings::default(),
         }
     }
 }
@@ -241,6 +251,21 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
             "tcp.max-frame" => c.tcp.max_frame = int(s, MaxFrame::new)?,
             "log.format" => c.log.format = named(s, &LogFormat::NAMES)?,
             "log.level" => c.log.level = named(s, &LogLevel::NAMES)?,
+            "limit.rate" => c.limit.rate = int(s, Rate::new)?,
+            "limit.burst" => c.limit.burst = int(s, Burst::new)?,
+            "limit.ipv4-prefix" => c.limit.ipv4_prefix = int(s, Ipv4Prefix::new)?,
+            "limit.ipv6-prefix" => c.limit.ipv6_prefix = int(s, Ipv6Prefix::new)?,
+            "limit.table-size" => c.limit.table_size = int(s, TableSize::new)?,
+            "limit.allow" => c.limit.allow = nets(s)?,
+            "limit.deny" => c.limit.deny = nets(s)?,
+            "limit.signature-share" => {
+                c.limit.signature_share = s
+                    .raw
+                    .float()
+                    .and_then(SignatureShare::new)
+                    .ok_or_else(|| invalid(s))?
+            }
+            "limit.signature-burst" => c.limit.signature_burst = duration(s, SignatureBurst::new)?,
             _ => {
                 return Err(ConfigError::UnknownKey {
                     name: spec.key.to_owned(),
@@ -337,6 +362,11 @@ fn versions(s: &Setting) -> Result<Versions, ConfigError> {
     Versions::new(set).ok_or_else(|| invalid(s))
 }
 
+fn nets(s: &Setting) -> Result<NetList, ConfigError> {
+    let items = s.raw.strings().ok_or_else(|| invalid(s))?;
+    NetList::parse(&items).map_err(|shown| invalid_shown(s, shown))
+}
+
 fn paths(
     s: &Setting,
     make: fn(PathBuf) -> IdentitySource,
@@ -430,6 +460,8 @@ impl fmt::Display for Config {
 
         writeln!(f, "\n[log]")?;
         writeln!(f, "format = \"{}\"", self.log.format.name())?;
-        writeln!(f, "level = \"{}\"", self.log.level.name())
+        writeln!(f, "level = \"{}\"", self.log.level.name())?;
+
+        self.limit.write_toml(f, list)
     }
 }

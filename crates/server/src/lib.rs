@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  socket (SO_REUSEPORT, one per worker) ──recvmmsg──▶ batch of datagrams
-//!    ▶ stale check (kernel receive timestamp) ▶ parse + validate (drop, count why)
+//!    ▶ source limits (deny/allow lists, rate per prefix) ▶ stale check (kernel receive timestamp)
+//!    ▶ parse + validate (drop, count why) ▶ signature budget (versions answered singly)
 //!    ▶ group by (profile, identity) ▶ per group: leaves ▶ tree ▶ one signature
 //!    ▶ responses written into send buffers ▶ sendmmsg ──▶ socket
 //! ```
@@ -11,11 +12,13 @@
 //! around `gnomon-protocol`.
 #![deny(unsafe_code)]
 
+pub mod budget;
 pub mod config;
 pub mod engine;
 pub mod grease;
 pub mod keyfile;
 pub mod keys;
+pub mod limit;
 pub mod metrics;
 pub mod offline;
 pub mod stats;

@@ -43,11 +43,17 @@ pub enum Drop {
     TooSmall,
     /// The kernel did not take the reply.
     SendFailed,
+    /// The source is on the deny list.
+    Denied,
+    /// The source's prefix sent more than its rate and burst.
+    RateLimited,
+    /// A version answered one per signature, over its share of the worker.
+    SignatureBudget,
 }
 
 impl Drop {
     /// Number of reasons.
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 20;
     /// Every reason, in counter order.
     pub const ALL: [Drop; Drop::COUNT] = [
         Drop::TooShort,
@@ -67,6 +73,9 @@ impl Drop {
         Drop::OutsideDelegation,
         Drop::TooSmall,
         Drop::SendFailed,
+        Drop::Denied,
+        Drop::RateLimited,
+        Drop::SignatureBudget,
     ];
 
     /// Metric label.
@@ -89,6 +98,9 @@ impl Drop {
             Drop::OutsideDelegation => "outside_delegation",
             Drop::TooSmall => "too_small",
             Drop::SendFailed => "send_failed",
+            Drop::Denied => "denied",
+            Drop::RateLimited => "rate_limited",
+            Drop::SignatureBudget => "signature_budget",
         }
     }
 }

@@ -14,8 +14,10 @@ use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::{Acceptor, Request, Responder, ResponderOptions, ResponseSink, Version};
 use socket2::Socket;
 
+use crate::budget::SignatureBudget;
 use crate::grease::Greaser;
 use crate::keys::{Choice, SharedKeys};
+use crate::limit::{process_hasher, LimitConfig, SourceLimiter, Verdict};
 use crate::stats::{Drop, WorkerStats};
 use crate::sys::{Batch, Replies};
 
@@ -69,6 +71,8 @@ pub struct WorkerConfig {
     /// request has been queued this long and read again, so one signature
     /// covers more requests at moderate load. 0: answer at once.
     pub batch_wait_us: u64,
+    /// Deny and allow lists, rate per source prefix, signature budget.
+    pub limit: LimitConfig,
 }
 
 /// Everything a worker thread needs.
@@ -92,6 +96,8 @@ pub struct Worker {
 struct Slot<'a> {
     group: u16,
     src: u16,
+    /// Allow-listed: outside the signature budget.
+    trusted: bool,
     request: Request<'a>,
 }
 
@@ -141,6 +147,10 @@ pub struct WorkerState {
     pub stats: WorkerStats,
     consecutive_errors: u32,
     greaser: Greaser,
+    limiter: SourceLimiter,
+    budget: SignatureBudget,
+    /// Zero of the worker's monotonic clock for the limits.
+    epoch: Instant,
 }
 
 impl Worker {
@@ -153,6 +163,12 @@ impl Worker {
             stats: WorkerStats::default(),
             consecutive_errors: 0,
             greaser: Greaser::new(self.config.grease_per_million),
+            limiter: SourceLimiter::new(&self.config.limit, process_hasher()),
+            budget: SignatureBudget::new(
+                self.config.limit.signature_share_ppm,
+                self.config.limit.signature_burst_us,
+            ),
+            epoch: Instant::now(),
         }
     }
 
@@ -260,9 +276,17 @@ impl Worker {
             responder,
             stats,
             greaser,
+            limiter,
+            budget,
+            epoch,
             ..
         } = state;
         let t_parse = Instant::now();
+        // The limits run on the monotonic clock: a wall-clock step must
+        // neither free nor silence every source. Never 0: an untouched
+        // table entry holds 0.
+        let mono_ns = t_parse.saturating_duration_since(*epoch).as_nanos() as u64 + 1;
+        budget.refill(mono_ns);
         stats.received += n as u64;
         stats.batch(n);
         stats.kernel_overflow = u64::from(batch.overflow);
@@ -283,6 +307,20 @@ impl Worker {
             let mut slots: ArrayVec<Slot<'_>, MAX_BATCH> = ArrayVec::new();
             for i in 0..n {
                 let meta = received.meta(i);
+                // Before any other work: a flood from one prefix costs a
+                // hash and one cache line per datagram.
+                let trusted = match limiter.check(meta.from.ip(), mono_ns) {
+                    Verdict::Pass => false,
+                    Verdict::Trusted => true,
+                    Verdict::Denied => {
+                        stats.drop(Drop::Denied);
+                        continue;
+                    }
+                    Verdict::Limited => {
+                        stats.drop(Drop::RateLimited);
+                        continue;
+                    }
+                };
                 if meta.truncated {
                     stats.drop(Drop::Oversized);
                     continue;
@@ -322,6 +360,7 @@ impl Worker {
                 slots.push(Slot {
                     group,
                     src: i as u16,
+                    trusted,
                     request,
                 });
             }
@@ -340,12 +379,23 @@ impl Worker {
                 let run = &slots[start..end];
                 let profile = run[0].request.profile;
                 let identity = &keys.identities[usize::from(group & 0xff)];
+                // One signature per request: the budget decides who gets one.
+                let budgeted = budget.limited() && responder.leaves_per_signature(profile) == 1;
                 let mut reqs: ArrayVec<Request<'_>, MAX_BATCH> = ArrayVec::new();
                 let mut srcs: ArrayVec<u16, MAX_BATCH> = ArrayVec::new();
                 for s in run {
+                    if budgeted && !s.trusted && !budget.admit() {
+                        stats.drop(Drop::SignatureBudget);
+                        continue;
+                    }
                     reqs.push(s.request);
                     srcs.push(s.src);
                 }
+                if reqs.is_empty() {
+                    start = end;
+                    continue;
+                }
+                let t_group = budgeted.then(Instant::now);
                 let ctx = identity.batch(profile, now_us, radius_us, &self.config.vers);
                 let mut sink = Sink {
                     replies: &mut replies,
@@ -357,6 +407,10 @@ impl Worker {
                 };
                 let done = responder.respond(&ctx, &reqs, &mut sink);
                 next = sink.next;
+                if let Some(t) = t_group {
+                    // Trusted requests are charged too: they used the time.
+                    budget.settle(reqs.len(), t.elapsed().as_nanos() as u64);
+                }
                 stats.signatures += done.signatures as u64;
                 stats.responses[usize::from(profile.id.0)] += done.responses as u64;
                 start = end;

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use gnomon_protocol::{verify_response, KeyPair, Offer, Profile, PROFILES};
+use gnomon_protocol::{verify_response, KeyPair, Offer, Profile, ResponderOptions, PROFILES};
 use gnomon_server::keys::mint_epoch;
+use gnomon_server::limit::LimitConfig;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::worker::{ClockState, Worker, WorkerConfig};
 use gnomon_server::{sys, Engine, EngineConfig};
@@ -141,8 +142,21 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
     let worker = Worker {
         socket,
         // Room for 128, so a read of 64 also takes the batch-wait path.
+        // Loopback is not exempt here, so every datagram goes through the
+        // lists, the prefix table and (draft 01) the signature budget.
         config: WorkerConfig {
             batch_wait_us: 1_000,
+            options: ResponderOptions {
+                batch_disputed: false,
+                google_nonce: false,
+            },
+            limit: LimitConfig {
+                rate: Some(1_000),
+                burst: 1_000,
+                allow: Vec::new(),
+                deny: vec!["192.0.2.0/24".parse().unwrap()],
+                ..LimitConfig::default()
+            },
             ..worker_config(128)
         },
         keys: Arc::new(ArcSwap::from_pointee(epoch)),
@@ -159,7 +173,11 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
     let mut buf = [0u8; 2048];
     c.recv_from(&mut buf).unwrap();
     // Queue 64 requests before the worker reads: they arrive as one batch.
-    let reqs: Vec<Vec<u8>> = (1..=64).map(|i| request(Profile::rfc(), i)).collect();
+    // Four are draft 01, answered one signature each within the budget.
+    let draft01 = Profile::by_name("draft-01").unwrap();
+    let reqs: Vec<Vec<u8>> = (1..=64)
+        .map(|i| request(if i <= 4 { draft01 } else { Profile::rfc() }, i))
+        .collect();
     for r in &reqs {
         c.send_to(r, to).unwrap();
     }
@@ -178,6 +196,8 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
         state.stats.signatures - before.signatures < 64,
         "requests were batched"
     );
+    assert_eq!(state.stats.responses[usize::from(draft01.id.0)], 4);
+    assert_eq!(state.stats.drops, WorkerStats::default().drops);
     assert_eq!(info.count_total, 0, "the worker loop allocated");
     for _ in 0..64 {
         let (n, _) = c.recv_from(&mut buf).unwrap();

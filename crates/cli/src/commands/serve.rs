@@ -105,6 +105,7 @@ fn engine_config(config: &Config) -> EngineConfig {
             grease_per_million: (config.grease.get() * 1e6).round() as u32,
             fail_after: injected_fault(),
             batch_wait_us: config.batch_wait.get().as_micros() as u64,
+            limit: config.limit.worker(),
         },
         key_validity: config.online_key.validity(),
         key_rotation: config.online_key.rotate_every(),

@@ -107,6 +107,7 @@ struct FileConfig {
     online_key: Option<OnlineKeyTable>,
     tcp: Option<TcpTable>,
     log: Option<LogTable>,
+    limit: Option<LimitTable>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -142,6 +143,20 @@ struct LogTable {
     level: Field,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct LimitTable {
+    rate: Field,
+    burst: Field,
+    ipv4_prefix: Field,
+    ipv6_prefix: Field,
+    table_size: Field,
+    allow: Field,
+    deny: Field,
+    signature_share: Field,
+    signature_burst: Field,
+}
+
 /// Parse a configuration file's text into settings. `path` is used in
 /// messages only.
 pub(crate) fn file_settings(text: &str, path: &Path) -> Result<Vec<Setting>, ConfigError> {
@@ -153,6 +168,7 @@ pub(crate) fn file_settings(text: &str, path: &Path) -> Result<Vec<Setting>, Con
     let online = file.online_key.unwrap_or_default();
     let tcp = file.tcp.unwrap_or_default();
     let log = file.log.unwrap_or_default();
+    let limit = file.limit.unwrap_or_default();
     let fields = [
         ("listen", file.listen),
         ("workers", file.workers),
@@ -181,6 +197,15 @@ pub(crate) fn file_settings(text: &str, path: &Path) -> Result<Vec<Setting>, Con
         ("tcp.max-frame", tcp.max_frame),
         ("log.format", log.format),
         ("log.level", log.level),
+        ("limit.rate", limit.rate),
+        ("limit.burst", limit.burst),
+        ("limit.ipv4-prefix", limit.ipv4_prefix),
+        ("limit.ipv6-prefix", limit.ipv6_prefix),
+        ("limit.table-size", limit.table_size),
+        ("limit.allow", limit.allow),
+        ("limit.deny", limit.deny),
+        ("limit.signature-share", limit.signature_share),
+        ("limit.signature-burst", limit.signature_burst),
     ];
     let mut out = Vec::new();
     for (name, field) in fields {

@@ -305,6 +305,36 @@ fn every_bad_value_names_key_line_and_range() {
         ("tcp.max-frame", "[tcp]\nmax-frame = 100000", "1024..=65536"),
         ("log.format", "[log]\nformat = \"xml\"", "\"json\""),
         ("log.level", "[log]\nlevel = \"verbose\"", "\"trace\""),
+        ("limit.rate", "[limit]\nrate = -1", "0..=1000000"),
+        ("limit.burst", "[limit]\nburst = 0", "1..=1000000"),
+        ("limit.ipv4-prefix", "[limit]\nipv4-prefix = 33", "8..=32"),
+        ("limit.ipv6-prefix", "[limit]\nipv6-prefix = 8", "16..=128"),
+        (
+            "limit.table-size",
+            "[limit]\ntable-size = 10",
+            "1024..=4194304",
+        ),
+        (
+            "limit.allow",
+            "[limit]\nallow = [\"10.0.0.0/33\"]",
+            "2001:db8::/32",
+        ),
+        (
+            "limit.deny",
+            "[limit]\ndeny = [\"example.org\"]",
+            "2001:db8::/32",
+        ),
+        ("limit.deny", "[limit]\ndeny = 7", "2001:db8::/32"),
+        (
+            "limit.signature-share",
+            "[limit]\nsignature-share = 0.001",
+            "0.01..=1.0",
+        ),
+        (
+            "limit.signature-burst",
+            "[limit]\nsignature-burst = \"20s\"",
+            "1ms..=10s",
+        ),
     ];
     let mut seen = std::collections::BTreeSet::new();
     for (key, text, range) in cases {
@@ -529,4 +559,21 @@ fn load_reads_a_file_and_reports_a_missing_one() {
     let e = Config::load(Some(&missing), &Overrides::new()).unwrap_err();
     assert!(matches!(e, ConfigError::Read { .. }));
     assert!(e.to_string().contains("missing.toml"), "{e}");
+}
+
+#[test]
+fn limit_lists_take_networks_and_addresses() {
+    let c =
+        file("[limit]\nallow = [\"10.1.2.3/8\", \"2001:db8::1\"]\ndeny = []\nrate = 0").unwrap();
+    let shown: Vec<String> = c.limit.allow.nets().iter().map(|n| n.to_string()).collect();
+    assert_eq!(shown, ["10.0.0.0/8", "2001:db8::1/128"]);
+    assert!(c.limit.deny.nets().is_empty());
+    assert_eq!(c.limit.worker().rate, None);
+    // Loopback is allow-listed unless the list is given.
+    let d = file("").unwrap();
+    assert_eq!(d.limit.worker().allow.len(), 2);
+    assert_eq!(d.limit.worker().signature_share_ppm, 250_000);
+    let many = (0..=MAX_LIST).map(|i| format!("\"10.0.{}.{}\"", i / 256, i % 256));
+    let text = format!("[limit]\ndeny = [{}]", many.collect::<Vec<_>>().join(","));
+    assert!(err(&text).contains("1025 networks"));
 }

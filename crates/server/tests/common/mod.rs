@@ -3,11 +3,13 @@
 use std::time::Duration;
 
 use gnomon_protocol::{Acceptor, ResponderOptions, Version};
+use gnomon_server::limit::LimitConfig;
 use gnomon_server::worker::WorkerConfig;
 use gnomon_server::EngineConfig;
 
 /// Batches of up to `max_batch`, every version, a 5 s stale limit, no
-/// grease, no fault, no batch wait.
+/// grease, no fault, no batch wait, the default limits (loopback is
+/// allow-listed).
 pub(crate) fn worker_config(max_batch: usize) -> WorkerConfig {
     WorkerConfig {
         max_batch,
@@ -21,6 +23,7 @@ pub(crate) fn worker_config(max_batch: usize) -> WorkerConfig {
         grease_per_million: 0,
         fail_after: None,
         batch_wait_us: 0,
+        limit: LimitConfig::default(),
     }
 }
 
