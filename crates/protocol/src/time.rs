@@ -16,12 +16,22 @@ pub fn unix_us_to_mjd(us: u64) -> u64 {
     (day << 40) | (us % DAY_MICROS)
 }
 
-/// Decode an MJD-µs timestamp. The µs-of-day field may exceed one day on a
-/// leap-second day, which the drafts allowed; it is simply added. `None` for
-/// days before the Unix epoch.
+/// Longest µs-of-day an MJD timestamp may carry: a day plus one positive
+/// leap second, the 23:59:60 the drafts allowed (VERSIONS.md §4.3).
+pub const MAX_MJD_DAY_MICROS: u64 = DAY_MICROS + MICROS;
+
+/// Decode an MJD-µs timestamp. On a leap-second day the µs-of-day field
+/// may run into 23:59:60; it is simply added, so the leap second reads as
+/// the next day's first second. Anything longer is not a time of day: the
+/// 40-bit field could otherwise carry ≈ 12.7 days and push a time past a
+/// delegation's end while its MJD word still looks inside. `None` for such
+/// values and for days before the Unix epoch.
 pub fn mjd_to_unix_us(v: u64) -> Option<u64> {
     let day = v >> 40;
     let us = v & ((1 << 40) - 1);
+    if us >= MAX_MJD_DAY_MICROS {
+        return None;
+    }
     let days = day.checked_sub(MJD_UNIX_EPOCH)?;
     days.checked_mul(DAY_MICROS)?.checked_add(us)
 }
@@ -108,6 +118,15 @@ mod tests {
         let v = (60_000u64 << 40) | (86_400 * MICROS + 500_000);
         let us = mjd_to_unix_us(v).unwrap();
         assert_eq!(us, (60_000 - 40_587 + 1) * DAY_MICROS + 500_000);
+    }
+
+    #[test]
+    fn more_than_a_day_and_a_leap_second_is_no_time() {
+        let day = 60_000u64 << 40;
+        assert!(mjd_to_unix_us(day | (MAX_MJD_DAY_MICROS - 1)).is_some());
+        assert_eq!(mjd_to_unix_us(day | MAX_MJD_DAY_MICROS), None);
+        assert_eq!(mjd_to_unix_us(day | ((1 << 40) - 1)), None);
+        assert_eq!(TimeEncoding::MjdMicros.decode(day | (2 * DAY_MICROS)), None);
     }
 
     #[test]

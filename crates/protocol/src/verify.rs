@@ -232,24 +232,30 @@ pub fn verify_response(
     let midp_raw = srep.u64(Tag::MIDP)?;
     let radi_raw = srep.u32(Tag::RADI)?;
     let (mint_raw, maxt_raw) = (dele.u64(Tag::MINT)?, dele.u64(Tag::MAXT)?);
-    // Compared in wire units, both ends inclusive (§2.3).
-    if !(mint_raw <= midp_raw && midp_raw <= maxt_raw) {
+    // Compared as decoded times, both ends inclusive (§2.3): raw MJD words
+    // order by day first, so a µs-of-day past midnight would slip a later
+    // time under a MAXT on the same day. The all-ones "no limit" decodes
+    // to itself and keeps its meaning.
+    let decoded = (t.decode(mint_raw), t.decode(midp_raw), t.decode(maxt_raw));
+    let (Some(mint_us), Some(midpoint_us), Some(maxt_us)) = decoded else {
+        return Err(VerifyError::Time);
+    };
+    if midpoint_us == FOREVER {
+        return Err(VerifyError::Time);
+    }
+    if !(mint_us <= midpoint_us && midpoint_us <= maxt_us) {
         return Err(VerifyError::OutsideDelegation);
     }
     if radi_raw == 0 && profile.min_radius > 0 {
         return Err(VerifyError::ZeroRadius);
     }
-    let midpoint_us = match t.decode(midp_raw) {
-        Some(v) if v != FOREVER => v,
-        _ => return Err(VerifyError::Time),
-    };
     Ok(Verified {
         profile,
         midpoint_us,
         radius_us: t.decode_radius(radi_raw),
         online_key,
-        mint_us: t.decode(mint_raw).ok_or(VerifyError::Time)?,
-        maxt_us: t.decode(maxt_raw).ok_or(VerifyError::Time)?,
+        mint_us,
+        maxt_us,
         orientation,
         legacy_context,
         path_depth: (path.len() / profile.hash_len()) as u8,

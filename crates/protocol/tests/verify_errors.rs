@@ -465,3 +465,43 @@ fn grease_breaks_only_the_signature() {
         0
     ));
 }
+
+/// Drafts 01–07 put µs-of-day in 40 bits: a MIDP on the day before MAXT with
+/// an oversized µs field orders below MAXT as a raw word but means a time
+/// ≈ 11.7 days after it. Every MJD profile must refuse it, accept a leap
+/// second (23:59:60) and refuse anything past one.
+#[test]
+fn an_mjd_midpoint_past_the_delegation_never_verifies() {
+    const DAY_US: u64 = 86_400_000_000;
+    let mjd: Vec<&'static Profile> = gnomon_protocol::PROFILES
+        .iter()
+        .filter(|p| p.time == gnomon_protocol::profile::TimeEncoding::MjdMicros)
+        .collect();
+    assert_eq!(mjd.len(), 7, "drafts 01–07 use MJD-µs");
+    for p in mjd {
+        let c = case(p);
+        // The case's window is NOW ± 1 h and NOW is just past midnight, so
+        // MINT lies on the day before NOW's day and MAXT on NOW's day.
+        let today = NOW_US / DAY_US + 40_587;
+        let midp = |day: u64, us: u64| ((day << 40) | us).to_le_bytes().to_vec();
+        let far = c.forge(
+            |_| {},
+            |s| set(s, Tag::MIDP, midp(today - 1, (1 << 40) - 1)),
+        );
+        assert_eq!(c.verify(&far), Err(VerifyError::Time), "{}", p.name);
+        let past_leap = c.forge(
+            |_| {},
+            |s| set(s, Tag::MIDP, midp(today - 1, DAY_US + 1_000_000)),
+        );
+        assert_eq!(c.verify(&past_leap), Err(VerifyError::Time), "{}", p.name);
+        // 23:59:60.5 on the day before is 00:00:00.5 today: inside.
+        let leap = c.forge(
+            |_| {},
+            |s| set(s, Tag::MIDP, midp(today - 1, DAY_US + 500_000)),
+        );
+        let v = c
+            .verify(&leap)
+            .unwrap_or_else(|e| panic!("{}: {e:?}", p.name));
+        assert_eq!(v.midpoint_us, (NOW_US / DAY_US) * DAY_US + 500_000);
+    }
+}
