@@ -15,7 +15,10 @@
 //! ```
 //!
 //! The client asks the first family with the full retry schedule and each
-//! later one only when the ones before got no answer at all. An answer
+//! later one only when the ones before got no answer at all, and by default
+//! only while the family holds the newest version asked for or one from
+//! 0x80000008 on (`Config::version_fallback` lifts that: silence can be an
+//! attacker's doing). An answer
 //! that fails verification stops discovery: falling back to an older version
 //! after an invalid answer would let anyone on the path force a downgrade.
 

@@ -66,8 +66,9 @@ pub enum QueryError {
         /// Time spent.
         elapsed: Duration,
     },
-    /// An answer came back and failed verification. Discovery stops here:
-    /// no older version is tried after an invalid answer.
+    /// Answers came back and none verified (the last reason, a TCP one
+    /// first). Discovery stops at such a family: no older version is tried
+    /// after an invalid answer.
     Invalid {
         /// What was wrong.
         rejection: Rejection,

@@ -47,6 +47,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod clock;
 pub mod consensus;
 pub mod decode;
 pub mod discovery;
@@ -59,6 +60,7 @@ mod server;
 mod time;
 mod transport;
 
+pub use clock::{SystemClock, WallClock};
 pub use consensus::{Agreement, Consensus, Flag};
 pub use entropy::{Entropy, EntropyError, OsEntropy, SeededEntropy};
 pub use error::{describe_verify_error, QueryError, Rejection};

@@ -59,6 +59,13 @@ pub enum PostError {
         /// Attempts made.
         attempts: u32,
     },
+    /// The server answered with a redirect, which is not followed.
+    Redirected {
+        /// Status code (3xx).
+        status: u16,
+        /// Where it pointed, when it said.
+        location: Option<String>,
+    },
     /// Every attempt failed.
     GaveUp {
         /// Attempts made.
@@ -78,6 +85,11 @@ impl fmt::Display for PostError {
                     "the report was refused with HTTP {status} (attempt {attempts})"
                 )
             }
+            PostError::Redirected { status, location } => write!(
+                f,
+                "the report endpoint redirected (HTTP {status}) to {}; redirects are not followed",
+                location.as_deref().unwrap_or("an unnamed location")
+            ),
             PostError::GaveUp { attempts, last } => {
                 write!(
                     f,
@@ -98,6 +110,7 @@ pub fn post_report(url: &str, report_json: &str, policy: &PostPolicy) -> Result<
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(policy.timeout))
         .http_status_as_error(false)
+        .max_redirects(0)
         .build()
         .into();
     let attempts = policy.backoff.attempts.max(1);
@@ -115,6 +128,14 @@ pub fn post_report(url: &str, report_json: &str, policy: &PostPolicy) -> Result<
                         attempts: n,
                         status,
                     });
+                }
+                if (300..400).contains(&status) {
+                    let location = resp
+                        .headers()
+                        .get("location")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
+                    return Err(PostError::Redirected { status, location });
                 }
                 if (400..500).contains(&status) && status != 408 && status != 429 {
                     return Err(PostError::Refused {

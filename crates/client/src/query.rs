@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 use gnomon_protocol::chain::MAX_NONCE_LEN;
 use gnomon_protocol::request::srv_for;
 use gnomon_protocol::serverlist::Transport;
-use gnomon_protocol::{Measurement, Offer, Verified};
+use gnomon_protocol::{Measurement, Offer, Verified, Version};
 
+use crate::clock::{Anchor, SystemClock, WallClock};
 use crate::discovery;
 use crate::entropy::{Entropy, OsEntropy};
 use crate::error::QueryError;
@@ -74,8 +75,15 @@ pub struct Config {
     pub tcp: TcpMode,
     /// Request size in bytes (the whole packet).
     pub request_size: usize,
-    /// An upper bound on one query, whatever the schedule says.
+    /// An upper bound on one query, whatever the schedule says (host-name
+    /// resolution included).
     pub deadline: Option<Duration>,
+    /// Fall back to older version families when the newer ones get no
+    /// answer at all. Off by default: silence is what anyone on the path
+    /// can produce, so without this discovery never leaves the families
+    /// that hold the newest version asked for (the version a server list
+    /// names) or any version from 0x80000008 on (see [`discovery`]).
+    pub version_fallback: bool,
 }
 
 impl Default for Config {
@@ -86,6 +94,7 @@ impl Default for Config {
             tcp: TcpMode::Fallback,
             request_size: gnomon_protocol::request::DEFAULT_REQUEST_SIZE,
             deadline: None,
+            version_fallback: false,
         }
     }
 }
@@ -144,6 +153,7 @@ impl Answer {
 pub struct Client {
     config: Config,
     entropy: Box<dyn Entropy + Send>,
+    clock: Box<dyn WallClock + Send>,
 }
 
 impl core::fmt::Debug for Client {
@@ -165,7 +175,19 @@ impl Client {
         Client {
             config,
             entropy: Box::new(entropy),
+            clock: Box::new(SystemClock),
         }
+    }
+
+    /// Read wall-clock time from `clock` instead of the system clock.
+    pub fn with_clock(mut self, clock: impl WallClock + Send + 'static) -> Client {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// One reading of the wall clock, for a query or a whole measurement.
+    pub(crate) fn anchor(&mut self) -> Anchor {
+        Anchor::read(&mut *self.clock)
     }
 
     /// The policy.
@@ -179,7 +201,8 @@ impl Client {
 
     /// Ask `server` once, with a fresh random nonce.
     pub fn query(&mut self, server: &Server) -> Result<Answer, QueryError> {
-        self.ask(server, None)
+        let anchor = self.anchor();
+        self.ask(server, None, anchor)
     }
 
     /// Ask `server` with a nonce chained from the last response recorded in
@@ -189,7 +212,18 @@ impl Client {
         server: &Server,
         chain: &mut Measurement,
     ) -> Result<Answer, QueryError> {
-        let answer = self.ask(server, Some(chain))?;
+        let anchor = self.anchor();
+        self.chained(server, chain, anchor)
+    }
+
+    /// [`Client::query_chained`] placing local times by `anchor`.
+    pub(crate) fn chained(
+        &mut self,
+        server: &Server,
+        chain: &mut Measurement,
+        anchor: Anchor,
+    ) -> Result<Answer, QueryError> {
+        let answer = self.ask(server, Some(chain), anchor)?;
         chain
             .record(
                 &answer.request,
@@ -203,15 +237,26 @@ impl Client {
         Ok(answer)
     }
 
-    fn ask(&mut self, server: &Server, chain: Option<&Measurement>) -> Result<Answer, QueryError> {
+    fn ask(
+        &mut self,
+        server: &Server,
+        chain: Option<&Measurement>,
+        anchor: Anchor,
+    ) -> Result<Answer, QueryError> {
         let start = Instant::now();
         let deadline = self.config.deadline.map(|d| start + d);
-        let udp_peers = peers(server, Transport::Udp)?;
-        let tcp_peers = peers(server, Transport::Tcp)?;
-        let families = match server.versions {
+        let mut families = match server.versions {
             Versions::Offer(o) => vec![o],
             Versions::Discover(set) => discovery::families(set),
         };
+        if !self.config.version_fallback {
+            families.truncate(guarded(&families));
+        }
+        // Name resolution counts against the deadline; without one, against
+        // the longest the schedule could take.
+        let resolve_by = start + self.config.worst_case(families.len());
+        let udp_peers = peers(server, Transport::Udp, resolve_by)?;
+        let tcp_peers = peers(server, Transport::Tcp, resolve_by)?;
         let srv = srv_for(&server.public_key);
         let mut state = Tally::default();
         for (i, offer) in families.iter().enumerate() {
@@ -255,8 +300,8 @@ impl Client {
             };
             let finish = |peer, transport, r: transport::Received| Answer {
                 offset_us: i128::from(r.verified.midpoint_us)
-                    - (r.sent_wall_us + r.rtt.as_micros() as i128 / 2),
-                local_midpoint_us: r.sent_wall_us + r.rtt.as_micros() as i128 / 2,
+                    - (anchor.wall_at(r.sent_at) + r.rtt.as_micros() as i128 / 2),
+                local_midpoint_us: anchor.wall_at(r.sent_at) + r.rtt.as_micros() as i128 / 2,
                 verified: r.verified,
                 request: request.clone(),
                 response: r.response,
@@ -292,6 +337,14 @@ impl Client {
                     }
                 }
             }
+            // An invalid answer is not silence: an older version is never
+            // tried after one, whatever the policy.
+            if state.invalid.is_some() {
+                break;
+            }
+        }
+        if let Some(e) = state.invalid {
+            return Err(e);
         }
         if let Some(e) = state.local {
             if state.udp_sent == 0 && state.tcp_tried == 0 {
@@ -318,6 +371,8 @@ struct Tally {
     /// The last outcome says another address may do better (refused, no
     /// route) rather than "the server is silent".
     try_next_peer: bool,
+    /// The last invalid answer, reported when no valid one came.
+    invalid: Option<QueryError>,
     local: Option<String>,
     offered: Vec<&'static str>,
 }
@@ -331,6 +386,12 @@ impl Tally {
         offered: &'static str,
     ) -> Result<Option<transport::Received>, QueryError> {
         self.try_next_peer = false;
+        let invalid = |rejection| QueryError::Invalid {
+            rejection,
+            transport,
+            peer,
+            offered,
+        };
         match outcome {
             Outcome::Answered(r) => {
                 if transport == Transport::Udp {
@@ -338,15 +399,26 @@ impl Tally {
                 }
                 Ok(Some(r))
             }
-            Outcome::Rejected(rejection) => Err(QueryError::Invalid {
-                rejection,
-                transport,
-                peer,
-                offered,
-            }),
-            Outcome::Silent { sends } => {
+            // Over TCP the answer is the server's own; it says more than
+            // any datagram, which anyone could have sent, so a UDP reason
+            // never replaces a TCP one.
+            Outcome::Rejected(rejection) => {
+                self.invalid = Some(invalid(rejection));
+                Ok(None)
+            }
+            Outcome::Silent { sends, rejected } => {
                 if transport == Transport::Udp {
                     self.udp_sent += sends;
+                }
+                let tcp_said = matches!(
+                    self.invalid,
+                    Some(QueryError::Invalid {
+                        transport: Transport::Tcp,
+                        ..
+                    })
+                );
+                if let (Some(rejection), false) = (rejected, tcp_said) {
+                    self.invalid = Some(invalid(rejection));
                 }
                 Ok(None)
             }
@@ -370,11 +442,36 @@ impl Tally {
     }
 }
 
-fn peers(server: &Server, transport: Transport) -> Result<Vec<SocketAddr>, QueryError> {
+/// How many of `families` (newest first) discovery may try on silence
+/// alone: those holding the newest version asked for (for a listed server,
+/// the version the list names) or any version from 0x80000008 on, whose
+/// signed VERS lets a client see a downgrade. Past them, falling back would
+/// let anyone who drops packets pick draft 07 or Google for us.
+fn guarded(families: &[Offer]) -> usize {
+    let floor = Version::draft(8).preference();
+    let versions = |o: &Offer| {
+        let primary = o.primary().version;
+        o.versions().to_vec().into_iter().chain([primary])
+    };
+    let Some(newest) = families.first().map(|o| o.primary().version) else {
+        return 0;
+    };
+    families
+        .iter()
+        .take_while(|o| versions(o).any(|v| v == newest || v.preference() >= floor))
+        .count()
+        .max(1)
+}
+
+fn peers(
+    server: &Server,
+    transport: Transport,
+    by: Instant,
+) -> Result<Vec<SocketAddr>, QueryError> {
     let mut out = Vec::new();
     let mut last_err = None;
     for a in server.addresses.iter().filter(|a| a.transport == transport) {
-        match resolve(&a.host, a.port) {
+        match resolve(&a.host, a.port, by) {
             Ok(list) => out.extend(list),
             Err(e) => last_err = Some((crate::server::format_address(&a.host, a.port), e)),
         }

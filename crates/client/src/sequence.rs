@@ -120,6 +120,8 @@ impl Client {
     /// in the first pass is asked the version it answered in the second.
     pub fn measure(&mut self, servers: &[Server], plan: &Plan) -> Result<Sequence, QueryError> {
         let order = self.choose(servers.len(), plan.selection)?;
+        // One wall-clock reading for the whole sequence (see `clock`).
+        let anchor = self.anchor();
         let mut remembered: Vec<Option<Versions>> = vec![None; servers.len()];
         let mut chain = Measurement::new();
         let mut entries = Vec::new();
@@ -129,7 +131,7 @@ impl Client {
                 if let Some(v) = remembered[s] {
                     server.versions = v;
                 }
-                let result = self.query_chained(&server, &mut chain);
+                let result = self.chained(&server, &mut chain, anchor);
                 if let Ok(a) = &result {
                     remembered[s] = Some(Versions::Offer(a.offer));
                 }

@@ -2,6 +2,8 @@
 
 use core::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::sync::mpsc;
+use std::time::Instant;
 
 use base64::Engine;
 use gnomon_protocol::serverlist::{
@@ -157,13 +159,33 @@ impl fmt::Display for TargetError {
 
 impl std::error::Error for TargetError {}
 
-/// Socket addresses of a host (DNS for names), in resolver order.
-pub(crate) fn resolve(host: &Host, port: u16) -> std::io::Result<Vec<SocketAddr>> {
-    Ok(match host {
-        Host::Ipv4(b) => vec![SocketAddr::from((Ipv4Addr::from(*b), port))],
-        Host::Ipv6(b) => vec![SocketAddr::from((Ipv6Addr::from(*b), port))],
-        Host::Name(n) => (n.as_str(), port).to_socket_addrs()?.collect(),
-    })
+/// Socket addresses of a host (DNS for names), in resolver order, or a
+/// timeout at `by`. The system resolver cannot be cancelled, so a name is
+/// looked up on its own thread and abandoned when `by` passes: a resolver
+/// that never answers costs a thread until its own timeout, never the query.
+pub(crate) fn resolve(host: &Host, port: u16, by: Instant) -> std::io::Result<Vec<SocketAddr>> {
+    let name = match host {
+        Host::Ipv4(b) => return Ok(vec![SocketAddr::from((Ipv4Addr::from(*b), port))]),
+        Host::Ipv6(b) => return Ok(vec![SocketAddr::from((Ipv6Addr::from(*b), port))]),
+        Host::Name(n) => n.clone(),
+    };
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("gnomon-resolve".into())
+        .spawn(move || {
+            let result = (name.as_str(), port)
+                .to_socket_addrs()
+                .map(|a| a.collect::<Vec<_>>());
+            // The receiver is gone when the query gave up: nothing to do.
+            let _ = tx.send(result);
+        })?;
+    match rx.recv_timeout(by.saturating_duration_since(Instant::now())) {
+        Ok(result) => result,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no answer from the resolver before the query's deadline",
+        )),
+    }
 }
 
 /// Why a public key was refused.

@@ -7,7 +7,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use gnomon_protocol::wire::{self, PACKET_HEADER};
 use gnomon_protocol::{verify_response, Verified};
@@ -23,8 +23,9 @@ const MAX_RESPONSE: usize = 65_536;
 pub(crate) struct Received {
     pub(crate) response: Vec<u8>,
     pub(crate) verified: Verified,
-    /// Local wall clock at the first transmission, Unix µs.
-    pub(crate) sent_wall_us: i128,
+    /// The first transmission, on the monotonic clock: the caller turns it
+    /// into wall time from its one wall-clock reading.
+    pub(crate) sent_at: Instant,
     /// From the first transmission to the answer.
     pub(crate) rtt: Duration,
     /// Transmissions of the request.
@@ -34,10 +35,14 @@ pub(crate) struct Received {
 #[derive(Debug)]
 pub(crate) enum Outcome {
     Answered(Received),
+    /// A TCP answer failed verification (a TCP peer cannot be spoofed
+    /// off-path, so its answer is the server's).
     Rejected(Rejection),
-    /// Nothing came back; `sends` transmissions were made.
+    /// No valid answer came back; `sends` transmissions were made, and
+    /// `rejected` says why the last invalid datagram, if any, was refused.
     Silent {
         sends: u32,
+        rejected: Option<Rejection>,
     },
     /// ICMP port unreachable (UDP) or connection refused (TCP).
     Refused,
@@ -45,17 +50,10 @@ pub(crate) enum Outcome {
     Failed(std::io::Error),
 }
 
-pub(crate) fn wall_us() -> i128 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_micros() as i128,
-        Err(e) => -(e.duration().as_micros() as i128),
-    }
-}
-
 /// Send `request` to `peer` with one timeout per attempt, verifying every
-/// datagram that comes back against `key`. An invalid datagram does not end
-/// the attempt (a forged one must not hide the real answer), but no further
-/// attempt follows it.
+/// datagram that comes back against `key`. An invalid datagram ends neither
+/// the attempt nor the schedule: anyone who can guess the port can send one,
+/// so it must not stop the real answer or the retransmission that gets it.
 pub(crate) fn udp(
     peer: SocketAddr,
     request: &[u8],
@@ -73,7 +71,7 @@ pub(crate) fn udp(
         Err(e) => return Outcome::Failed(e),
     };
     let mut buf = vec![0u8; MAX_RESPONSE];
-    let mut first: Option<(Instant, i128)> = None;
+    let mut first: Option<Instant> = None;
     let mut rejected = None;
     let mut sends = 0;
     for timeout in timeouts {
@@ -91,7 +89,7 @@ pub(crate) fn udp(
             Err(e) => return Outcome::Failed(e),
         }
         sends += 1;
-        let (t0, wall0) = *first.get_or_insert_with(|| (now, wall_us()));
+        let t0 = *first.get_or_insert(now);
         loop {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() || socket.set_read_timeout(Some(left)).is_err() {
@@ -105,7 +103,7 @@ pub(crate) fn udp(
                             return Outcome::Answered(Received {
                                 response: buf[..len].to_vec(),
                                 verified,
-                                sent_wall_us: wall0,
+                                sent_at: t0,
                                 rtt,
                                 sends,
                             })
@@ -114,18 +112,13 @@ pub(crate) fn udp(
                     }
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                    return rejected.map_or(Outcome::Refused, Outcome::Rejected)
-                }
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Outcome::Refused,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Outcome::Failed(e),
             }
         }
-        if let Some(r) = rejected {
-            return Outcome::Rejected(r);
-        }
     }
-    Outcome::Silent { sends }
+    Outcome::Silent { sends, rejected }
 }
 
 /// One request over a fresh TCP connection, framed as the drafts define.
@@ -140,25 +133,33 @@ pub(crate) fn tcp(
     let until = deadline.map_or(start + timeout, |d| d.min(start + timeout));
     let left = |now: Instant| until.saturating_duration_since(now);
     if left(start).is_zero() {
-        return Outcome::Silent { sends: 0 };
+        return Outcome::Silent {
+            sends: 0,
+            rejected: None,
+        };
     }
     let mut stream = match TcpStream::connect_timeout(&peer, left(start)) {
         Ok(s) => s,
         Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Outcome::Refused,
         Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
-            return Outcome::Silent { sends: 0 }
+            return Outcome::Silent {
+                sends: 0,
+                rejected: None,
+            }
         }
         Err(e) => return Outcome::Failed(e),
     };
     let _ = stream.set_nodelay(true);
     let t0 = Instant::now();
-    let wall0 = wall_us();
     if stream
         .set_write_timeout(Some(left(t0).max(Duration::from_millis(1))))
         .is_err()
         || stream.write_all(request).is_err()
     {
-        return Outcome::Silent { sends: 1 };
+        return Outcome::Silent {
+            sends: 1,
+            rejected: None,
+        };
     }
     let mut frame = Vec::with_capacity(1024);
     let mut want = PACKET_HEADER;
@@ -166,11 +167,19 @@ pub(crate) fn tcp(
     while frame.len() < want {
         let l = left(Instant::now());
         if l.is_zero() || stream.set_read_timeout(Some(l)).is_err() {
-            return Outcome::Silent { sends: 1 };
+            return Outcome::Silent {
+                sends: 1,
+                rejected: None,
+            };
         }
         let cap = (want - frame.len()).min(chunk.len());
         match stream.read(&mut chunk[..cap]) {
-            Ok(0) if frame.is_empty() => return Outcome::Silent { sends: 1 },
+            Ok(0) if frame.is_empty() => {
+                return Outcome::Silent {
+                    sends: 1,
+                    rejected: None,
+                }
+            }
             Ok(0) => {
                 let announced = if want > PACKET_HEADER { want } else { 0 };
                 return Outcome::Rejected(Rejection::TcpClosed {
@@ -180,7 +189,10 @@ pub(crate) fn tcp(
             }
             Ok(n) => frame.extend_from_slice(&chunk[..n]),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Outcome::Silent { sends: 1 }
+                return Outcome::Silent {
+                    sends: 1,
+                    rejected: None,
+                }
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == ErrorKind::ConnectionReset && !frame.is_empty() => {
@@ -209,7 +221,7 @@ pub(crate) fn tcp(
         Ok(verified) => Outcome::Answered(Received {
             response: frame,
             verified,
-            sent_wall_us: wall0,
+            sent_at: t0,
             rtt,
             sends: 1,
         }),

@@ -23,10 +23,13 @@ fn with_mode(mode: Mode, seed: u8) -> Fixture {
 #[test]
 fn a_silent_server_is_no_answer_within_the_worst_case() {
     let f = with_mode(Mode::Silent, 61);
-    let c = client();
-    let bound = c.config().worst_case(5);
+    let mut cfg = fast();
+    cfg.version_fallback = true;
+    let bound = cfg.worst_case(5);
     let start = Instant::now();
-    let err = client().query(&server_for(&f, "silent")).unwrap_err();
+    let err = Client::new(cfg)
+        .query(&server_for(&f, "silent"))
+        .unwrap_err();
     let took = start.elapsed();
     match &err {
         QueryError::NoAnswer {
@@ -97,7 +100,12 @@ fn a_closed_port_is_refused_at_once() {
 #[test]
 fn garbage_is_an_invalid_answer_and_stops_discovery() {
     let f = with_mode(Mode::Garbage, 63);
-    let err = client().query(&server_for(&f, "garbage")).unwrap_err();
+    let mut cfg = fast();
+    cfg.version_fallback = true;
+    cfg.tcp = TcpMode::Never;
+    let err = Client::new(cfg)
+        .query(&server_for(&f, "garbage"))
+        .unwrap_err();
     match err {
         QueryError::Invalid {
             rejection: Rejection::Verify(VerifyError::Framing(WireError::NoMagic)),
@@ -106,7 +114,10 @@ fn garbage_is_an_invalid_answer_and_stops_discovery() {
         } => {}
         other => panic!("{other:?}"),
     }
-    assert_eq!(f.udp_received(), 1);
+    // Every attempt of the first family was made (a datagram anyone could
+    // have sent ends nothing), and no older family followed, even with
+    // fallback allowed: an invalid answer is not silence.
+    assert_eq!(f.udp_received(), 2);
     assert_eq!(f.tcp_received(), 0);
 }
 
@@ -121,7 +132,9 @@ fn a_google_server_answering_garbage_is_invalid_too() {
 #[test]
 fn truncated_answers_are_invalid_over_udp_and_tcp() {
     let f = with_mode(Mode::Truncated, 65);
-    let err = client().query(&server_for(&f, "half")).unwrap_err();
+    let mut cfg = fast();
+    cfg.tcp = TcpMode::Never;
+    let err = Client::new(cfg).query(&server_for(&f, "half")).unwrap_err();
     match err {
         QueryError::Invalid {
             rejection: Rejection::Verify(VerifyError::Framing(WireError::FrameLength)),
@@ -148,4 +161,19 @@ fn an_unresolvable_name_says_so() {
     let s = Server::at("no-such-host.invalid:5319", [1; 32]).unwrap();
     let err = client().query(&s).unwrap_err();
     assert!(matches!(err, QueryError::Resolve { .. }), "{err:?}");
+}
+
+#[test]
+fn one_forged_datagram_does_not_end_the_query() {
+    // The first request is answered by garbage alone; the retransmission
+    // gets the real answer, which must be taken.
+    let f = with_mode(Mode::GarbageFirst, 66);
+    let mut cfg = fast();
+    cfg.tcp = TcpMode::Never;
+    let a = Client::new(cfg)
+        .query(&server_for(&f, "raced"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a.verified.profile.name, "rfc-10049");
+    assert_eq!(a.sends, 2);
+    assert_eq!(f.udp_received(), 2);
 }

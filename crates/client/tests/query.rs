@@ -24,7 +24,9 @@ fn discovery_finds_every_single_version_server() {
         .map(|p| {
             std::thread::spawn(move || {
                 let f = Fixture::honest(only(p), 7);
-                let a = client()
+                let mut cfg = fast();
+                cfg.version_fallback = true;
+                let a = Client::new(cfg)
                     .query(&server_for(&f, p.name))
                     .unwrap_or_else(|e| panic!("{}: {e}", p.name));
                 assert_eq!(a.verified.profile.id, p.id, "{}", p.name);
@@ -182,4 +184,53 @@ fn defaults_are_the_rfc_schedule() {
     assert_eq!(c.backoff.initial, Duration::from_secs(1));
     assert_eq!(c.tcp, TcpMode::Fallback);
     assert_eq!(c.request_size, 1024);
+}
+
+#[test]
+fn silence_on_new_versions_never_downgrades_by_default() {
+    // A server that speaks everything, but whose version 1 and draft 08+
+    // requests are dropped (as an on-path dropper would): only draft 07 and
+    // older would get through.
+    let modern = PROFILES
+        .iter()
+        .filter(|p| p.version.preference() >= gnomon_protocol::Version::draft(8).preference())
+        .fold(ProfileSet::empty(), |s, p| s.with(p.id));
+    let f = Fixture::start(FixtureConfig {
+        silent_on: modern,
+        seed: 9,
+        ..FixtureConfig::default()
+    });
+    let err = client().query(&server_for(&f, "dropped")).unwrap_err();
+    match &err {
+        gnomon_client::QueryError::NoAnswer { offered, .. } => {
+            assert_eq!(offered, &["rfc-10049", "draft-12"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(f.answered(), 0);
+    // A server list naming draft 07 keeps the client at draft 07 as well:
+    // no fall back to draft 04 or Google when draft 07 is silenced.
+    let g = Fixture::start(FixtureConfig {
+        silent_on: gnomon_testkit::profiles(&["draft-07", "draft-06", "draft-05", "draft-03"]),
+        seed: 10,
+        ..FixtureConfig::default()
+    });
+    let json = format!(
+        r#"{{"servers":[{{"name":"d7","version":2147483655,"publicKeyType":"ed25519","publicKey":"{}","addresses":[{{"protocol":"udp","address":"{}"}}]}}]}}"#,
+        gnomon_testkit::base64(&g.public_key()),
+        g.addr(),
+    );
+    let list = gnomon_protocol::ServerList::parse(json.as_bytes()).unwrap();
+    let listed = gnomon_client::Server::from_list(&list);
+    let err = client().query(&listed[0]).unwrap_err();
+    assert!(
+        matches!(err, gnomon_client::QueryError::NoAnswer { .. }),
+        "{err:?}"
+    );
+    assert_eq!(g.answered(), 0);
+    // Asked for explicitly, the fallback finds draft 07.
+    let mut cfg = fast();
+    cfg.version_fallback = true;
+    let a = Client::new(cfg).query(&server_for(&f, "dropped")).unwrap();
+    assert_eq!(a.verified.profile.name, "draft-07");
 }

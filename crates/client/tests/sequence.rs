@@ -16,6 +16,15 @@ use gnomon_testkit::{profiles, Fixture, FixtureConfig, Mode, ReportSink};
 
 const HOUR_US: i64 = 3_600_000_000;
 
+/// A server for each fixture, named s0, s1, …
+fn numbered(fixtures: &[Fixture]) -> Vec<gnomon_client::Server> {
+    fixtures
+        .iter()
+        .enumerate()
+        .map(|(i, f)| server_for(f, &format!("s{i}")))
+        .collect()
+}
+
 fn all_twice() -> Plan {
     Plan {
         selection: Selection::All,
@@ -29,7 +38,8 @@ fn a_chain_across_google_draft_11_and_version_1_verifies_end_to_end() {
     let d11 = Fixture::honest(profiles(&["0x8000000b"]), 22);
     let v1 = Fixture::honest(profiles(&["1"]), 23);
     let servers = vec![
-        server_for(&g, "google"),
+        // Discovery never falls back to Google on silence: name it.
+        server_for(&g, "google").with_version(Profile::google()),
         server_for(&d11, "draft-11"),
         server_for(&v1, "rfc"),
     ];
@@ -86,7 +96,10 @@ fn liar_setup() -> (Vec<Fixture>, Vec<gnomon_client::Server>) {
     let servers = fixtures
         .iter()
         .zip(names)
-        .map(|(f, n)| server_for(f, n))
+        .map(|(f, n)| match n {
+            "honest-google" => server_for(f, n).with_version(Profile::google()),
+            _ => server_for(f, n),
+        })
         .collect();
     (fixtures, servers)
 }
@@ -178,11 +191,7 @@ fn a_bad_signature_is_rejected_and_never_reported() {
         }),
         Fixture::honest(profiles(&["draft-11"]), 43),
     ];
-    let servers: Vec<_> = fixtures
-        .iter()
-        .enumerate()
-        .map(|(i, f)| server_for(f, &format!("s{i}")))
-        .collect();
+    let servers = numbered(&fixtures);
     let seq = client().measure(&servers, &all_twice()).unwrap();
     let bad: Vec<_> = seq.entries.iter().filter(|e| e.server == 1).collect();
     assert_eq!(bad.len(), 2);
@@ -200,9 +209,9 @@ fn a_bad_signature_is_rejected_and_never_reported() {
     assert!(seq.contradictions.is_empty());
     assert!(seq.report().is_none());
     assert!(seq.agreement.flagged.is_empty());
-    // Discovery stopped at the invalid answer: no older family was tried
-    // (one datagram per pass).
-    assert_eq!(fixtures[1].udp_received(), 2);
+    // Each pass made its two UDP attempts (an invalid datagram ends
+    // nothing) and stopped there: no older family was tried.
+    assert_eq!(fixtures[1].udp_received(), 4);
 }
 
 #[test]
@@ -229,4 +238,73 @@ fn random_selection_takes_three_distinct_servers() {
         orders.insert(seq.order.clone());
     }
     assert!(orders.len() > 1, "the choice is random");
+}
+
+#[test]
+fn a_report_endpoint_that_redirects_is_not_followed() {
+    // The list's endpoint redirects to another listener; the report must
+    // reach neither that one nor be retried.
+    let elsewhere = ReportSink::start(0);
+    let redirecting = ReportSink::redirecting(&elsewhere.url());
+    let policy = PostPolicy {
+        backoff: Backoff {
+            initial: Duration::from_millis(10),
+            factor: 1.5,
+            max: Duration::from_millis(50),
+            attempts: 3,
+        },
+        timeout: Duration::from_secs(10),
+        allow_loopback_http: true,
+    };
+    let err = post_report(&redirecting.url(), "{}", &policy).unwrap_err();
+    assert_eq!(
+        err,
+        PostError::Redirected {
+            status: 307,
+            location: Some(elsewhere.url()),
+        }
+    );
+    assert_eq!(redirecting.received().len(), 1);
+    assert!(elsewhere.received().is_empty());
+    assert!(err.to_string().contains("not followed"), "{err}");
+}
+
+/// A local clock that steps an hour forward at every reading after the
+/// first, as a clock being set during a measurement would look to a client
+/// that read it more than once.
+struct SteppingClock(i128);
+
+impl gnomon_client::WallClock for SteppingClock {
+    fn now_us(&mut self) -> i128 {
+        let real = gnomon_client::SystemClock.now_us();
+        let stepped = real + self.0 * i128::from(HOUR_US);
+        self.0 += 1;
+        stepped
+    }
+}
+
+#[test]
+fn a_local_clock_step_during_a_measurement_flags_no_honest_server() {
+    let fixtures = [
+        Fixture::honest(profiles(&["1"]), 51),
+        Fixture::honest(profiles(&["draft-11"]), 52),
+        Fixture::honest(profiles(&["draft-08"]), 53),
+    ];
+    let servers = numbered(&fixtures);
+    let mut c = client().with_clock(SteppingClock(0));
+    let seq = c.measure(&servers, &all_twice()).unwrap();
+    assert_eq!(seq.answers().count(), 6);
+    assert!(seq.agreement.flagged.is_empty(), "{:?}", seq.agreement);
+    assert!(!seq.malfeasance());
+    let consensus = seq.agreement.consensus.as_ref().unwrap();
+    assert_eq!(consensus.agreeing.len(), 3);
+    // Every offset is placed from the one reading: the honest servers agree
+    // with it to well within an hour.
+    for (_, a) in seq.answers() {
+        assert!(
+            a.offset_us.abs() < i128::from(HOUR_US) / 2,
+            "{}",
+            a.offset_us
+        );
+    }
 }

@@ -34,6 +34,17 @@ pub struct ReportSink {
 impl ReportSink {
     /// Start listening on 127.0.0.1.
     pub fn start(fail_first: usize) -> ReportSink {
+        ReportSink::listen(fail_first, None)
+    }
+
+    /// A sink that answers every request with `307 Temporary Redirect` to
+    /// `location` (a report endpoint that sends the report elsewhere, say
+    /// to plain HTTP). It records what it received like any sink.
+    pub fn redirecting(location: &str) -> ReportSink {
+        ReportSink::listen(0, Some(location.to_string()))
+    }
+
+    fn listen(fail_first: usize, redirect: Option<String>) -> ReportSink {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind http");
         let addr = listener.local_addr().expect("http addr");
         let stop = Arc::new(AtomicBool::new(false));
@@ -47,8 +58,12 @@ impl ReportSink {
                     }
                     let Ok(stream) = conn else { continue };
                     let n = received.lock().map(|r| r.len()).unwrap_or(0);
-                    let status = if n < fail_first { 503 } else { 204 };
-                    if let Some(r) = handle(stream, status) {
+                    let status = match (&redirect, n < fail_first) {
+                        (Some(_), _) => 307,
+                        (None, true) => 503,
+                        (None, false) => 204,
+                    };
+                    if let Some(r) = handle(stream, status, redirect.as_deref()) {
                         if let Ok(mut list) = received.lock() {
                             list.push(r);
                         }
@@ -85,7 +100,7 @@ impl Drop for ReportSink {
     }
 }
 
-fn handle(stream: TcpStream, status: u16) -> Option<PostedReport> {
+fn handle(stream: TcpStream, status: u16, location: Option<&str>) -> Option<PostedReport> {
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
@@ -112,15 +127,18 @@ fn handle(stream: TcpStream, status: u16) -> Option<PostedReport> {
     }
     let mut body = vec![0u8; length.min(1 << 20)];
     reader.read_exact(&mut body).ok()?;
-    let reason = if status == 503 {
-        "Service Unavailable"
-    } else {
-        "No Content"
+    let reason = match status {
+        503 => "Service Unavailable",
+        307 => "Temporary Redirect",
+        _ => "No Content",
     };
+    let location = location
+        .map(|l| format!("Location: {l}\r\n"))
+        .unwrap_or_default();
     let mut out = stream;
     let _ = write!(
         out,
-        "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "HTTP/1.1 {status} {reason}\r\n{location}Content-Length: 0\r\nConnection: close\r\n\r\n"
     );
     Some(PostedReport {
         method,

@@ -28,6 +28,10 @@ pub enum Mode {
     Truncated,
     /// Nothing.
     Silent,
+    /// The first UDP request gets 256 bytes of garbage instead of its
+    /// answer (a forgery that won the race while the real answer was lost);
+    /// every later request a correct answer.
+    GarbageFirst,
 }
 
 /// What a fixture serves.
@@ -52,6 +56,10 @@ pub struct FixtureConfig {
     pub seed: u8,
     /// Listen on `[::1]` instead of `127.0.0.1`.
     pub ipv6: bool,
+    /// Requests the server would answer in one of these profiles get no
+    /// answer: a server whose newer versions an on-path dropper silences
+    /// while the older ones it also speaks get through.
+    pub silent_on: ProfileSet,
 }
 
 impl Default for FixtureConfig {
@@ -66,6 +74,7 @@ impl Default for FixtureConfig {
             tcp: true,
             seed: 1,
             ipv6: false,
+            silent_on: ProfileSet::empty(),
         }
     }
 }
@@ -207,6 +216,8 @@ struct Answerer {
     offset_us: i64,
     radius_us: u32,
     mode: Mode,
+    silent_on: ProfileSet,
+    garbage_sent: AtomicBool,
 }
 
 impl Answerer {
@@ -235,6 +246,8 @@ impl Answerer {
             offset_us: config.offset_us,
             radius_us: config.radius_us,
             mode: config.mode,
+            silent_on: config.silent_on,
+            garbage_sent: AtomicBool::new(false),
         }
     }
 
@@ -242,6 +255,9 @@ impl Answerer {
     fn answer(&self, packet: &[u8], tcp: bool) -> Option<Vec<u8>> {
         let request = self.acceptor.parse(packet).ok()?;
         let profile = request.profile;
+        if self.silent_on.contains(profile.id) {
+            return None;
+        }
         if tcp && (!profile.tcp || profile.framing != Framing::Packet) {
             return None;
         }
@@ -267,7 +283,11 @@ impl Answerer {
                 flip_signature(&mut response, profile.framing);
                 Some(response)
             }
-            Mode::Garbage => Some((0..256u32).map(|i| (i * 37 + 11) as u8).collect()),
+            Mode::Garbage => Some(garbage()),
+            Mode::GarbageFirst if !tcp && !self.garbage_sent.swap(true, Ordering::SeqCst) => {
+                Some(garbage())
+            }
+            Mode::GarbageFirst => Some(response),
             Mode::Truncated => {
                 response.truncate(response.len() / 2);
                 Some(response)
@@ -275,6 +295,10 @@ impl Answerer {
             Mode::Silent => None,
         }
     }
+}
+
+fn garbage() -> Vec<u8> {
+    (0..256u32).map(|i| (i * 37 + 11) as u8).collect()
 }
 
 fn shifted_now(offset_us: i64) -> u64 {

@@ -55,7 +55,13 @@ pub(crate) struct Args {
     /// UDP attempts for the first version family (later families get one).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub(crate) retries: u32,
-    /// Give up on one server after this long, whatever the schedule.
+    /// When the newest versions get no answer at all, go on to older ones
+    /// (draft 07 and before, Google). Off by default: anyone on the path
+    /// can drop packets, so silence alone must not pick a weaker version.
+    #[arg(long)]
+    pub(crate) version_fallback: bool,
+    /// Give up on one server after this long, whatever the schedule
+    /// (host-name resolution included).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) deadline: Option<Duration>,
     /// Write the malfeasance report (RFC 10049 §8.4.1 JSON) here when the
@@ -97,6 +103,7 @@ impl Args {
                 TcpMode::Fallback
             },
             deadline: self.deadline,
+            version_fallback: self.version_fallback,
             ..Config::default()
         }
     }
