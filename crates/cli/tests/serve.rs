@@ -1,12 +1,15 @@
 //! `gnomon serve` as a real process on loopback.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use gnomon_protocol::{verify_response, Offer, PROFILES};
+
+mod serve_support;
+use serve_support::{keygen_and_delegate, start_serve};
 
 struct Server {
     child: Child,
@@ -22,54 +25,15 @@ fn start(extra: &[&str]) -> Server {
 }
 
 fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
-        .envs(env.iter().copied())
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "2",
-            "--summary-interval",
-            "0",
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let b64 = line
-        .trim()
-        .strip_prefix("public key (base64): ")
-        .expect("public key line")
-        .to_string();
-    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .unwrap()
-        .try_into()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut startup = Vec::new();
-    let addr = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "server exited before listening"
-        );
-        startup.push(line.clone());
-        if let Some(rest) = line.split_once("listening on udp ").map(|(_, r)| r) {
-            break rest.split_whitespace().next().unwrap().parse().unwrap();
-        }
-    };
+    let s = start_serve(extra, |c| {
+        c.envs(env.iter().copied());
+    });
     Server {
-        child,
-        addr,
-        public,
-        stderr,
-        startup,
+        child: s.child,
+        addr: s.addr,
+        public: s.public,
+        stderr: s.stderr,
+        startup: s.startup,
     }
 }
 
@@ -226,7 +190,14 @@ fn serves_a_key_file_made_by_keygen_and_refuses_a_loose_one() {
         .unwrap()
         .try_into()
         .unwrap();
-    let server = start(&["--key-file", key.to_str().unwrap()]);
+    // A configured key refuses an unsynchronized clock by default, and
+    // this machine's kernel may call its clock that.
+    let server = start(&[
+        "--key-file",
+        key.to_str().unwrap(),
+        "--clock-unsynchronized",
+        "answer-with-radius",
+    ]);
     assert_eq!(
         server.public, public,
         "serve announces the key file's public key"
@@ -255,31 +226,15 @@ fn serves_a_key_file_made_by_keygen_and_refuses_a_loose_one() {
 #[test]
 fn serves_offline_delegations_without_the_long_term_key() {
     let dir = tempdir("offline");
-    let key = dir.join("root.key");
-    let out = gnomon(&["keygen", "--out", key.to_str().unwrap()]);
-    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode(String::from_utf8(out.stdout).unwrap().trim())
-        .unwrap()
-        .try_into()
-        .unwrap();
-    let delegations = dir.join("delegations");
-    let out = gnomon(&[
-        "delegate",
-        "--key-file",
-        key.to_str().unwrap(),
-        "--out-dir",
-        delegations.to_str().unwrap(),
-        "--count",
-        "2",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (key, delegations, public) = keygen_and_delegate(&dir, 2);
     // The server gets the delegations only.
     std::fs::remove_file(&key).unwrap();
-    let server = start(&["--offline-dir", delegations.to_str().unwrap()]);
+    let server = start(&[
+        "--offline-dir",
+        delegations.to_str().unwrap(),
+        "--clock-unsynchronized",
+        "answer-with-radius",
+    ]);
     assert_eq!(server.public, public);
     ask(&server, &public);
     let (status, _, _) = terminate(server);

@@ -277,6 +277,21 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
     c.identities = key_files;
     c.identities.extend(offline_dirs);
 
+    // Unset, the policy depends on the key: a configured key is a real
+    // server, which must not sign times nobody vouches for; the ephemeral
+    // quick-start answers (with a large radius and a warning) so that a
+    // bare `gnomon serve` works on hosts without NTP.
+    if policy.1.is_none() && !c.identities.is_empty() {
+        policy.0 = PolicyName::Refuse;
+        if unsync_radius.1.is_some() {
+            return Err(ConfigError::Conflict {
+                first: ("clock.unsynchronized-radius", unsync_radius.1),
+                second: ("clock.unsynchronized", None),
+                rule: "with a configured key the policy defaults to \"refuse\", which uses no \
+                       radius; set clock.unsynchronized = \"answer-with-radius\" to use it",
+            });
+        }
+    }
     c.clock.unsynchronized = match policy.0 {
         PolicyName::Refuse if unsync_radius.1.is_some() => {
             return Err(ConfigError::Conflict {

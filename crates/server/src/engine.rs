@@ -35,7 +35,9 @@ pub struct EngineConfig {
     pub key_rotation_jitter_percent: u8,
     /// Radius floor, µs (the kernel's estimate is used when larger).
     pub radius_floor_us: u64,
-    /// Radius when the clock is unsynchronized; `None` refuses to answer.
+    /// Radius when the clock is unsynchronized (or its state cannot be
+    /// read); `None` refuses to answer. The kernel's error estimate is
+    /// used when larger.
     pub unsynchronized_radius_us: Option<u64>,
     /// TCP on the same addresses, when set and enabled.
     pub tcp: Option<TcpConfig>,
@@ -66,16 +68,24 @@ fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
-/// Kernel clock error → advertised radius; `None` when refusing.
+/// Reads the kernel's clock state; [`sys::kernel_clock`] in production,
+/// anything a test likes otherwise.
+pub type ClockReader = Arc<dyn Fn() -> io::Result<sys::KernelClock> + Send + Sync>;
+
+/// Kernel clock error → advertised radius; `None` when refusing. `None`
+/// for `k` means the state could not be read: nothing says the clock is
+/// right, so it is treated as unsynchronized. The radius is never below
+/// the kernel's own maximum error, whatever the policy says.
 pub fn radius_from_kernel(
-    k: sys::KernelClock,
+    k: Option<sys::KernelClock>,
     floor_us: u64,
     unsynchronized: Option<u64>,
 ) -> Option<u64> {
-    if k.synchronized {
-        Some(k.max_error_us.max(floor_us))
+    let max_error_us = k.map_or(0, |k| k.max_error_us);
+    if k.is_some_and(|k| k.synchronized) {
+        Some(max_error_us.max(floor_us))
     } else {
-        unsynchronized.map(|r| r.max(floor_us))
+        unsynchronized.map(|r| r.max(floor_us).max(max_error_us))
     }
 }
 
@@ -91,6 +101,16 @@ impl Engine {
     /// Start with identities from any mix of key sources; the first
     /// answers versions that cannot name a key.
     pub fn start_with(config: EngineConfig, sources: Vec<KeySource>) -> io::Result<Engine> {
+        Engine::start_with_clock(config, sources, Arc::new(sys::kernel_clock))
+    }
+
+    /// As [`Engine::start_with`], reading the kernel's clock state through
+    /// `reader` (a seam for tests of clocks that cannot be read).
+    pub fn start_with_clock(
+        config: EngineConfig,
+        sources: Vec<KeySource>,
+        reader: ClockReader,
+    ) -> io::Result<Engine> {
         if sources.is_empty() {
             return Err(io::Error::other("no identity to serve"));
         }
@@ -104,7 +124,7 @@ impl Engine {
         let epoch = mint_epoch(&sources, now_us(), validity, 60_000_000)?;
         let keys: SharedKeys = Arc::new(ArcSwap::from_pointee(epoch));
         let clock = Arc::new(ClockState::new(config.radius_floor_us));
-        update_clock(&clock, &config);
+        update_clock(&clock, &config, reader());
         let stop = Arc::new(AtomicBool::new(false));
         let worker_failed = Arc::new(AtomicBool::new(false));
         let mut local = Vec::new();
@@ -188,7 +208,7 @@ impl Engine {
                 (keys.clone(), clock.clone(), stop.clone(), config.clone());
             std::thread::Builder::new()
                 .name("gnomon-keys".into())
-                .spawn(move || keeper(keys, clock, stop, config, sources))?
+                .spawn(move || keeper(keys, clock, stop, config, sources, reader))?
         };
         Ok(Engine {
             worker_failed,
@@ -231,6 +251,11 @@ impl Engine {
         self.tcp.as_ref().map(|t| t.stats())
     }
 
+    /// Whether the current delegations cover the current time.
+    pub fn can_sign(&self) -> bool {
+        self.keys.load().covers(now_us())
+    }
+
     /// Whether a worker died (not merely stopped on request).
     pub fn failed(&self) -> bool {
         self.worker_failed.load(Ordering::Relaxed)
@@ -258,6 +283,8 @@ impl Engine {
             }
         }
         if let Some(k) = self.keeper.take() {
+            // It parks between polls: wake it rather than wait out the park.
+            k.thread().unpark();
             let _ = k.join();
         }
         if let Some(t) = self.tcp.take() {
@@ -282,26 +309,40 @@ fn snapshot(
             total.add(&s);
         }
     }
+    let now = now_us();
     crate::metrics::Snapshot {
         stats: total,
         cert_expiry_s: keys.load().expires_us() / 1_000_000,
-        now_s: now_us() / 1_000_000,
+        now_s: now / 1_000_000,
+        can_sign: keys.load().covers(now),
         radius_us: clock.radius_us.load(Ordering::Relaxed),
         answering: clock.answering.load(Ordering::Relaxed),
         clock_synchronized: clock.synchronized.load(Ordering::Relaxed),
+        clock_readable: clock.read_error.load(Ordering::Relaxed) == 0,
         tcp,
     }
 }
 
-fn update_clock(clock: &ClockState, config: &EngineConfig) {
-    let radius = match sys::kernel_clock() {
+/// Apply one reading of the kernel's clock state to what workers use.
+fn update_clock(clock: &ClockState, config: &EngineConfig, read: io::Result<sys::KernelClock>) {
+    let k = match read {
         Ok(k) => {
-            clock.synchronized.store(k.synchronized, Ordering::Relaxed);
-            radius_from_kernel(k, config.radius_floor_us, config.unsynchronized_radius_us)
+            clock.read_error.store(0, Ordering::Relaxed);
+            Some(k)
         }
-        // No kernel estimate: the floor is all we can say.
-        Err(_) => Some(config.radius_floor_us),
+        // adjtimex refused (systemd's ProtectClock=yes, seccomp): keep the
+        // reason for the one log line the caller writes.
+        Err(e) => {
+            clock
+                .read_error
+                .store(e.raw_os_error().unwrap_or(-1), Ordering::Relaxed);
+            None
+        }
     };
+    clock
+        .synchronized
+        .store(k.is_some_and(|k| k.synchronized), Ordering::Relaxed);
+    let radius = radius_from_kernel(k, config.radius_floor_us, config.unsynchronized_radius_us);
     match radius {
         Some(r) => {
             clock.radius_us.store(r, Ordering::Relaxed);
@@ -324,13 +365,16 @@ fn next_rotation(now: u64, period: Duration, jitter_percent: u8) -> u64 {
 }
 
 /// Rotates online keys before they expire, moves to the next offline
-/// delegation when the current one ends, and refreshes the radius.
+/// delegation when the current one ends, re-mints at once when the clock
+/// has stepped out of the current delegation (either way), and refreshes
+/// the radius.
 fn keeper(
     keys: SharedKeys,
     clock: Arc<ClockState>,
     stop: Arc<AtomicBool>,
     config: EngineConfig,
     sources: Vec<KeySource>,
+    reader: ClockReader,
 ) {
     let validity = config.key_validity.as_micros() as u64;
     let mut next = next_rotation(
@@ -340,19 +384,28 @@ fn keeper(
     );
     let mut selection = offline_selection(&sources, now_us());
     while !stop.load(Ordering::Relaxed) {
+        // The park is on the monotonic clock, so a step cannot stretch it;
+        // shutdown unparks it.
         std::thread::park_timeout(Duration::from_millis(100));
-        update_clock(&clock, &config);
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        update_clock(&clock, &config, reader());
         let now = now_us();
         let current = offline_selection(&sources, now);
-        if now >= next || current != selection {
+        let stepped_out = !keys.load().covers(now);
+        if now >= next || current != selection || stepped_out {
             // One store: a worker sees the old epoch or the new, both valid.
             // If no offline delegation covers now, keep the old epoch: the
-            // responder refuses to sign outside its window anyway.
+            // responder refuses to sign outside its window anyway, /health
+            // says so, and the next poll tries again.
             if let Ok(epoch) = mint_epoch(&sources, now, validity, 60_000_000) {
                 keys.store(Arc::new(epoch));
                 selection = current;
-            }
-            if now >= next {
+                // A rotation deadline set before a step back could lie far
+                // in the new future: count the period from this mint.
+                next = next_rotation(now, config.key_rotation, config.key_rotation_jitter_percent);
+            } else if now >= next {
                 next = next_rotation(now, config.key_rotation, config.key_rotation_jitter_percent);
             }
         }
@@ -364,26 +417,116 @@ mod tests {
     use super::*;
     use crate::sys::KernelClock;
 
+    const SYNCED: KernelClock = KernelClock {
+        max_error_us: 500_000,
+        synchronized: true,
+    };
+
     #[test]
     fn radius_follows_the_kernel_and_the_policy() {
-        let synced = KernelClock {
-            max_error_us: 500_000,
-            synchronized: true,
-        };
-        assert_eq!(radius_from_kernel(synced, 3_000_000, None), Some(3_000_000));
+        assert_eq!(
+            radius_from_kernel(Some(SYNCED), 3_000_000, None),
+            Some(3_000_000)
+        );
         let worse = KernelClock {
             max_error_us: 7_000_000,
             synchronized: true,
         };
-        assert_eq!(radius_from_kernel(worse, 3_000_000, None), Some(7_000_000));
+        assert_eq!(
+            radius_from_kernel(Some(worse), 3_000_000, None),
+            Some(7_000_000)
+        );
         let unsynced = KernelClock {
             max_error_us: 16_000_000,
             synchronized: false,
         };
-        assert_eq!(radius_from_kernel(unsynced, 3_000_000, None), None);
+        assert_eq!(radius_from_kernel(Some(unsynced), 3_000_000, None), None);
         assert_eq!(
-            radius_from_kernel(unsynced, 3_000_000, Some(60_000_000)),
+            radius_from_kernel(Some(unsynced), 3_000_000, Some(60_000_000)),
             Some(60_000_000)
         );
+    }
+
+    #[test]
+    fn unsynchronized_radius_is_never_below_the_kernels_max_error() {
+        let drifting = KernelClock {
+            max_error_us: 90_000_000,
+            synchronized: false,
+        };
+        assert_eq!(
+            radius_from_kernel(Some(drifting), 3_000_000, Some(60_000_000)),
+            Some(90_000_000)
+        );
+    }
+
+    #[test]
+    fn an_unreadable_clock_is_unsynchronized() {
+        // Refusing policy: no answers at all.
+        assert_eq!(radius_from_kernel(None, 3_000_000, None), None);
+        // Answering policy: its radius, not the synchronized floor.
+        assert_eq!(
+            radius_from_kernel(None, 3_000_000, Some(60_000_000)),
+            Some(60_000_000)
+        );
+    }
+
+    fn config(unsynchronized_radius_us: Option<u64>) -> EngineConfig {
+        EngineConfig {
+            listen: Vec::new(),
+            workers: 1,
+            recv_buffer: None,
+            worker: WorkerConfig {
+                max_batch: 1,
+                max_queue_delay_us: 0,
+                acceptor: gnomon_protocol::Acceptor {
+                    profiles: gnomon_protocol::ProfileSet::ALL,
+                    min_size: 1024,
+                },
+                options: Default::default(),
+                vers: Vec::new(),
+                grease_per_million: 0,
+                fail_after: None,
+                batch_wait_us: 0,
+                limit: Default::default(),
+            },
+            key_validity: Duration::from_secs(3600),
+            key_rotation: Duration::from_secs(1800),
+            key_rotation_jitter_percent: 0,
+            radius_floor_us: 3_000_000,
+            unsynchronized_radius_us,
+            tcp: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_read_stops_answering_under_refuse_and_recovers() {
+        let clock = ClockState::new(3_000_000);
+        let refuse = config(None);
+        update_clock(
+            &clock,
+            &refuse,
+            Err(io::Error::from_raw_os_error(libc::EPERM)),
+        );
+        assert!(!clock.answering.load(Ordering::Relaxed));
+        assert!(!clock.synchronized.load(Ordering::Relaxed));
+        assert_eq!(clock.read_error.load(Ordering::Relaxed), libc::EPERM);
+        update_clock(&clock, &refuse, Ok(SYNCED));
+        assert!(clock.answering.load(Ordering::Relaxed));
+        assert!(clock.synchronized.load(Ordering::Relaxed));
+        assert_eq!(clock.read_error.load(Ordering::Relaxed), 0);
+        assert_eq!(clock.radius_us.load(Ordering::Relaxed), 3_000_000);
+    }
+
+    #[test]
+    fn a_failed_read_answers_with_the_unsynchronized_radius() {
+        let clock = ClockState::new(3_000_000);
+        let answer = config(Some(60_000_000));
+        update_clock(
+            &clock,
+            &answer,
+            Err(io::Error::from_raw_os_error(libc::EPERM)),
+        );
+        assert!(clock.answering.load(Ordering::Relaxed));
+        assert_eq!(clock.radius_us.load(Ordering::Relaxed), 60_000_000);
     }
 }

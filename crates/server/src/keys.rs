@@ -85,6 +85,12 @@ impl KeyEpoch {
         }
     }
 
+    /// Whether every identity's delegation, in every profile's encoding,
+    /// covers `now_us`: whether the server can sign now.
+    pub fn covers(&self, now_us: u64) -> bool {
+        self.identities.iter().all(|i| i.certs.covers(now_us))
+    }
+
     /// Earliest delegation expiry across identities, Unix µs.
     pub fn expires_us(&self) -> u64 {
         self.identities

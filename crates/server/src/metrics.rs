@@ -27,20 +27,25 @@ pub struct Snapshot {
     pub cert_expiry_s: u64,
     /// Current time, Unix s.
     pub now_s: u64,
+    /// Whether the current delegations cover the current time. False for a
+    /// while after a clock step, or when no offline delegation covers now.
+    pub can_sign: bool,
     /// Advertised radius, µs.
     pub radius_us: u64,
     /// Whether the server answers (clock synchronized or policy allows).
     pub answering: bool,
     /// Whether the kernel says the clock is synchronized.
     pub clock_synchronized: bool,
+    /// Whether the kernel's clock state could be read at all.
+    pub clock_readable: bool,
     /// TCP counters, when TCP is served.
     pub tcp: Option<crate::tcp::TcpStats>,
 }
 
 impl Snapshot {
-    /// Healthy: answering, and the delegation has not run out.
+    /// Healthy: answering, and able to sign the current time.
     pub fn healthy(&self) -> bool {
-        self.answering && self.cert_expiry_s > self.now_s
+        self.answering && self.can_sign
     }
 }
 
@@ -146,7 +151,7 @@ pub fn render(s: &Snapshot) -> String {
         &st.queue_delay,
         st.queue_delay_us_total as f64 / 1e6,
     );
-    let gauges: [(&str, &str, f64); 4] = [
+    let gauges: [(&str, &str, f64); 6] = [
         (
             "certificate_expiry_timestamp_seconds",
             "When the current delegation expires.",
@@ -161,6 +166,16 @@ pub fn render(s: &Snapshot) -> String {
             "clock_synchronized",
             "1 when the kernel says the clock is synchronized.",
             f64::from(u8::from(s.clock_synchronized)),
+        ),
+        (
+            "clock_state_readable",
+            "0 when the kernel's clock state cannot be read (adjtimex fails).",
+            f64::from(u8::from(s.clock_readable)),
+        ),
+        (
+            "can_sign",
+            "1 when the current delegations cover the current time.",
+            f64::from(u8::from(s.can_sign)),
         ),
         (
             "answering",
@@ -355,7 +370,7 @@ fn handle(mut conn: TcpStream, snapshot: &impl Fn() -> Snapshot) -> io::Result<(
                     &mut conn,
                     "503 Service Unavailable",
                     "text/plain",
-                    "delegation expired\n",
+                    "not signing: no delegation covers the current time\n",
                 )
             }
         }
@@ -433,6 +448,7 @@ mod tests {
                 answering: h.load(Ordering::Relaxed),
                 cert_expiry_s: 10,
                 now_s: 5,
+                can_sign: true,
                 ..Default::default()
             }
         })

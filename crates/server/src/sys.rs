@@ -476,3 +476,32 @@ pub fn kernel_clock() -> io::Result<KernelClock> {
         synchronized: state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0,
     })
 }
+
+/// The kernel's `CLOCK_REALTIME`, ns, read by a direct system call rather
+/// than through the C library (and its vDSO shortcut).
+///
+/// This is the clock `SO_TIMESTAMPNS` stamps datagrams with, so the gap
+/// between the two is how long a request really waited. The process's own
+/// view of the time can disagree with the kernel's: a preloaded clock shim
+/// such as libfaketime moves `clock_gettime` and not the receive
+/// timestamps, and then every request would look as old as the shift.
+/// One system call per batch is the price.
+pub fn kernel_realtime_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer to
+    // a local that lives for the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            libc::CLOCK_REALTIME,
+            &mut ts as *mut libc::timespec,
+        )
+    };
+    if r != 0 || ts.tv_sec < 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}

@@ -5,7 +5,7 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -19,7 +19,7 @@ use crate::grease::Greaser;
 use crate::keys::{Choice, SharedKeys};
 use crate::limit::{process_hasher, LimitConfig, SourceLimiter, Verdict};
 use crate::stats::{Drop, WorkerStats};
-use crate::sys::{Batch, Replies};
+use crate::sys::{self, Batch, Replies};
 
 /// Largest batch a worker reads at once.
 pub const MAX_BATCH: usize = 1024;
@@ -32,8 +32,12 @@ pub struct ClockState {
     pub radius_us: AtomicU64,
     /// False when the clock is unsynchronized and the policy is to refuse.
     pub answering: AtomicBool,
-    /// What the kernel last said about synchronization.
+    /// What the kernel last said about synchronization (false when it
+    /// could not be asked).
     pub synchronized: AtomicBool,
+    /// The errno of the last failed attempt to read the kernel's clock
+    /// state, 0 when the last attempt succeeded.
+    pub read_error: AtomicI32,
 }
 
 impl ClockState {
@@ -43,6 +47,7 @@ impl ClockState {
             radius_us: AtomicU64::new(radius_us),
             answering: AtomicBool::new(true),
             synchronized: AtomicBool::new(true),
+            read_error: AtomicI32::new(0),
         }
     }
 }
@@ -151,6 +156,20 @@ pub struct WorkerState {
     budget: SignatureBudget,
     /// Zero of the worker's monotonic clock for the limits.
     epoch: Instant,
+    /// When a receive last found the queue empty (the start of that call):
+    /// everything read since arrived later, so no request has waited longer
+    /// than this, whatever the wall clocks say. `None` until it happens.
+    queue_empty_at: Option<Instant>,
+}
+
+/// How long a request stamped `rx_ns` by the kernel has waited: the
+/// kernel's clock now minus its receive time, but never more than the
+/// monotonic time since the queue was last empty. The kernel's clock is
+/// the one that stamped it, so a process clock moved by a shim cannot make
+/// it look old; the monotonic bound covers a step of the kernel's clock
+/// itself between receive and now.
+fn queued_ns(kernel_now_ns: u64, rx_ns: u64, bound_ns: u64) -> u64 {
+    kernel_now_ns.saturating_sub(rx_ns).min(bound_ns)
 }
 
 impl Worker {
@@ -169,6 +188,7 @@ impl Worker {
                 self.config.limit.signature_burst_us,
             ),
             epoch: Instant::now(),
+            queue_empty_at: None,
         }
     }
 
@@ -221,39 +241,62 @@ impl Worker {
             }
         };
         state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
+        // Less than a full batch: the queue was empty during this call.
+        // Kept aside until this batch is answered, whose requests may be
+        // older than that.
+        let mut emptied = (n < state.batch.capacity()).then_some(t0);
         let n = if n > 0 && self.config.batch_wait_us > 0 {
-            n + self.gather(state, n, fd)
+            let (more, t) = self.gather(state, n, fd);
+            emptied = t.or(emptied);
+            n + more
         } else {
             n
         };
         if n > 0 {
             self.answer(state, n, fd)?;
         }
+        if emptied.is_some() {
+            state.queue_empty_at = emptied;
+        }
         Ok(n)
+    }
+
+    /// The longest any request in the current batch can have waited, by
+    /// the monotonic clock.
+    fn queue_bound_ns(state: &WorkerState) -> u64 {
+        state
+            .queue_empty_at
+            .map_or(u64::MAX, |t| t.elapsed().as_nanos() as u64)
     }
 
     /// Wait for company (`batch_wait_us`) and read what came meanwhile
     /// into the slots after the first `n`. A signature costs as much as
     /// fifteen leaves, so at moderate load a short wait is the cheapest
     /// request there is; under heavy load receives return full batches and
-    /// this never sleeps.
-    fn gather(&self, state: &mut WorkerState, n: usize, fd: i32) -> usize {
-        if n >= state.batch.capacity() {
-            return 0;
+    /// this never sleeps. The sleep is the configured wait less what the
+    /// oldest request already waited, so it never exceeds the configured
+    /// wait whatever the clocks do. Returns how many more were read, and
+    /// the start of the extra read if it emptied the queue.
+    fn gather(&self, state: &mut WorkerState, n: usize, fd: i32) -> (usize, Option<Instant>) {
+        let room = state.batch.capacity().saturating_sub(n);
+        if room == 0 {
+            return (0, None);
         }
-        let now = now_ns();
-        let oldest = state.batch.meta(0).rx_ns.unwrap_or(now);
-        let due = oldest.saturating_add(self.config.batch_wait_us * 1_000);
-        if due > now {
+        let wait_ns = self.config.batch_wait_us.saturating_mul(1_000);
+        let waited = match (state.batch.meta(0).rx_ns, sys::kernel_realtime_ns()) {
+            (Some(rx), Some(now)) => queued_ns(now, rx, Self::queue_bound_ns(state)),
+            _ => 0,
+        };
+        if waited < wait_ns {
             let slept = Instant::now();
-            std::thread::sleep(Duration::from_nanos(due - now));
+            std::thread::sleep(Duration::from_nanos(wait_ns - waited));
             state.stats.ns_batch_wait += slept.elapsed().as_nanos() as u64;
         }
         let t0 = Instant::now();
         // A failed extra read only leaves the batch as it was.
         let more = state.batch.recv_more(fd, n).unwrap_or(0);
         state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
-        more
+        (more, (more < room).then_some(t0))
     }
 
     fn answer(&self, state: &mut WorkerState, n: usize, fd: i32) -> io::Result<()> {
@@ -271,6 +314,8 @@ impl Worker {
     /// reply slots, without sending; returns the replies written. Kept
     /// apart from the syscalls so the whole datagram path can be fuzzed.
     pub fn respond(&self, state: &mut WorkerState, n: usize) -> usize {
+        let t_parse = Instant::now();
+        let queue_bound_ns = Self::queue_bound_ns(state);
         let WorkerState {
             batch,
             responder,
@@ -281,7 +326,6 @@ impl Worker {
             epoch,
             ..
         } = state;
-        let t_parse = Instant::now();
         // The limits run on the monotonic clock: a wall-clock step must
         // neither free nor silence every source. Never 0: an untouched
         // table entry holds 0.
@@ -293,6 +337,8 @@ impl Worker {
         // One clock read per batch.
         let now_ns = now_ns();
         let now_us = now_ns / 1_000;
+        // Queue delay is measured on the clock that stamped the requests.
+        let kernel_now_ns = sys::kernel_realtime_ns().unwrap_or(now_ns);
         let keys = self.keys.load();
         let answering = self.clock.answering.load(Ordering::Relaxed);
         let radius_us = self
@@ -326,7 +372,7 @@ impl Worker {
                     continue;
                 }
                 if let Some(rx) = meta.rx_ns {
-                    let waited = now_ns.saturating_sub(rx);
+                    let waited = queued_ns(kernel_now_ns, rx, queue_bound_ns);
                     stats.delay(waited / 1_000);
                     // Dropped before any hashing or signing is spent on it.
                     if waited > max_delay_ns {
@@ -418,5 +464,36 @@ impl Worker {
             stats.ns_respond += t_respond.elapsed().as_nanos() as u64;
             replies.count()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::queued_ns;
+
+    #[test]
+    fn queue_delay_is_the_kernel_clock_gap_bounded_by_the_monotonic_one() {
+        // Waited 2 ms, the queue was last empty 5 ms ago.
+        assert_eq!(
+            queued_ns(10_002_000_000, 10_000_000_000, 5_000_000),
+            2_000_000
+        );
+        // The kernel's clock stepped an hour forward after the receive:
+        // it cannot have waited longer than the queue was non-empty.
+        let hour = 3_600_000_000_000;
+        assert_eq!(
+            queued_ns(10_000_000_000 + hour, 10_000_000_000, 5_000_000),
+            5_000_000
+        );
+        // Stepped back: no negative waits.
+        assert_eq!(
+            queued_ns(10_000_000_000, 10_000_000_000 + hour, 5_000_000),
+            0
+        );
+        // Queue never seen empty: the kernel's clock alone.
+        assert_eq!(
+            queued_ns(10_002_000_000, 10_000_000_000, u64::MAX),
+            2_000_000
+        );
     }
 }

@@ -191,19 +191,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
         },
         None => None,
     };
-    if !engine.clock.synchronized.load(Ordering::Relaxed) {
-        tracing::warn!(
-            "the kernel says the system clock is not synchronized; {}",
-            if engine.clock.answering.load(Ordering::Relaxed) {
-                format!(
-                    "answering with a radius of {} s",
-                    engine.clock.radius_us.load(Ordering::Relaxed) / 1_000_000
-                )
-            } else {
-                "not answering until it is (clock.unsynchronized = \"refuse\")".to_string()
-            }
-        );
-    }
+    let mut clock_report = ClockReport::read(&engine);
+    clock_report.log_changes_from(&ClockReport::FINE);
     for addr in &engine.local {
         tracing::info!("listening on udp {addr} with {workers} workers");
     }
@@ -215,6 +204,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let mut previous = WorkerStats::default();
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(Duration::from_millis(50));
+        let report = ClockReport::read(&engine);
+        report.log_changes_from(&clock_report);
+        clock_report = report;
         let now_us = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
@@ -256,6 +248,84 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Err(e) => {
             tracing::error!("a worker failed: {e}");
             ExitCode::from(SOFTWARE)
+        }
+    }
+}
+
+/// What the operator was last told about the clock, so that each change
+/// is logged once rather than on every poll.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ClockReport {
+    /// errno of the last failed adjtimex, 0 when it worked.
+    read_error: i32,
+    synchronized: bool,
+    answering: bool,
+    can_sign: bool,
+    radius_s: u64,
+}
+
+impl ClockReport {
+    /// The state nothing needs to be said about.
+    const FINE: ClockReport = ClockReport {
+        read_error: 0,
+        synchronized: true,
+        answering: true,
+        can_sign: true,
+        radius_s: 0,
+    };
+
+    fn read(engine: &Engine) -> ClockReport {
+        let c = &engine.clock;
+        ClockReport {
+            read_error: c.read_error.load(Ordering::Relaxed),
+            synchronized: c.synchronized.load(Ordering::Relaxed),
+            answering: c.answering.load(Ordering::Relaxed),
+            can_sign: engine.can_sign(),
+            radius_s: c.radius_us.load(Ordering::Relaxed) / 1_000_000,
+        }
+    }
+
+    fn policy(&self) -> String {
+        if self.answering {
+            format!("answering with a radius of {} s", self.radius_s)
+        } else {
+            "not answering until it is (clock.unsynchronized = \"refuse\")".to_string()
+        }
+    }
+
+    fn log_changes_from(&self, before: &ClockReport) {
+        if self.read_error != before.read_error {
+            if self.read_error != 0 {
+                tracing::warn!(
+                    "cannot read the kernel's clock state (adjtimex: {}; systemd's \
+                     ProtectClock=yes does this); treating the clock as unsynchronized, {}",
+                    std::io::Error::from_raw_os_error(self.read_error),
+                    self.policy()
+                );
+            } else {
+                tracing::info!("the kernel's clock state can be read again");
+            }
+        } else if self.read_error == 0 && self.synchronized != before.synchronized {
+            if self.synchronized {
+                tracing::info!("the kernel says the system clock is synchronized");
+            } else {
+                tracing::warn!(
+                    "the kernel says the system clock is not synchronized; {}",
+                    self.policy()
+                );
+            }
+        } else if self.answering && !before.answering {
+            tracing::info!("answering again");
+        }
+        if self.can_sign != before.can_sign {
+            if self.can_sign {
+                tracing::info!("signing again: a delegation covers the current time");
+            } else {
+                tracing::warn!(
+                    "no delegation covers the current time (clock step, or the offline \
+                     delegations ran out); not answering until one does"
+                );
+            }
         }
     }
 }

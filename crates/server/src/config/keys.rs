@@ -200,8 +200,8 @@ pub static KEYS: &[KeySpec] = &[
         kind: Value,
         value_name: "POLICY",
         expected: "\"refuse\" or \"answer-with-radius\"",
-        default: "\"answer-with-radius\"",
-        help: "What to do while the kernel says the clock is unsynchronized",
+        default: "\"refuse\" with a configured key, \"answer-with-radius\" with the ephemeral one",
+        help: "What to do while the kernel says the clock is unsynchronized (or cannot say)",
     },
     KeySpec {
         key: "clock.unsynchronized-radius",

@@ -200,7 +200,7 @@ fn key_table_ranges_match_the_types() {
 fn key_table_defaults_are_the_printed_defaults() {
     let printed = Config::default().to_string();
     for spec in KEYS {
-        if spec.key == "workers" || spec.key == "key-file" {
+        if ["workers", "key-file", "clock.unsynchronized"].contains(&spec.key) {
             continue; // described in words
         }
         let leaf = spec.key.rsplit('.').next().unwrap();
@@ -489,6 +489,25 @@ fn unsynchronized_policy_and_radius() {
     let e = err("[clock]\nradius-floor = \"2m\"");
     assert!(e.contains("`clock.unsynchronized-radius` (default)"), "{e}");
     assert!(e.contains("at least the floor"), "{e}");
+}
+
+#[test]
+fn a_configured_key_refuses_an_unsynchronized_clock_by_default() {
+    // The ephemeral quick-start answers; a configured key refuses.
+    assert_eq!(
+        file("").unwrap().clock.unsynchronized.radius_us(),
+        Some(60_000_000)
+    );
+    let c = file("key-file = \"a.key\"").unwrap();
+    assert_eq!(c.clock.unsynchronized, UnsyncPolicy::Refuse);
+    let c = file("offline-dir = \"deleg\"").unwrap();
+    assert_eq!(c.clock.unsynchronized, UnsyncPolicy::Refuse);
+    // Saying so still answers.
+    let c = file("key-file = \"a.key\"\n[clock]\nunsynchronized = \"answer-with-radius\"").unwrap();
+    assert_eq!(c.clock.unsynchronized.radius_us(), Some(60_000_000));
+    // A radius alone does not silently change the policy, nor is it ignored.
+    let e = err("key-file = \"a.key\"\n[clock]\nunsynchronized-radius = \"30s\"");
+    assert!(e.contains("defaults to \"refuse\""), "{e}");
 }
 
 #[test]

@@ -350,10 +350,11 @@ impl UnsyncPolicy {
 }
 
 impl Default for UnsyncPolicy {
-    /// Answer with 60 s. Many hosts (containers, CI machines, laptops
-    /// without an NTP daemon) report unsynchronized clocks; refusing by
-    /// default would make a bare `gnomon serve` silent there. Production
-    /// configurations should say `refuse` (deploy/gnomon.toml does).
+    /// Answer with 60 s: the default of the ephemeral quick-start. Many
+    /// hosts (containers, CI machines, laptops without an NTP daemon)
+    /// report unsynchronized clocks; refusing there would make a bare
+    /// `gnomon serve` silent. With a configured key the default is
+    /// `Refuse` (decided when the configuration is built).
     fn default() -> Self {
         UnsyncPolicy::AnswerWithRadius(Self::DEFAULT_RADIUS)
     }

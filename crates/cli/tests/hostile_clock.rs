@@ -1,0 +1,377 @@
+//! `gnomon serve` under libfaketime: its clock stepped back and forward
+//! while a client loads it, started an hour ahead of the kernel's receive
+//! timestamps, and stopped right after a step.
+//!
+//! libfaketime shifts the process's clock and not the kernel's, which is
+//! both a clock step (the offset file is rewritten while the server runs)
+//! and a clock that disagrees with the kernel's `SO_TIMESTAMPNS`.
+//! `FAKETIME_DONT_FAKE_MONOTONIC=1` keeps the monotonic clock honest, as
+//! in a real step.
+
+use std::io::{BufRead, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use gnomon_protocol::{verify_response, Offer, Profile, Verified};
+
+mod serve_support;
+use serve_support::{keygen_and_delegate, start_serve};
+
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+/// How soon after a step the server must answer with the new time. The
+/// key thread polls every 100 ms; this is the bound the issue sets.
+const RECOVERY: Duration = Duration::from_secs(1);
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+    public: [u8; 32],
+    /// The server's stderr, read by a thread so logging never blocks it.
+    log: Arc<Mutex<String>>,
+    offset_file: PathBuf,
+    dir: PathBuf,
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gnomon-clock-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Move the server's clock to real time + `offset` (libfaketime syntax,
+/// such as "+3600" or "-120"). Written whole and renamed so the server
+/// never reads half a file.
+fn set_offset(file: &Path, offset: &str) {
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, format!("{offset}\n")).unwrap();
+    std::fs::rename(&tmp, file).unwrap();
+}
+
+/// `gnomon serve` with its clock at real time + `offset`; `None` (after
+/// recording the skip) where libfaketime is missing.
+fn start(test: &str, offset: &str, extra: &[&str]) -> Option<Server> {
+    if !Path::new(LIBFAKETIME).exists() {
+        gnomon_testkit::skip(
+            test,
+            &format!("{LIBFAKETIME} missing (package libfaketime)"),
+        );
+        return None;
+    }
+    let dir = tempdir(test);
+    let offset_file = dir.join("offset");
+    set_offset(&offset_file, offset);
+    let mut args = vec!["--metrics", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let started = start_serve(&args, |c| {
+        c.env("LD_PRELOAD", LIBFAKETIME)
+            .env("FAKETIME_TIMESTAMP_FILE", &offset_file)
+            .env("FAKETIME_NO_CACHE", "1")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    });
+    let mut stderr = started.stderr;
+    let startup = started.startup.concat();
+    let log = Arc::new(Mutex::new(startup));
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while stderr.read_line(&mut rest).unwrap_or(0) > 0 {
+            sink.lock().unwrap().push_str(&rest);
+            rest.clear();
+        }
+    });
+    Some(Server {
+        child: started.child,
+        addr: started.addr,
+        metrics: started
+            .metrics
+            .expect("metrics address logged before listening"),
+        public: started.public,
+        log,
+        offset_file,
+        dir,
+    })
+}
+
+/// As [`start`], once it has answered a first request with the time it
+/// was started at: the server, a client socket and the last nonce used.
+fn answering(test: &str, offset_s: i64, extra: &[&str]) -> Option<(Server, UdpSocket, u64)> {
+    let s = start(test, &format!("{offset_s:+}"), extra)?;
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut nonce = 0;
+    assert!(
+        first_good_answer(&c, &s, &mut nonce, offset_s, Duration::from_secs(10)).is_some(),
+        "no first answer; log:\n{}",
+        s.log.lock().unwrap()
+    );
+    Some((s, c, nonce))
+}
+
+impl Server {
+    fn step(&self, offset: &str) {
+        set_offset(&self.offset_file, offset);
+    }
+
+    /// The status line of GET /health.
+    fn health(&self) -> String {
+        let mut c = TcpStream::connect(self.metrics).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(c, "GET /health HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        s.lines().next().unwrap_or("").to_string()
+    }
+
+    /// SIGTERM; how long the process took to exit, and its log.
+    fn terminate(mut self) -> (std::process::ExitStatus, Duration, String) {
+        let t = Instant::now();
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        // Bounded: a server that does not stop is killed and reported.
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if t.elapsed() > Duration::from_secs(30) {
+                let _ = self.child.kill();
+                break self.child.wait().unwrap();
+            }
+            std::thread::park_timeout(Duration::from_millis(10));
+        };
+        let took = t.elapsed();
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let log = self.log.lock().unwrap().clone();
+        (status, took, log)
+    }
+}
+
+fn real_now_us() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i128
+}
+
+fn request(nonce: u64) -> Vec<u8> {
+    let mut n = [0u8; 32];
+    n[..8].copy_from_slice(&nonce.to_le_bytes());
+    let mut req = vec![0u8; 1024];
+    Offer::single(Profile::rfc())
+        .build(&n, None, 1024, &mut req)
+        .unwrap();
+    req
+}
+
+/// One request; its verified answer if one comes within `wait` (answers
+/// to earlier requests on the same socket fail verification and are
+/// skipped).
+fn ask(c: &UdpSocket, s: &Server, nonce: u64, wait: Duration) -> Option<Verified> {
+    let req = request(nonce);
+    c.send_to(&req, s.addr).unwrap();
+    let deadline = Instant::now() + wait;
+    let mut buf = [0u8; 2048];
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        c.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        let (n, _) = c.recv_from(&mut buf).ok()?;
+        if let Ok(v) = verify_response(&req, &buf[..n], &s.public) {
+            return Some(v);
+        }
+    }
+}
+
+/// Whether `v` vouches for real time + `offset_s` (the server's clock).
+fn vouches_for(v: &Verified, offset_s: i64) -> bool {
+    let expected = real_now_us() + i128::from(offset_s) * 1_000_000;
+    // The answer was signed a moment before it was checked.
+    v.earliest_us() <= expected && expected <= v.latest_us() + 1_000_000
+}
+
+/// Ask until an answer vouches for real time + `offset_s`, for at most
+/// `within`; how long it took, or `None`.
+fn first_good_answer(
+    c: &UdpSocket,
+    s: &Server,
+    nonce: &mut u64,
+    offset_s: i64,
+    within: Duration,
+) -> Option<Duration> {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        *nonce += 1;
+        if let Some(v) = ask(c, s, *nonce, Duration::from_millis(50)) {
+            if vouches_for(&v, offset_s) {
+                return Some(t.elapsed());
+            }
+        }
+    }
+    None
+}
+
+/// A client asking in a loop until told to stop (or 60 s pass), counting
+/// the answers that verify.
+struct Load {
+    stop: Arc<AtomicBool>,
+    good: Arc<AtomicU64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn load(s: &Server) -> Load {
+    let (stop, good) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (addr, public) = (s.addr, s.public);
+    let (st, g) = (stop.clone(), good.clone());
+    let thread = std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut buf = [0u8; 2048];
+        c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut i = 1u64 << 40;
+        while !st.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
+            i += 1;
+            let req = request(i);
+            // The server may be gone (a SIGTERM test): sending may fail.
+            if c.send_to(&req, addr).is_err() {
+                break;
+            }
+            if let Ok((n, _)) = c.recv_from(&mut buf) {
+                if verify_response(&req, &buf[..n], &public).is_ok() {
+                    g.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    Load { stop, good, thread }
+}
+
+impl Load {
+    fn finish(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+        self.good.load(Ordering::Relaxed)
+    }
+}
+
+#[test]
+fn clock_steps_under_load_keep_the_server_answering_the_new_time() {
+    let Some((s, c, mut nonce)) = answering("clock_steps_under_load", 0, &[]) else {
+        return;
+    };
+    let l = load(&s);
+    for (offset, offset_s) in [("-120", -120), ("+3600", 3600)] {
+        s.step(offset);
+        let took = first_good_answer(&c, &s, &mut nonce, offset_s, RECOVERY);
+        assert!(
+            took.is_some(),
+            "no valid answer for the clock at {offset} s within {RECOVERY:?}; log:\n{}",
+            s.log.lock().unwrap()
+        );
+        // Answering again, and /health says so.
+        assert!(s.health().contains("200"), "{}", s.health());
+    }
+    assert!(l.finish() > 0, "the loading client got no valid answer");
+    let (status, _, log) = s.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
+}
+
+#[test]
+fn sigterm_right_after_a_step_back_ends_the_process_promptly() {
+    let Some((s, c, mut nonce)) = answering("sigterm_after_step", 0, &[]) else {
+        return;
+    };
+    let l = load(&s);
+    s.step("-120");
+    // Requests arriving after the step are what used to put workers to
+    // sleep for the size of the step.
+    for _ in 0..5 {
+        nonce += 1;
+        c.send_to(&request(nonce), s.addr).unwrap();
+    }
+    let (status, took, log) = s.terminate();
+    l.finish();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(
+        took < Duration::from_secs(2),
+        "SIGTERM took {took:?}\n{log}"
+    );
+}
+
+#[test]
+fn a_server_an_hour_ahead_of_the_kernel_answers_over_udp() {
+    // Every request's receive timestamp is an hour behind the server's
+    // clock: answered all the same, with the server's time.
+    let Some((s, _, _)) = answering("an_hour_ahead", 3600, &[]) else {
+        return;
+    };
+    let (status, _, log) = s.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
+}
+
+/// Offline delegations cover a fixed window: stepped before it, the
+/// server cannot sign, and /health must say so rather than 200; stepped
+/// back into it, it signs again.
+#[test]
+fn health_is_503_while_no_delegation_covers_the_clock_and_200_after() {
+    if !Path::new(LIBFAKETIME).exists() {
+        gnomon_testkit::skip(
+            "health_follows_signing",
+            &format!("{LIBFAKETIME} missing (package libfaketime)"),
+        );
+        return;
+    }
+    let keys = tempdir("offline-keys");
+    let (_, deleg, _) = keygen_and_delegate(&keys, 1);
+    // A configured key refuses an unsynchronized clock by default; this
+    // machine's kernel may call its clock that.
+    let Some((s, c, mut nonce)) = answering(
+        "health_follows_signing",
+        0,
+        &[
+            "--offline-dir",
+            deleg.to_str().unwrap(),
+            "--clock-unsynchronized",
+            "answer-with-radius",
+        ],
+    ) else {
+        return;
+    };
+    assert!(s.health().contains("200"), "{}", s.health());
+    // An hour before the only delegation starts.
+    s.step("-3600");
+    let t = Instant::now();
+    let mut health = s.health();
+    while !health.contains("503") && t.elapsed() < Duration::from_secs(10) {
+        std::thread::park_timeout(Duration::from_millis(20));
+        health = s.health();
+    }
+    assert!(health.contains("503"), "{health}");
+    nonce += 1;
+    assert!(
+        ask(&c, &s, nonce, Duration::from_millis(300)).is_none(),
+        "signed outside every delegation"
+    );
+    s.step("+0");
+    assert!(
+        first_good_answer(&c, &s, &mut nonce, 0, RECOVERY).is_some(),
+        "no answer after stepping back into the delegation"
+    );
+    assert!(s.health().contains("200"), "{}", s.health());
+    let (status, _, log) = s.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(
+        log.contains("no delegation covers the current time") && log.contains("signing again"),
+        "{log}"
+    );
+    std::fs::remove_dir_all(&keys).unwrap();
+}

@@ -1,0 +1,121 @@
+//! Starting the built `gnomon serve` and reading what it announces.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+
+use base64::Engine as _;
+
+/// A started server, up to its "listening on udp" line.
+pub struct Started {
+    pub child: Child,
+    /// The first UDP address it listens on.
+    pub addr: SocketAddr,
+    /// The long-term public key it printed.
+    pub public: [u8; 32],
+    /// Where /metrics and /health are served, if it said.
+    pub metrics: Option<SocketAddr>,
+    /// The rest of its stderr.
+    pub stderr: BufReader<ChildStderr>,
+    /// Everything it logged up to "listening".
+    pub startup: Vec<String>,
+}
+
+/// `gnomon serve` on 127.0.0.1, any port, two workers, no summary lines,
+/// then `extra` (and whatever `setup` adds: environment); its public key
+/// and addresses read from what it prints.
+pub fn start_serve(extra: &[&str], setup: impl FnOnce(&mut Command)) -> Started {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gnomon"));
+    setup(&mut cmd);
+    let mut child = cmd
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+            "--summary-interval",
+            "0",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let b64 = line
+        .trim()
+        .strip_prefix("public key (base64): ")
+        .expect("public key line")
+        .to_string();
+    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut startup = Vec::new();
+    let mut metrics = None;
+    let addr = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "server exited before listening: {startup:?}"
+        );
+        startup.push(line.clone());
+        if let Some((_, r)) = line.split_once("metrics on http://") {
+            metrics = r.split('/').next().and_then(|a| a.parse().ok());
+        }
+        if let Some(rest) = line.split_once("listening on udp ").map(|(_, r)| r) {
+            break rest.split_whitespace().next().unwrap().parse().unwrap();
+        }
+    };
+    Started {
+        child,
+        addr,
+        public,
+        metrics,
+        stderr,
+        startup,
+    }
+}
+
+/// A long-term key made by `gnomon keygen` in `dir`, and `count` offline
+/// delegations from it made by `gnomon delegate` (starting now): the key
+/// file, the delegations directory and the public key.
+pub fn keygen_and_delegate(dir: &Path, count: u32) -> (PathBuf, PathBuf, [u8; 32]) {
+    let gnomon = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let key = dir.join("root.key");
+    let b64 = gnomon(&["keygen", "--out", key.to_str().unwrap()]);
+    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let delegations = dir.join("delegations");
+    gnomon(&[
+        "delegate",
+        "--key-file",
+        key.to_str().unwrap(),
+        "--out-dir",
+        delegations.to_str().unwrap(),
+        "--count",
+        &count.to_string(),
+    ]);
+    (key, delegations, public)
+}
