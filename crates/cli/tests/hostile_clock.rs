@@ -117,14 +117,19 @@ impl Server {
         set_offset(&self.offset_file, offset);
     }
 
-    /// The status line of GET /health.
-    fn health(&self) -> String {
+    /// The whole HTTP response to GET `path` on the metrics listener.
+    fn get(&self, path: &str) -> String {
         let mut c = TcpStream::connect(self.metrics).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        write!(c, "GET /health HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
         let mut s = String::new();
         c.read_to_string(&mut s).unwrap();
-        s.lines().next().unwrap_or("").to_string()
+        s
+    }
+
+    /// The status line of GET /health.
+    fn health(&self) -> String {
+        self.get("/health").lines().next().unwrap_or("").to_string()
     }
 
     /// SIGTERM; how long the process took to exit, and its log.
@@ -374,4 +379,46 @@ fn health_is_503_while_no_delegation_covers_the_clock_and_200_after() {
         "{log}"
     );
     std::fs::remove_dir_all(&keys).unwrap();
+}
+
+/// The clock shim must not blind the stale drop: requests that really
+/// waited (the server stopped with SIGSTOP while they queued) are still
+/// dropped as stale by a server an hour ahead, and fresh ones answered.
+#[test]
+fn a_server_an_hour_ahead_still_drops_requests_that_really_waited() {
+    let Some((s, c, mut nonce)) =
+        answering("stale_an_hour_ahead", 3600, &["--max-queue-delay", "20ms"])
+    else {
+        return;
+    };
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &s.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    for _ in 0..10 {
+        nonce += 1;
+        c.send_to(&request(nonce), s.addr).unwrap();
+    }
+    // Not synchronisation: this is the queueing the test is about, ten
+    // times the limit.
+    std::thread::sleep(Duration::from_millis(200));
+    signal("-CONT");
+    let stale = "gnomon_dropped_total{reason=\"stale\"} 10";
+    let t = Instant::now();
+    let mut metrics = s.get("/metrics");
+    while !metrics.contains(stale) && t.elapsed() < Duration::from_secs(10) {
+        std::thread::park_timeout(Duration::from_millis(20));
+        metrics = s.get("/metrics");
+    }
+    assert!(metrics.contains(stale), "{metrics}");
+    assert!(
+        first_good_answer(&c, &s, &mut nonce, 3600, Duration::from_secs(5)).is_some(),
+        "a fresh request was not answered"
+    );
+    let (status, _, log) = s.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
 }
