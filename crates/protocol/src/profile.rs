@@ -201,7 +201,14 @@ pub struct Profile {
     pub batching: Batching,
     /// Nonce chaining.
     pub chain: ChainRule,
-    /// Whether TCP framing is defined.
+    /// Whether the version is served over TCP, where each request and each
+    /// response is framed by its 12-byte ROUGHTIM header ([`Framing::Packet`];
+    /// VERSIONS.md §2.2, §6.7). Drafts 08 and later define this; drafts
+    /// 01–07 define only UDP, but tannerryan/roughtime frames them the same
+    /// way over TCP, and a stream cannot be spoofed, so they are served too.
+    /// Google's bare message is not: its header gives the offsets of its
+    /// values but not where the last one ends, so a stream has no boundary
+    /// after it, and Google defined no TCP transport.
     pub tcp: bool,
     /// A pre-standard format that used this version number with another
     /// layout (roughenough 1.x's "version 1", §5.13). A response in the
@@ -298,7 +305,7 @@ const fn early(
         ver_place: VerPlace::TopLevel,
         batching,
         chain: concat(hash),
-        tcp: false,
+        tcp: true,
         homonym: None,
         bare_response_ok: true,
     }
@@ -667,6 +674,16 @@ mod tests {
         assert_eq!(all.len(), 13, "1, 0x80000001..=0x8000000c");
         let google_only = ProfileSet::empty().with(Profile::google().id);
         assert!(google_only.versions().is_empty());
+    }
+
+    #[test]
+    fn every_framed_version_is_served_over_tcp() {
+        // The stream is delimited by the packet header; only Google's bare
+        // message has none.
+        for p in PROFILES.iter() {
+            assert_eq!(p.tcp, p.framing == Framing::Packet, "{}", p.name);
+        }
+        assert!(!Profile::google().tcp);
     }
 
     #[test]

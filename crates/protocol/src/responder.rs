@@ -11,6 +11,9 @@
 //! written to is cut to its request's length before any byte is written, so
 //! a larger response cannot be produced; it fails as `NoRoom` instead. The
 //! batch is split up front so that this never happens for a valid request.
+//! Only a responder made for a stream ([`Responder::for_stream`]) drops that
+//! bound: over TCP the handshake proves the source, so there is nothing to
+//! amplify, and clients that send unpadded requests there are answered.
 
 use crate::cert::{Certificate, KeyPair, MAX_CONTEXT};
 use crate::error::WireError;
@@ -102,6 +105,8 @@ pub struct Responder {
     /// Context string followed by the SREP bytes: the signed message.
     signed: [u8; MAX_CONTEXT + SREP_MAX],
     options: ResponderOptions,
+    /// Whether each response is bounded by its request's length (datagrams).
+    bounded: bool,
 }
 
 /// Per-chunk layout of a response.
@@ -120,6 +125,27 @@ impl Responder {
             tree: Tree::with_capacity(max_batch),
             signed: [0; MAX_CONTEXT + SREP_MAX],
             options,
+            bounded: true,
+        }
+    }
+
+    /// A responder for a stream transport (TCP), whose source address
+    /// cannot be spoofed: a response is bounded by the sink's buffer only,
+    /// not by its request's length, so short (unpadded) requests are
+    /// answered in full.
+    pub fn for_stream(max_batch: usize, options: ResponderOptions) -> Responder {
+        Responder {
+            bounded: false,
+            ..Responder::new(max_batch, options)
+        }
+    }
+
+    /// Room for `r`'s response: its request's length for a datagram.
+    fn room(&self, r: &Request<'_>) -> usize {
+        if self.bounded {
+            r.packet.len()
+        } else {
+            usize::MAX
         }
     }
 
@@ -177,22 +203,22 @@ impl Responder {
             }
             // Exact for this request's nonce: draft 03 accepts two lengths.
             let base = base_len(p, r.nonce.len(), ctx.vers.len(), self.options.google_nonce);
-            if r.packet.len() < base {
+            if self.room(r) < base {
                 fail(sink, i, RespondError::TooSmall, &mut stats);
                 i += 1;
                 continue;
             }
             // Grow the chunk while every member still fits its response.
             let mut end = i + 1;
-            let mut min_len = r.packet.len();
+            let mut min_len = self.room(r);
             while end < requests.len() && end - i < max_leaves {
                 let q = &requests[end];
                 // The chunk shares one header, laid out for the first nonce's
                 // length; draft 03 accepts two lengths.
-                if q.profile.id != p.id || q.packet.len() < base || q.nonce.len() != r.nonce.len() {
+                if q.profile.id != p.id || self.room(q) < base || q.nonce.len() != r.nonce.len() {
                     break;
                 }
-                let m = min_len.min(q.packet.len());
+                let m = min_len.min(self.room(q));
                 if depth_for(end + 1 - i) > (m - base) / p.hash_len() {
                     break;
                 }
@@ -245,7 +271,7 @@ impl Responder {
         for (k, r) in chunk.iter().enumerate() {
             let buf = sink.buffer(first + k);
             // The anti-amplification bound: nothing past the request length.
-            let cap = r.packet.len().min(buf.len());
+            let cap = self.room(r).min(buf.len());
             let result = self.write_one(ctx, &layout, r, k, &mut buf[..cap]);
             if result.is_ok() {
                 stats.responses += 1;

@@ -48,9 +48,10 @@ pub use limit::{
 };
 pub use values::{
     parse_duration, BatchSize, BatchWait, ClockConfig, Grease, IdentitySource, IdleTimeout, Jitter,
-    KeyValidity, Listen, LogConfig, LogFormat, LogLevel, MaxConnections, MaxFrame, MinRequestSize,
-    QueueDelay, Radius, ReadTimeout, RecvBuffer, RotateEvery, Rotation, TcpConfig, UnsyncPolicy,
-    Versions, Workers,
+    KeyValidity, Listen, LogConfig, LogFormat, LogLevel, MaxConnections, MaxFrame, MaxLifetime,
+    MaxPerSource, MaxRequests, MinRequestSize, QueueDelay, Radius, ReadTimeout, RecvBuffer,
+    RotateEvery, Rotation, SourcePrefixV4, SourcePrefixV6, TcpConfig, UnsyncPolicy, Versions,
+    Workers, WriteTimeout,
 };
 
 use layers::{file_settings, Setting};
@@ -248,7 +249,13 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
             "tcp.max-connections" => c.tcp.max_connections = int(s, MaxConnections::new)?,
             "tcp.idle-timeout" => c.tcp.idle_timeout = duration(s, IdleTimeout::new)?,
             "tcp.read-timeout" => c.tcp.read_timeout = duration(s, ReadTimeout::new)?,
+            "tcp.write-timeout" => c.tcp.write_timeout = duration(s, WriteTimeout::new)?,
             "tcp.max-frame" => c.tcp.max_frame = int(s, MaxFrame::new)?,
+            "tcp.max-lifetime" => c.tcp.max_lifetime = duration(s, MaxLifetime::new)?,
+            "tcp.max-requests" => c.tcp.max_requests = int(s, MaxRequests::new)?,
+            "tcp.max-per-source" => c.tcp.max_per_source = int(s, MaxPerSource::new)?,
+            "tcp.source-prefix-v4" => c.tcp.source_prefix_v4 = int(s, SourcePrefixV4::new)?,
+            "tcp.source-prefix-v6" => c.tcp.source_prefix_v6 = int(s, SourcePrefixV6::new)?,
             "log.format" => c.log.format = named(s, &LogFormat::NAMES)?,
             "log.level" => c.log.level = named(s, &LogLevel::NAMES)?,
             "limit.rate" => c.limit.rate = int(s, Rate::new)?,
@@ -471,7 +478,13 @@ impl fmt::Display for Config {
         writeln!(f, "max-connections = {}", self.tcp.max_connections)?;
         writeln!(f, "idle-timeout = \"{}\"", self.tcp.idle_timeout)?;
         writeln!(f, "read-timeout = \"{}\"", self.tcp.read_timeout)?;
+        writeln!(f, "write-timeout = \"{}\"", self.tcp.write_timeout)?;
         writeln!(f, "max-frame = {}", self.tcp.max_frame)?;
+        writeln!(f, "max-lifetime = \"{}\"", self.tcp.max_lifetime)?;
+        writeln!(f, "max-requests = {}", self.tcp.max_requests)?;
+        writeln!(f, "max-per-source = {}", self.tcp.max_per_source)?;
+        writeln!(f, "source-prefix-v4 = {}", self.tcp.source_prefix_v4)?;
+        writeln!(f, "source-prefix-v6 = {}", self.tcp.source_prefix_v6)?;
 
         writeln!(f, "\n[log]")?;
         writeln!(f, "format = \"{}\"", self.log.format.name())?;

@@ -200,6 +200,7 @@ fn render_tcp(o: &mut String, t: &crate::tcp::TcpStats) {
     for (event, n) in [
         ("accepted", t.accepted),
         ("refused", t.refused),
+        ("refused_per_source", t.refused_per_source),
         ("accept_error", t.accept_errors),
     ] {
         let _ = writeln!(o, "gnomon_tcp_connections_total{{event=\"{event}\"}} {n}");

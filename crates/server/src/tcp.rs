@@ -1,10 +1,14 @@
-//! The TCP transport, for the versions that define it (drafts 08 and later,
-//! and version 1: `Profile::tcp`). VERSIONS.md §2.2 and §6.7: the 12-byte
-//! ROUGHTIM header delimits each request and each response in the stream,
-//! and a connection may carry several requests.
+//! The TCP transport, for every version with a packet header (`Profile::tcp`:
+//! drafts 01 and later, and version 1; not Google's bare message).
+//! VERSIONS.md §2.2 and §6.7: the 12-byte ROUGHTIM header delimits each
+//! request and each response in the stream, and a connection may carry
+//! several requests. The handshake proves the source, so the datagram rules
+//! against spoofed amplification do not apply: requests need no padding and
+//! a response may be longer than its request.
 //!
 //! ```text
-//!  listener (one thread per address) ──accept──▶ cap check ─▶ handler thread
+//!  listener (one thread per address) ──accept──▶ caps (total, per source
+//!           prefix) ─▶ handler thread
 //!  handler: read ▶ cut frames ▶ parse (TCP versions only) ▶ choose identity
 //!           ▶ runs of consecutive same-(profile, identity) requests ▶ Responder
 //!           ▶ responses, in request order, in one write
@@ -28,17 +32,28 @@
 //! connections do not. An event loop would be the next step if TCP ever had
 //! to carry UDP-like rates.
 //!
+//! # Holding connections is bounded
+//!
+//! One host must not be able to hold every slot: besides the total cap,
+//! each source prefix (/32 and /64 by default, `max_per_source`) holds at
+//! most a few connections, counted in a small map beside the handlers. A
+//! connection that holds its slot without being answered is ended by
+//! deadlines that its peer cannot extend: the idle timer restarts only when
+//! a request is answered (an empty or invalid frame does not count), a
+//! started frame must complete within `read_timeout` of its first byte, a
+//! batch of responses must be taken within `write_timeout` however slowly
+//! the peer reads (the deadline covers the whole write, not each syscall),
+//! and every connection ends at `max_lifetime` or after `max_requests`
+//! frames, whichever comes first.
+//!
 //! # What closes a connection
 //!
 //! A bad header (wrong magic, or a length above the cap) leaves the stream
 //! without a next boundary, so it closes the connection, decided from the
-//! header alone. A well-delimited request that cannot be answered (a
-//! UDP-only version, bad tags, unknown SRV, …) is dropped and counted like a
-//! UDP datagram, and the connection carries on with the next frame. Timeouts:
-//! no complete request for `idle_timeout`; a frame that has started but is
-//! not complete within `read_timeout` (the slowloris bound: measured from
-//! the frame's first byte, so trickling bytes does not extend it); a peer
-//! that does not take its responses within `read_timeout`.
+//! header alone. A well-delimited request that cannot be answered (bad tags,
+//! unknown SRV, …) is dropped and counted like a UDP datagram, and the
+//! connection carries on with the next frame. The deadlines above close it
+//! too, each counted under its own reason.
 //!
 //! Every close is counted by reason before the socket is shut, so a client
 //! that sees the end of the stream also sees the count.
@@ -48,7 +63,7 @@ mod frame;
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -80,11 +95,23 @@ pub struct TcpConfig {
     pub max_connections: usize,
     /// A connection with no complete request for this long is closed.
     pub idle_timeout: Duration,
-    /// Once a frame has started, the rest must arrive within this; also how
-    /// long a peer may leave its responses untaken.
+    /// Once a frame has started, the rest must arrive within this.
     pub read_timeout: Duration,
+    /// The responses to one read must all be taken within this, however
+    /// the peer paces its reads.
+    pub write_timeout: Duration,
     /// Longest frame body (the header's length field) accepted, bytes.
     pub max_frame: usize,
+    /// Every connection is closed this long after it was accepted.
+    pub max_lifetime: Duration,
+    /// A connection is closed after this many frames.
+    pub max_requests: u32,
+    /// Open connections at most from one source prefix.
+    pub max_per_source: usize,
+    /// Prefix length that makes an IPv4 source, bits (32: each address).
+    pub source_prefix_v4: u8,
+    /// Prefix length that makes an IPv6 source, bits (64: each subnet).
+    pub source_prefix_v6: u8,
 }
 
 impl Default for TcpConfig {
@@ -95,7 +122,13 @@ impl Default for TcpConfig {
             max_connections: 1024,
             idle_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(5),
             max_frame: 4096,
+            max_lifetime: Duration::from_secs(300),
+            max_requests: 1000,
+            max_per_source: 16,
+            source_prefix_v4: 32,
+            source_prefix_v6: 64,
         }
     }
 }
@@ -114,15 +147,21 @@ pub enum Close {
     FrameTooLarge,
     /// The stream does not start with the ROUGHTIM magic where a frame must.
     Framing,
-    /// The peer did not take its responses.
+    /// Writing the responses failed (the peer reset the connection).
     WriteFailed,
+    /// The peer did not take its responses within `write_timeout`.
+    WriteTimeout,
+    /// The connection reached `max_lifetime`.
+    Lifetime,
+    /// The connection carried `max_requests` frames.
+    RequestCap,
     /// The server is stopping.
     Shutdown,
 }
 
 impl Close {
     /// Number of reasons.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 10;
     /// Every reason, in counter order.
     pub const ALL: [Close; Close::COUNT] = [
         Close::Peer,
@@ -131,6 +170,9 @@ impl Close {
         Close::FrameTooLarge,
         Close::Framing,
         Close::WriteFailed,
+        Close::WriteTimeout,
+        Close::Lifetime,
+        Close::RequestCap,
         Close::Shutdown,
     ];
 
@@ -143,6 +185,9 @@ impl Close {
             Close::FrameTooLarge => "frame_too_large",
             Close::Framing => "framing",
             Close::WriteFailed => "write_failed",
+            Close::WriteTimeout => "write_timeout",
+            Close::Lifetime => "max_lifetime",
+            Close::RequestCap => "max_requests",
             Close::Shutdown => "shutdown",
         }
     }
@@ -153,8 +198,11 @@ impl Close {
 pub struct TcpStats {
     /// Connections admitted.
     pub accepted: u64,
-    /// Connections closed at once: over the cap, or no thread to serve them.
+    /// Connections closed at once: over the total cap, or no thread to
+    /// serve them.
     pub refused: u64,
+    /// Connections closed at once: their source prefix held its share.
+    pub refused_per_source: u64,
     /// `accept` failures other than timeouts (for example out of descriptors).
     pub accept_errors: u64,
     /// Connections open now.
@@ -169,7 +217,9 @@ pub struct TcpStats {
     pub signatures: u64,
     /// Requests dropped, per [`Drop`] reason (the UDP reasons).
     pub drops: [u64; Drop::COUNT],
-    /// Requests dropped because their version is UDP-only (Google, 01–07).
+    /// Requests dropped because their version is UDP-only (Google's bare
+    /// message has no frame to arrive in, so this stays 0 unless the
+    /// profile table changes).
     pub udp_only: u64,
     /// Responses deliberately sent with a broken signature (grease).
     pub greased: u64,
@@ -195,6 +245,7 @@ impl TcpStats {
 struct Counters {
     accepted: AtomicU64,
     refused: AtomicU64,
+    refused_per_source: AtomicU64,
     accept_errors: AtomicU64,
     closed: [AtomicU64; Close::COUNT],
     requests: AtomicU64,
@@ -229,6 +280,9 @@ struct Shared {
     /// Live handlers: the stream (shared, not duplicated, so a connection
     /// costs one descriptor), to wake the handler at shutdown, and its thread.
     handlers: Mutex<HashMap<u64, Handler>>,
+    /// Open connections per source prefix. An entry exists only while its
+    /// count is above zero, so the map holds at most `max_connections`.
+    per_source: Mutex<HashMap<IpAddr, usize>>,
 }
 
 /// A live connection's stream and the thread serving it.
@@ -241,8 +295,10 @@ pub struct TcpServer {
     listeners: Vec<JoinHandle<()>>,
 }
 
-/// Narrow `acceptor` to the profiles with TCP framing, so that a request
-/// offering both kinds is answered in a TCP version.
+/// Narrow `acceptor` to the profiles carried over TCP, and lift the
+/// minimum size: that rule keeps a spoofed datagram from drawing a larger
+/// response, and a TCP peer has proved its address (pyroughtime's client
+/// sends unpadded requests over TCP).
 fn tcp_acceptor(acceptor: &Acceptor) -> Acceptor {
     let tcp = PROFILES
         .iter()
@@ -250,7 +306,28 @@ fn tcp_acceptor(acceptor: &Acceptor) -> Acceptor {
         .fold(ProfileSet::empty(), |s, p| s.with(p.id));
     Acceptor {
         profiles: ProfileSet(acceptor.profiles.0 & tcp.0),
-        ..*acceptor
+        min_size: 0,
+    }
+}
+
+/// The source prefix `ip` belongs to: the address with all but the first
+/// `v4` (IPv4) or `v6` (IPv6) bits cleared.
+fn source_prefix(ip: IpAddr, v4: u8, v6: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(a) => {
+            let bits = u32::from(a);
+            let mask = u32::MAX
+                .checked_shl(32 - u32::from(v4.min(32)))
+                .unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(bits & mask))
+        }
+        IpAddr::V6(a) => {
+            let bits = u128::from(a);
+            let mask = u128::MAX
+                .checked_shl(128 - u32::from(v6.min(128)))
+                .unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(bits & mask))
+        }
     }
 }
 
@@ -314,6 +391,7 @@ impl TcpServer {
             open: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             handlers: Mutex::new(HashMap::new()),
+            per_source: Mutex::new(HashMap::new()),
         });
         let mut listeners = Vec::new();
         for (s, addr) in sockets.into_iter().zip(&local) {
@@ -369,6 +447,7 @@ impl Shared {
         TcpStats {
             accepted: c.accepted.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
+            refused_per_source: c.refused_per_source.load(Ordering::Relaxed),
             accept_errors: c.accept_errors.load(Ordering::Relaxed),
             open: self.open.load(Ordering::Relaxed) as u64,
             closed: read_all(&c.closed),
@@ -385,7 +464,12 @@ impl Shared {
 fn accept_loop(listener: Socket, shared: &Arc<Shared>) {
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((socket, _)) => admit(socket.into(), shared),
+            Ok((socket, peer)) => {
+                let source = peer
+                    .as_socket()
+                    .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
+                admit(socket.into(), source, shared)
+            }
             Err(e) => match e.kind() {
                 io::ErrorKind::WouldBlock
                 | io::ErrorKind::TimedOut
@@ -401,13 +485,21 @@ fn accept_loop(listener: Socket, shared: &Arc<Shared>) {
     close_all(shared);
 }
 
-/// Start a handler for `stream`, or close it at once when the cap is reached.
-fn admit(stream: TcpStream, shared: &Arc<Shared>) {
+/// Start a handler for `stream`, or close it at once when the total cap or
+/// its source's share is reached.
+fn admit(stream: TcpStream, peer: IpAddr, shared: &Arc<Shared>) {
     let c = &shared.counters;
     let cap = shared.config.max_connections.max(1);
     if shared.open.fetch_add(1, Ordering::Relaxed) >= cap {
         shared.open.fetch_sub(1, Ordering::Relaxed);
         bump(&c.refused);
+        return;
+    }
+    let config = &shared.config;
+    let source = source_prefix(peer, config.source_prefix_v4, config.source_prefix_v6);
+    if !shared.take_source(source) {
+        shared.open.fetch_sub(1, Ordering::Relaxed);
+        bump(&c.refused_per_source);
         return;
     }
     let stream = Arc::new(stream);
@@ -422,13 +514,14 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let spawned = std::thread::Builder::new()
         .name("gnomon-tcp-conn".into())
         .stack_size(HANDLER_STACK)
-        .spawn(move || conn::serve(stream, id, &s));
+        .spawn(move || conn::serve(stream, id, source, &s));
     match spawned {
         Ok(h) => {
             handlers.insert(id, (waker, h));
         }
         Err(_) => {
             c.accepted.fetch_sub(1, Ordering::Relaxed);
+            shared.release_source(source);
             shared.open.fetch_sub(1, Ordering::Relaxed);
             bump(&c.refused);
         }
@@ -447,14 +540,36 @@ fn close_all(shared: &Shared) {
 }
 
 impl Shared {
-    /// A handler is done: count why, then let the cap admit another.
-    fn finished(&self, id: u64, why: Close) {
+    /// A handler is done: count why, then let the caps admit another.
+    fn finished(&self, id: u64, source: IpAddr, why: Close) {
         bump(&self.counters.closed[why as usize]);
         self.handlers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
+        self.release_source(source);
         self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Count one more connection from `source`, unless it holds its share.
+    fn take_source(&self, source: IpAddr) -> bool {
+        let mut map = self.per_source.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(source).or_insert(0);
+        if *n >= self.config.max_per_source.max(1) {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn release_source(&self, source: IpAddr) {
+        let mut map = self.per_source.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&source) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&source);
+            }
+        }
     }
 }
 
@@ -477,7 +592,25 @@ mod tests {
         };
         let a = tcp_acceptor(&narrowed);
         assert_eq!(a.profiles, ProfileSet::empty());
-        assert_eq!(a.min_size, 1000);
+        // The datagram size floor does not apply to a stream.
+        assert_eq!(a.min_size, 0);
+    }
+
+    #[test]
+    fn sources_are_grouped_by_prefix() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(source_prefix(ip("10.1.2.3"), 32, 64), ip("10.1.2.3"));
+        assert_eq!(source_prefix(ip("10.1.2.3"), 24, 64), ip("10.1.2.0"));
+        assert_eq!(source_prefix(ip("10.1.2.3"), 0, 64), ip("0.0.0.0"));
+        assert_eq!(
+            source_prefix(ip("2001:db8:1:2:3:4:5:6"), 32, 64),
+            ip("2001:db8:1:2::")
+        );
+        assert_eq!(
+            source_prefix(ip("2001:db8:1:2:3:4:5:6"), 32, 128),
+            ip("2001:db8:1:2:3:4:5:6")
+        );
+        assert_eq!(source_prefix(ip("2001:db8::1"), 32, 0), ip("::"));
     }
 
     #[test]

@@ -117,7 +117,13 @@ fn engine_config(config: &Config) -> EngineConfig {
             max_connections: tcp.max_connections.get() as usize,
             idle_timeout: tcp.idle_timeout.get(),
             read_timeout: tcp.read_timeout.get(),
+            write_timeout: tcp.write_timeout.get(),
             max_frame: tcp.max_frame.get() as usize,
+            max_lifetime: tcp.max_lifetime.get(),
+            max_requests: tcp.max_requests.get(),
+            max_per_source: tcp.max_per_source.get() as usize,
+            source_prefix_v4: tcp.source_prefix_v4.get(),
+            source_prefix_v6: tcp.source_prefix_v6.get(),
         }),
     }
 }

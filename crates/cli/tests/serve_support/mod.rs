@@ -119,3 +119,5 @@ pub fn keygen_and_delegate(dir: &Path, count: u32) -> (PathBuf, PathBuf, [u8; 32
     ]);
     (key, delegations, public)
 }
+
+pub mod peer;

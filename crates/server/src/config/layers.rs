@@ -133,7 +133,13 @@ struct TcpTable {
     max_connections: Field,
     idle_timeout: Field,
     read_timeout: Field,
+    write_timeout: Field,
     max_frame: Field,
+    max_lifetime: Field,
+    max_requests: Field,
+    max_per_source: Field,
+    source_prefix_v4: Field,
+    source_prefix_v6: Field,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -194,7 +200,13 @@ pub(crate) fn file_settings(text: &str, path: &Path) -> Result<Vec<Setting>, Con
         ("tcp.max-connections", tcp.max_connections),
         ("tcp.idle-timeout", tcp.idle_timeout),
         ("tcp.read-timeout", tcp.read_timeout),
+        ("tcp.write-timeout", tcp.write_timeout),
         ("tcp.max-frame", tcp.max_frame),
+        ("tcp.max-lifetime", tcp.max_lifetime),
+        ("tcp.max-requests", tcp.max_requests),
+        ("tcp.max-per-source", tcp.max_per_source),
+        ("tcp.source-prefix-v4", tcp.source_prefix_v4),
+        ("tcp.source-prefix-v6", tcp.source_prefix_v6),
         ("log.format", log.format),
         ("log.level", log.level),
         ("limit.rate", limit.rate),

@@ -175,6 +175,22 @@ fn key_table_ranges_match_the_types() {
         "tcp.max-frame",
         format!("{}..={}", MaxFrame::MIN, MaxFrame::MAX),
     );
+    has(
+        "tcp.max-requests",
+        format!("{}..={}", MaxRequests::MIN, MaxRequests::MAX),
+    );
+    has(
+        "tcp.max-per-source",
+        format!("{}..={}", MaxPerSource::MIN, MaxPerSource::MAX),
+    );
+    has(
+        "tcp.source-prefix-v4",
+        format!("{}..={}", SourcePrefixV4::MIN, SourcePrefixV4::MAX),
+    );
+    has(
+        "tcp.source-prefix-v6",
+        format!("{}..={}", SourcePrefixV6::MIN, SourcePrefixV6::MAX),
+    );
     let d = |key: &str, min: Duration, max: Duration| {
         has(
             key,
@@ -193,6 +209,8 @@ fn key_table_ranges_match_the_types() {
     );
     d("tcp.idle-timeout", IdleTimeout::MIN, IdleTimeout::MAX);
     d("tcp.read-timeout", ReadTimeout::MIN, ReadTimeout::MAX);
+    d("tcp.write-timeout", WriteTimeout::MIN, WriteTimeout::MAX);
+    d("tcp.max-lifetime", MaxLifetime::MIN, MaxLifetime::MAX);
     has("grease", format!("0.0..={:?}", Grease::MAX));
 }
 
@@ -303,6 +321,32 @@ fn every_bad_value_names_key_line_and_range() {
             "100ms..=1m",
         ),
         ("tcp.max-frame", "[tcp]\nmax-frame = 100000", "1024..=65536"),
+        (
+            "tcp.write-timeout",
+            "[tcp]\nwrite-timeout = \"2m\"",
+            "100ms..=1m",
+        ),
+        (
+            "tcp.max-lifetime",
+            "[tcp]\nmax-lifetime = \"2d\"",
+            "1s..=1d",
+        ),
+        ("tcp.max-requests", "[tcp]\nmax-requests = 0", "1..=1000000"),
+        (
+            "tcp.max-per-source",
+            "[tcp]\nmax-per-source = 0",
+            "1..=1000000",
+        ),
+        (
+            "tcp.source-prefix-v4",
+            "[tcp]\nsource-prefix-v4 = 33",
+            "8..=32",
+        ),
+        (
+            "tcp.source-prefix-v6",
+            "[tcp]\nsource-prefix-v6 = 8",
+            "16..=128",
+        ),
         ("log.format", "[log]\nformat = \"xml\"", "\"json\""),
         ("log.level", "[log]\nlevel = \"verbose\"", "\"trace\""),
         ("limit.rate", "[limit]\nrate = -1", "0..=1000000"),

@@ -166,6 +166,28 @@ bounded_int!(
     MaxFrame(u32), 1024, 65_536, 4096
 );
 
+bounded_int!(
+    /// Frames one TCP connection may carry before it is closed.
+    MaxRequests(u32), 1, 1_000_000, 1000
+);
+
+bounded_int!(
+    /// Open TCP connections at most from one source prefix.
+    MaxPerSource(u32), 1, 1_000_000, 16
+);
+
+bounded_int!(
+    /// Bits of an IPv4 source address that name its source for the
+    /// per-source cap (32: each address on its own).
+    SourcePrefixV4(u8), 8, 32, 32
+);
+
+bounded_int!(
+    /// Bits of an IPv6 source address that name its source for the
+    /// per-source cap (64: a subnet, which one host usually holds whole).
+    SourcePrefixV6(u8), 16, 128, 64
+);
+
 bounded_duration!(
     /// A request that waited in the socket longer than this (kernel receive
     /// timestamp to the batch's clock read) is dropped unanswered: its client
@@ -235,6 +257,22 @@ bounded_duration!(
     Duration::from_millis(100),
     Duration::from_secs(60),
     Duration::from_secs(5)
+);
+
+bounded_duration!(
+    /// The responses to one read must all be taken within this.
+    WriteTimeout,
+    Duration::from_millis(100),
+    Duration::from_secs(60),
+    Duration::from_secs(5)
+);
+
+bounded_duration!(
+    /// Every TCP connection is closed this long after it was accepted.
+    MaxLifetime,
+    Duration::from_secs(1),
+    Duration::from_secs(86_400),
+    Duration::from_secs(300)
 );
 
 /// Listen addresses: at least one, no duplicates.
@@ -438,8 +476,20 @@ pub struct TcpConfig {
     pub idle_timeout: IdleTimeout,
     /// Timeout for the rest of a started frame.
     pub read_timeout: ReadTimeout,
+    /// Deadline for taking one read's responses.
+    pub write_timeout: WriteTimeout,
     /// Frame body size cap.
     pub max_frame: MaxFrame,
+    /// Connection lifetime.
+    pub max_lifetime: MaxLifetime,
+    /// Frames per connection.
+    pub max_requests: MaxRequests,
+    /// Connections per source prefix.
+    pub max_per_source: MaxPerSource,
+    /// IPv4 source prefix length.
+    pub source_prefix_v4: SourcePrefixV4,
+    /// IPv6 source prefix length.
+    pub source_prefix_v6: SourcePrefixV6,
 }
 
 impl Default for TcpConfig {
@@ -449,7 +499,13 @@ impl Default for TcpConfig {
             max_connections: MaxConnections::DEFAULT,
             idle_timeout: IdleTimeout::DEFAULT,
             read_timeout: ReadTimeout::DEFAULT,
+            write_timeout: WriteTimeout::DEFAULT,
             max_frame: MaxFrame::DEFAULT,
+            max_lifetime: MaxLifetime::DEFAULT,
+            max_requests: MaxRequests::DEFAULT,
+            max_per_source: MaxPerSource::DEFAULT,
+            source_prefix_v4: SourcePrefixV4::DEFAULT,
+            source_prefix_v6: SourcePrefixV6::DEFAULT,
         }
     }
 }

@@ -7,9 +7,14 @@
 //! batch to fill. Runs of consecutive requests with the same (profile,
 //! identity) share a tree, which keeps the responses in request order
 //! (§6.7 allows any order; in order is what a simple client expects).
+//!
+//! A response is not bounded by its request's length here (the peer's
+//! address is proved), so the output buffer is not sized from the input:
+//! runs are cut to what the buffer has room for, and it is written out
+//! whenever it fills.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,12 +37,20 @@ const BURST: usize = 64;
 const MIN_BUFFER: usize = 8 * 1024;
 /// `set_read_timeout` refuses zero; a deadline this close counts as passed.
 const MIN_WAIT: Duration = Duration::from_millis(1);
+/// Output room kept per response. The largest response of any profile is
+/// about 1.2 KiB: header 64, SIG 64, VER 4, NONC ≤ 64, TYPE 4, PATH ≤ 6 × 64
+/// (runs of at most 64 requests), SREP ≤ 384, CERT ≤ 200, INDX 4. A
+/// response that did not fit would be dropped as `NoRoom` and counted.
+const RESPONSE_ROOM: usize = 2048;
+/// Output buffer: several responses, so a pipelined burst is written in a
+/// few syscalls.
+const OUT_BUFFER: usize = 16 * RESPONSE_ROOM;
 
 /// Serve `stream` until it closes, then count why and shut it.
-pub(super) fn serve(stream: Arc<TcpStream>, id: u64, shared: &Shared) {
+pub(super) fn serve(stream: Arc<TcpStream>, id: u64, source: IpAddr, shared: &Shared) {
     let why = Conn::new(&stream, shared).run();
     // Counted before the peer can see the end of the stream.
-    shared.finished(id, why);
+    shared.finished(id, source, why);
     let _ = stream.shutdown(Shutdown::Both);
 }
 
@@ -47,8 +60,13 @@ struct Conn<'s> {
     /// Received bytes; `inbuf[..filled]` is not yet answered.
     inbuf: Vec<u8>,
     filled: usize,
-    /// Responses of the current read, in order.
+    /// Responses of the current read, in order, not yet written.
     out: Vec<u8>,
+    out_len: usize,
+    /// When the connection was accepted; it ends at `max_lifetime`.
+    accepted: Instant,
+    /// Frames taken so far; it ends at `max_requests`.
+    frames: u32,
     responder: Responder,
     /// Grease choices.
     greaser: Greaser,
@@ -70,8 +88,7 @@ struct Sink<'a> {
 
 impl ResponseSink for Sink<'_> {
     fn buffer(&mut self, _i: usize) -> &mut [u8] {
-        // The responder cuts this to the request's length; the buffer holds
-        // at least every request of the read, so it never runs short.
+        // Runs are cut so that `RESPONSE_ROOM` per response is left.
         &mut self.out[*self.len..]
     }
 
@@ -108,9 +125,11 @@ impl<'s> Conn<'s> {
             shared,
             inbuf: vec![0; size],
             filled: 0,
-            // Responses are never longer than their requests.
-            out: vec![0; size],
-            responder: Responder::new(
+            out: vec![0; OUT_BUFFER],
+            out_len: 0,
+            accepted: Instant::now(),
+            frames: 0,
+            responder: Responder::for_stream(
                 shared.worker.max_batch.clamp(1, BURST),
                 shared.worker.options,
             ),
@@ -126,24 +145,23 @@ impl<'s> Conn<'s> {
     fn run(&mut self) -> Close {
         let config = &self.shared.config;
         let _ = self.stream.set_nodelay(true);
-        if self
-            .stream
-            .set_write_timeout(Some(config.read_timeout.max(MIN_WAIT)))
-            .is_err()
-        {
-            return Close::Peer;
-        }
-        let mut last_request = Instant::now();
+        let end_of_life = self.accepted + config.max_lifetime;
+        // Restarted only by an answered request: empty or unanswerable
+        // frames do not keep a connection alive.
+        let mut last_answer = self.accepted;
         // When the first byte of the unfinished frame arrived.
         let mut frame_start: Option<Instant> = None;
         loop {
             if self.stopping() {
                 return Close::Shutdown;
             }
-            let (deadline, expired) = match frame_start {
+            let (mut deadline, mut expired) = match frame_start {
                 Some(t) => (t + config.read_timeout, Close::ReadTimeout),
-                None => (last_request + config.idle_timeout, Close::Idle),
+                None => (last_answer + config.idle_timeout, Close::Idle),
             };
+            if end_of_life < deadline {
+                (deadline, expired) = (end_of_life, Close::Lifetime);
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             if left < MIN_WAIT {
                 return expired;
@@ -167,9 +185,11 @@ impl<'s> Conn<'s> {
                 frame_start = Some(now);
             }
             self.filled += n;
-            let (frames, closing) = self.answer();
+            let (frames, answered, closing) = self.answer(end_of_life);
+            if answered > 0 {
+                last_answer = Instant::now();
+            }
             if frames > 0 {
-                last_request = now;
                 frame_start = (self.filled > 0).then_some(now);
             }
             if let Some(why) = closing {
@@ -189,8 +209,9 @@ impl<'s> Conn<'s> {
     }
 
     /// Answer every complete frame in the buffer and write the responses.
-    /// Returns the frames taken and, when the connection must close, why.
-    fn answer(&mut self) -> (usize, Option<Close>) {
+    /// Returns the frames taken, the responses written and, when the
+    /// connection must close, why.
+    fn answer(&mut self, end_of_life: Instant) -> (usize, usize, Option<Close>) {
         let shared = self.shared;
         let counters = &shared.counters;
         let keys = shared.keys.load();
@@ -201,13 +222,18 @@ impl<'s> Conn<'s> {
             .radius_us
             .load(Ordering::Relaxed)
             .min(u64::from(u32::MAX)) as u32;
-        let mut out_len = 0;
+        let max_requests = shared.config.max_requests.max(1);
         let mut pos = 0;
         let mut frames = 0;
+        let mut answered = 0;
         let mut closing = None;
         loop {
             let mut slots: ArrayVec<Slot<'_>, BURST> = ArrayVec::new();
             while !slots.is_full() && closing.is_none() {
+                if self.frames >= max_requests {
+                    closing = Some(Close::RequestCap);
+                    break;
+                }
                 let len = match scan(&self.inbuf[pos..self.filled], shared.config.max_frame) {
                     Scan::Frame(len) => len,
                     Scan::Partial => break,
@@ -223,6 +249,7 @@ impl<'s> Conn<'s> {
                 let frame = &self.inbuf[pos..pos + len];
                 pos += len;
                 frames += 1;
+                self.frames += 1;
                 bump(&counters.requests);
                 if let Some(slot) = accept(shared, &keys, answering, frame) {
                     slots.push(slot);
@@ -231,10 +258,21 @@ impl<'s> Conn<'s> {
             let more = slots.is_full();
             let mut start = 0;
             while start < slots.len() {
+                let room = (self.out.len() - self.out_len) / RESPONSE_ROOM;
+                if room == 0 {
+                    if let Err(why) =
+                        flush(self.stream, shared, &self.out[..self.out_len], end_of_life)
+                    {
+                        return (frames, answered, Some(why));
+                    }
+                    self.out_len = 0;
+                    continue;
+                }
                 let (profile, who) = (slots[start].request.profile, slots[start].identity);
                 let end = start
                     + slots[start..]
                         .iter()
+                        .take(room)
                         .take_while(|s| s.request.profile.id == profile.id && s.identity == who)
                         .count();
                 let identity = &keys.identities[who];
@@ -243,7 +281,7 @@ impl<'s> Conn<'s> {
                 let ctx = identity.batch(profile, now_us, radius_us, &shared.worker.vers);
                 let mut sink = Sink {
                     out: &mut self.out,
-                    len: &mut out_len,
+                    len: &mut self.out_len,
                     counters,
                     profile,
                     greaser: &mut self.greaser,
@@ -254,24 +292,66 @@ impl<'s> Conn<'s> {
                     .fetch_add(done.signatures as u64, Ordering::Relaxed);
                 counters.responses[usize::from(profile.id.0)]
                     .fetch_add(done.responses as u64, Ordering::Relaxed);
+                answered += done.responses;
                 start = end;
             }
             if !more {
                 break;
             }
         }
-        // What was complete before a bad header is still answered.
-        if out_len > 0 && self.stream.write_all(&self.out[..out_len]).is_err() {
-            closing = Some(if self.stopping() {
-                Close::Shutdown
-            } else {
-                Close::WriteFailed
-            });
+        // What was complete before a bad header or the cap is still answered.
+        if self.out_len > 0 {
+            let written = flush(self.stream, shared, &self.out[..self.out_len], end_of_life);
+            self.out_len = 0;
+            if let Err(why) = written {
+                closing = Some(why);
+            }
         }
         self.inbuf.copy_within(pos..self.filled, 0);
         self.filled -= pos;
-        (frames, closing)
+        (frames, answered, closing)
     }
+}
+
+/// Write `out` in full before `now + write_timeout` (or the
+/// end of the connection's life): the deadline covers the whole write,
+/// so a peer that takes a byte now and then cannot stretch it.
+fn flush(
+    stream: &TcpStream,
+    shared: &Shared,
+    out: &[u8],
+    end_of_life: Instant,
+) -> Result<(), Close> {
+    let timeout = shared.config.write_timeout;
+    let (deadline, expired) = if end_of_life < Instant::now() + timeout {
+        (end_of_life, Close::Lifetime)
+    } else {
+        (Instant::now() + timeout, Close::WriteTimeout)
+    };
+    // `Write` is implemented for `&TcpStream`; a local makes it mutable.
+    let mut writer = stream;
+    let mut done = 0;
+    while done < out.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < MIN_WAIT {
+            return Err(expired);
+        }
+        if stream.set_write_timeout(Some(left)).is_err() {
+            return Err(Close::WriteFailed);
+        }
+        match writer.write(&out[done..]) {
+            Ok(0) => return Err(Close::WriteFailed),
+            Ok(n) => done += n,
+            Err(e) => match e.kind() {
+                io::ErrorKind::WouldBlock
+                | io::ErrorKind::TimedOut
+                | io::ErrorKind::Interrupted => {}
+                _ if shared.stop.load(Ordering::Relaxed) => return Err(Close::Shutdown),
+                _ => return Err(Close::WriteFailed),
+            },
+        }
+    }
+    Ok(())
 }
 
 /// Parse one frame and pick its identity; `None` when it is dropped
