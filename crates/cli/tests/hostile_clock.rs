@@ -407,14 +407,21 @@ fn a_server_an_hour_ahead_still_drops_requests_that_really_waited() {
     // times the limit.
     std::thread::sleep(Duration::from_millis(200));
     signal("-CONT");
-    let stale = "gnomon_dropped_total{reason=\"stale\"} 10";
+    // At least the ten (a probe that lost the CPU for the limit may add
+    // to them on a busy machine).
+    let stale = |m: &str| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("gnomon_dropped_total{reason=\"stale\"} "))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     let t = Instant::now();
     let mut metrics = s.get("/metrics");
-    while !metrics.contains(stale) && t.elapsed() < Duration::from_secs(10) {
+    while stale(&metrics) < 10 && t.elapsed() < Duration::from_secs(10) {
         std::thread::park_timeout(Duration::from_millis(20));
         metrics = s.get("/metrics");
     }
-    assert!(metrics.contains(stale), "{metrics}");
+    assert!(stale(&metrics) >= 10, "{metrics}");
     assert!(
         first_good_answer(&c, &s, &mut nonce, 3600, Duration::from_secs(5)).is_some(),
         "a fresh request was not answered"
