@@ -11,6 +11,7 @@ use arc_swap::ArcSwap;
 use gnomon_protocol::KeyPair;
 
 use crate::keys::{mint_epoch, offline_selection, random_seed, KeySource, SharedKeys};
+use crate::sources::Broadcasts;
 use crate::stats::WorkerStats;
 use crate::sys;
 use crate::tcp::{TcpConfig, TcpServer, TcpStats};
@@ -126,6 +127,10 @@ impl Engine {
         let clock = Arc::new(ClockState::new(config.radius_floor_us));
         update_clock(&clock, &config, reader());
         let stop = Arc::new(AtomicBool::new(false));
+        let broadcasts = Arc::new(Broadcasts::default());
+        // Without the table, directed broadcasts are still refused by the
+        // kernel and counted (send_refused); the filter only saves work.
+        let _ = broadcasts.refresh();
         let worker_failed = Arc::new(AtomicBool::new(false));
         let mut local = Vec::new();
         let mut workers = Vec::new();
@@ -156,6 +161,7 @@ impl Engine {
                     clock: clock.clone(),
                     stop: stop.clone(),
                     published,
+                    broadcasts: broadcasts.clone(),
                 };
                 let (stop_all, failed) = (stop.clone(), worker_failed.clone());
                 let handle = std::thread::Builder::new()
@@ -208,7 +214,7 @@ impl Engine {
                 (keys.clone(), clock.clone(), stop.clone(), config.clone());
             std::thread::Builder::new()
                 .name("gnomon-keys".into())
-                .spawn(move || keeper(keys, clock, stop, config, sources, reader))?
+                .spawn(move || keeper(keys, clock, stop, config, sources, reader, broadcasts))?
         };
         Ok(Engine {
             worker_failed,
@@ -375,6 +381,7 @@ fn keeper(
     config: EngineConfig,
     sources: Vec<KeySource>,
     reader: ClockReader,
+    broadcasts: Arc<Broadcasts>,
 ) {
     let validity = config.key_validity.as_micros() as u64;
     let mut next = next_rotation(
@@ -383,6 +390,7 @@ fn keeper(
         config.key_rotation_jitter_percent,
     );
     let mut selection = offline_selection(&sources, now_us());
+    let mut interfaces_read = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
         // The park is on the monotonic clock, so a step cannot stretch it;
         // shutdown unparks it.
@@ -391,6 +399,12 @@ fn keeper(
             break;
         }
         update_clock(&clock, &config, reader());
+        // Interfaces come and go (DHCP, VPNs, containers): a new directed
+        // broadcast is learnt within a second.
+        if interfaces_read.elapsed() >= Duration::from_secs(1) {
+            let _ = broadcasts.refresh();
+            interfaces_read = std::time::Instant::now();
+        }
         let now = now_us();
         let current = offline_selection(&sources, now);
         let stepped_out = !keys.load().covers(now);

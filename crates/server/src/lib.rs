@@ -2,7 +2,9 @@
 //!
 //! ```text
 //!  socket (SO_REUSEPORT, one per worker) ──recvmmsg──▶ batch of datagrams
-//!    ▶ source limits (deny/allow lists, rate per prefix) ▶ stale check (kernel receive timestamp)
+//!    ▶ source check (no reply to broadcast, multicast, unspecified, port 0,
+//!      spoofed loopback) ▶ source limits (deny/allow lists, rate per prefix)
+//!    ▶ stale check (kernel receive timestamp)
 //!    ▶ parse + validate (drop, count why) ▶ signature budget (versions answered singly)
 //!    ▶ group by (profile, identity) ▶ per group: leaves ▶ tree ▶ one signature
 //!    ▶ responses written into send buffers ▶ sendmmsg ──▶ socket
@@ -15,12 +17,14 @@
 pub mod budget;
 pub mod config;
 pub mod engine;
+pub mod failure;
 pub mod grease;
 pub mod keyfile;
 pub mod keys;
 pub mod limit;
 pub mod metrics;
 pub mod offline;
+pub mod sources;
 pub mod stats;
 pub mod sys;
 pub mod tcp;

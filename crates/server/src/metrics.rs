@@ -94,6 +94,16 @@ pub fn render(s: &Snapshot) -> String {
         st.kernel_overflow
     );
     counter(
+        "receive_error_backoffs_total",
+        "Pauses after receive errors in a row (bounded back-off).",
+        &mut o,
+    );
+    let _ = writeln!(
+        o,
+        "gnomon_receive_error_backoffs_total {}",
+        st.error_backoffs
+    );
+    counter(
         "signatures_total",
         "SREP signatures made (one per batch).",
         &mut o,

@@ -41,7 +41,7 @@ pub enum Drop {
     OutsideDelegation,
     /// Could not respond (request too small for any response).
     TooSmall,
-    /// The kernel did not take the reply.
+    /// The kernel did not take the reply, for a reason not named below.
     SendFailed,
     /// The source is on the deny list.
     Denied,
@@ -49,11 +49,36 @@ pub enum Drop {
     RateLimited,
     /// A version answered one per signature, over its share of the worker.
     SignatureBudget,
+    /// Source is a broadcast address (limited, or a local interface's
+    /// directed broadcast): no reply may go there.
+    SourceBroadcast,
+    /// Source is a multicast address.
+    SourceMulticast,
+    /// Source is unspecified (0.0.0.0, `::`): the kernel would send the
+    /// reply to this host.
+    SourceUnspecified,
+    /// Source port 0.
+    SourcePortZero,
+    /// Loopback source on a non-loopback local address: spoofed.
+    SourceLoopback,
+    /// An IPv4-mapped IPv6 source (`::ffff:a.b.c.d`): forged, as every
+    /// IPv6 socket is IPv6-only, and no reply could leave it.
+    SourceMapped,
+    /// The kernel refused the reply (EACCES, EPERM: a broadcast
+    /// destination the source filter did not know, or a firewall).
+    SendRefused,
+    /// The destination is unreachable (an ICMP error an attacker can
+    /// provoke, or no route).
+    SendUnreachable,
+    /// No buffer space for the reply (EAGAIN, ENOBUFS, ENOMEM).
+    SendBufferFull,
+    /// A receive call failed (not a datagram: the call itself).
+    ReceiveError,
 }
 
 impl Drop {
     /// Number of reasons.
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 30;
     /// Every reason, in counter order.
     pub const ALL: [Drop; Drop::COUNT] = [
         Drop::TooShort,
@@ -76,6 +101,16 @@ impl Drop {
         Drop::Denied,
         Drop::RateLimited,
         Drop::SignatureBudget,
+        Drop::SourceBroadcast,
+        Drop::SourceMulticast,
+        Drop::SourceUnspecified,
+        Drop::SourcePortZero,
+        Drop::SourceLoopback,
+        Drop::SourceMapped,
+        Drop::SendRefused,
+        Drop::SendUnreachable,
+        Drop::SendBufferFull,
+        Drop::ReceiveError,
     ];
 
     /// Metric label.
@@ -101,6 +136,16 @@ impl Drop {
             Drop::Denied => "denied",
             Drop::RateLimited => "rate_limited",
             Drop::SignatureBudget => "signature_budget",
+            Drop::SourceBroadcast => "source_broadcast",
+            Drop::SourceMulticast => "source_multicast",
+            Drop::SourceUnspecified => "source_unspecified",
+            Drop::SourcePortZero => "source_port_zero",
+            Drop::SourceLoopback => "source_loopback",
+            Drop::SourceMapped => "source_v4_mapped",
+            Drop::SendRefused => "send_refused",
+            Drop::SendUnreachable => "send_unreachable",
+            Drop::SendBufferFull => "send_buffer_full",
+            Drop::ReceiveError => "receive_error",
         }
     }
 }
@@ -168,6 +213,9 @@ pub struct WorkerStats {
     pub ns_syscalls: u64,
     /// Nanoseconds slept for a fuller batch (`batch_wait_us`).
     pub ns_batch_wait: u64,
+    /// Pauses after receive errors in a row (a persistent error must not
+    /// become a busy loop).
+    pub error_backoffs: u64,
 }
 
 impl Default for WorkerStats {
@@ -187,6 +235,7 @@ impl Default for WorkerStats {
             ns_respond: 0,
             ns_syscalls: 0,
             ns_batch_wait: 0,
+            error_backoffs: 0,
         }
     }
 }
@@ -231,6 +280,7 @@ impl WorkerStats {
         self.ns_respond += o.ns_respond;
         self.ns_syscalls += o.ns_syscalls;
         self.ns_batch_wait += o.ns_batch_wait;
+        self.error_backoffs += o.error_backoffs;
         for (a, b) in self.responses.iter_mut().zip(o.responses) {
             *a += b;
         }

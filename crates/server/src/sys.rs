@@ -20,6 +20,11 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::failure::Failure;
+use crate::stats::{Drop, WorkerStats};
+
+pub mod cmsg;
+
 /// Largest datagram handled; longer ones arrive truncated and are dropped.
 pub const MAX_DATAGRAM: usize = 1536;
 /// Room for the timestamp, pktinfo and overflow-counter messages.
@@ -139,27 +144,43 @@ impl Batch {
 
     fn recv_from_slot(&mut self, fd: RawFd, start: usize, flags: libc::c_int) -> io::Result<usize> {
         let n = self.bufs.len();
+        // Base pointers taken once, without a reference to any element in
+        // between: a `&mut self.iovs[i]` per header would reborrow the whole
+        // vector and invalidate the pointers already stored in earlier
+        // headers (finding 10).
+        let bufs = self.bufs.as_mut_ptr();
+        let names = self.names.as_mut_ptr();
+        let iovs = self.iovs.as_mut_ptr();
+        let cmsgs = self.cmsgs.as_mut_ptr();
+        let hdrs = self.hdrs.as_mut_ptr();
         for i in start..n {
-            self.iovs[i] = libc::iovec {
-                iov_base: self.bufs[i].as_mut_ptr().cast(),
-                iov_len: MAX_DATAGRAM,
-            };
-            let h = &mut self.hdrs[i].msg_hdr;
-            h.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
-            h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            h.msg_iov = &mut self.iovs[i];
-            h.msg_iovlen = 1;
-            h.msg_control = self.cmsgs[i].0.as_mut_ptr().cast();
-            h.msg_controllen = CMSG_LEN as _;
-            h.msg_flags = 0;
-            self.hdrs[i].msg_len = 0;
+            // SAFETY: every vector holds `n` entries (`new`), so `i < n` is
+            // in bounds for each; the pointers stay valid because no vector
+            // is touched until the call below has returned.
+            unsafe {
+                iovs.add(i).write(libc::iovec {
+                    iov_base: bufs.add(i).cast(),
+                    iov_len: MAX_DATAGRAM,
+                });
+                let mut h: libc::msghdr = zeroed();
+                h.msg_name = names.add(i).cast();
+                h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+                h.msg_iov = iovs.add(i);
+                h.msg_iovlen = 1;
+                h.msg_control = cmsgs.add(i).cast();
+                h.msg_controllen = CMSG_LEN as _;
+                hdrs.add(i).write(libc::mmsghdr {
+                    msg_hdr: h,
+                    msg_len: 0,
+                });
+            }
         }
-        // SAFETY: every header points at buffers owned by `self` that live
-        // and stay in place for the call; lengths match the buffers.
+        // SAFETY: headers [start, n) point at buffers owned by `self` that
+        // live and stay in place for the call; lengths match the buffers.
         let got = unsafe {
             libc::recvmmsg(
                 fd,
-                self.hdrs[start..].as_mut_ptr(),
+                hdrs.add(start),
                 (n - start) as libc::c_uint,
                 flags,
                 std::ptr::null_mut(),
@@ -167,94 +188,93 @@ impl Batch {
         };
         if got < 0 {
             let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+            return match crate::failure::on_receive(e.raw_os_error()) {
+                Failure::Retry => Ok(0),
                 _ => Err(e),
             };
         }
-        let got = got as usize;
+        let got = (got as usize).min(n - start);
         for i in start..start + got {
             let h = &self.hdrs[i];
-            let mut m = RecvMeta {
+            // size_t in glibc, socklen_t in musl.
+            #[allow(clippy::unnecessary_cast)]
+            let control = cmsg::parse(&self.cmsgs[i].0, h.msg_hdr.msg_controllen as usize);
+            if let Some(o) = control.overflow {
+                self.overflow = o;
+            }
+            self.meta[i] = RecvMeta {
                 len: (h.msg_len as usize).min(MAX_DATAGRAM),
                 truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+                // An unknown family reads as 0.0.0.0:0, which the source
+                // filter drops.
                 from: to_socket_addr(&self.names[i]).unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
-                to: None,
-                rx_ns: None,
+                to: control.to,
+                rx_ns: control.rx_ns,
             };
-            self.read_cmsgs(i, &mut m);
-            self.meta[i] = m;
         }
         Ok(got)
     }
 
-    fn read_cmsgs(&mut self, i: usize, m: &mut RecvMeta) {
-        let hdr = &self.hdrs[i].msg_hdr;
-        // SAFETY: the kernel filled msg_control up to msg_controllen; the
-        // CMSG_* macros walk it within those bounds, and each payload is read
-        // unaligned with the size the cmsg type defines.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(hdr);
-            while !c.is_null() {
-                let data = libc::CMSG_DATA(c);
-                match ((*c).cmsg_level, (*c).cmsg_type) {
-                    (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => {
-                        let ts: libc::timespec = std::ptr::read_unaligned(data.cast());
-                        m.rx_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-                    }
-                    (libc::SOL_SOCKET, libc::SO_RXQ_OVFL) => {
-                        self.overflow = std::ptr::read_unaligned(data.cast::<u32>());
-                    }
-                    (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
-                        let p: libc::in_pktinfo = std::ptr::read_unaligned(data.cast());
-                        m.to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(p.ipi_addr.s_addr))));
-                    }
-                    (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
-                        let p: libc::in6_pktinfo = std::ptr::read_unaligned(data.cast());
-                        m.to = Some(IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr)));
-                    }
-                    _ => {}
-                }
-                c = libc::CMSG_NXTHDR(hdr, c);
-            }
-        }
-    }
-
     /// Send the replies queued through [`Replies`]; returns how many the
-    /// kernel took. A full socket buffer drops the rest (counted by the
-    /// caller), never blocks the worker.
-    pub fn send(&mut self, fd: RawFd, count: usize) -> io::Result<usize> {
+    /// kernel took. A reply the kernel refuses is counted in `stats` under
+    /// its reason and the rest are still sent; a full socket buffer drops
+    /// replies, never blocks the worker. Only an error meaning the socket
+    /// is gone is returned (`failure::on_send`).
+    pub fn send(&mut self, fd: RawFd, count: usize, stats: &mut WorkerStats) -> io::Result<usize> {
+        let count = count.min(self.out.len());
+        // Base pointers taken once (see `recv_from_slot`).
+        let out = self.out.as_mut_ptr();
+        let names = self.names.as_mut_ptr();
+        let iovs = self.iovs.as_mut_ptr();
+        let cmsgs = self.cmsgs.as_mut_ptr();
+        let hdrs = self.hdrs.as_mut_ptr();
         let mut built = 0;
         for k in 0..count {
-            let src = self.out_to[k];
-            let from = self.meta[src];
+            let from = self.meta[self.out_to[k]];
+            // The worker drops these sources before parsing; this is the
+            // last line: the kernel sends a reply to `::` or 0.0.0.0 to
+            // this host, and port 0 to nobody.
+            if from.from.ip().is_unspecified() {
+                stats.drop(Drop::SourceUnspecified);
+                continue;
+            }
+            if from.from.port() == 0 {
+                stats.drop(Drop::SourcePortZero);
+                continue;
+            }
             let name = SockAddr::from(from.from);
-            // SAFETY: `name` is a valid sockaddr of `name.len()` bytes; copied
-            // into storage owned by self.
+            let len = self.out_len[k].min(MAX_DATAGRAM);
+            let b = built;
+            // SAFETY: b ≤ k < count ≤ the length of every vector (`new`);
+            // `name` is a valid sockaddr of `name.len()` ≤
+            // size_of::<sockaddr_storage>() bytes, copied into storage owned
+            // by self; no vector is touched through a reference until the
+            // call below returns.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     name.as_ptr().cast::<u8>(),
-                    (&mut self.names[k] as *mut libc::sockaddr_storage).cast::<u8>(),
+                    names.add(b).cast::<u8>(),
                     name.len() as usize,
                 );
+                iovs.add(b).write(libc::iovec {
+                    iov_base: out.add(k).cast(),
+                    iov_len: len,
+                });
+                let clen = write_pktinfo(&mut *cmsgs.add(b), from.to);
+                let mut h: libc::msghdr = zeroed();
+                h.msg_name = names.add(b).cast();
+                h.msg_namelen = name.len();
+                h.msg_iov = iovs.add(b);
+                h.msg_iovlen = 1;
+                if clen != 0 {
+                    h.msg_control = cmsgs.add(b).cast();
+                    h.msg_controllen = clen as _;
+                }
+                hdrs.add(b).write(libc::mmsghdr {
+                    msg_hdr: h,
+                    msg_len: 0,
+                });
             }
-            self.iovs[k] = libc::iovec {
-                iov_base: self.out[k].as_mut_ptr().cast(),
-                iov_len: self.out_len[k],
-            };
-            let h = &mut self.hdrs[k].msg_hdr;
-            h.msg_name = (&mut self.names[k] as *mut libc::sockaddr_storage).cast();
-            h.msg_namelen = name.len();
-            h.msg_iov = &mut self.iovs[k];
-            h.msg_iovlen = 1;
-            h.msg_flags = 0;
-            let clen = write_pktinfo(&mut self.cmsgs[k], from.to);
-            h.msg_control = if clen == 0 {
-                std::ptr::null_mut()
-            } else {
-                self.cmsgs[k].0.as_mut_ptr().cast()
-            };
-            h.msg_controllen = clen as _;
             built += 1;
         }
         let (mut done, mut sent) = (0, 0);
@@ -263,27 +283,23 @@ impl Batch {
             let r = unsafe {
                 libc::sendmmsg(
                     fd,
-                    self.hdrs[done..].as_mut_ptr(),
+                    hdrs.add(done),
                     (built - done) as libc::c_uint,
                     libc::MSG_DONTWAIT,
                 )
             };
             if r < 0 {
                 let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    // Buffer full, or an ICMP error an attacker can provoke:
-                    // skip this datagram, keep serving the rest.
-                    Some(libc::EAGAIN)
-                    | Some(libc::ECONNREFUSED)
-                    | Some(libc::EHOSTUNREACH)
-                    | Some(libc::ENETUNREACH)
-                    | Some(libc::EPERM)
-                    | Some(libc::EINVAL) => {
+                match crate::failure::on_send(e.raw_os_error()) {
+                    Failure::Retry => continue,
+                    Failure::Fatal => return Err(e),
+                    // The error belongs to the first datagram of the call:
+                    // skip it, keep serving the rest.
+                    Failure::Drop(why) => {
+                        stats.drop(why);
                         done += 1;
                         continue;
                     }
-                    _ => return Err(e),
                 }
             }
             if r == 0 {
@@ -291,6 +307,9 @@ impl Batch {
             }
             done += r as usize;
             sent += r as usize;
+        }
+        for _ in done..built {
+            stats.drop(Drop::SendFailed);
         }
         Ok(sent)
     }

@@ -15,9 +15,11 @@ use gnomon_protocol::{Acceptor, Request, Responder, ResponderOptions, ResponseSi
 use socket2::Socket;
 
 use crate::budget::SignatureBudget;
+use crate::failure::{self, Failure};
 use crate::grease::Greaser;
 use crate::keys::{Choice, SharedKeys};
 use crate::limit::{process_hasher, LimitConfig, SourceLimiter, Verdict};
+use crate::sources::{Broadcasts, SourceFilter};
 use crate::stats::{Drop, WorkerStats};
 use crate::sys::{self, Batch, Replies};
 
@@ -94,12 +96,15 @@ pub struct Worker {
     pub stop: Arc<AtomicBool>,
     /// Where counters are published.
     pub published: Arc<Mutex<WorkerStats>>,
+    /// The host's directed-broadcast addresses, refreshed by the engine.
+    pub broadcasts: Arc<Broadcasts>,
 }
 
 /// Parsed request and where it goes, kept on the stack.
 #[derive(Clone, Copy)]
 struct Slot<'a> {
-    group: u16,
+    /// (profile id, identity index): requests answered by one signature.
+    group: (u8, usize),
     src: u16,
     /// Allow-listed: outside the signature budget.
     trusted: bool,
@@ -160,6 +165,7 @@ pub struct WorkerState {
     /// everything read since arrived later, so no request has waited longer
     /// than this, whatever the wall clocks say. `None` until it happens.
     queue_empty_at: Option<Instant>,
+    sources: SourceFilter,
 }
 
 /// How long a request stamped `rx_ns` by the kernel has waited: the
@@ -189,6 +195,7 @@ impl Worker {
             ),
             epoch: Instant::now(),
             queue_empty_at: None,
+            sources: SourceFilter::new(self.socket.local_addr().ok().and_then(|a| a.as_socket())),
         }
     }
 
@@ -232,10 +239,15 @@ impl Worker {
                 n
             }
             Err(e) => {
-                // A persistent error must not become a busy loop.
-                state.consecutive_errors += 1;
-                if state.consecutive_errors > 100 {
+                if failure::on_receive(e.raw_os_error()) == Failure::Fatal {
                     return Err(e);
+                }
+                state.stats.drop(Drop::ReceiveError);
+                // A persistent error must not become a busy loop.
+                state.consecutive_errors = state.consecutive_errors.saturating_add(1);
+                if let Some(pause) = failure::backoff(state.consecutive_errors) {
+                    state.stats.error_backoffs += 1;
+                    std::thread::sleep(pause);
                 }
                 return Ok(0);
             }
@@ -302,11 +314,8 @@ impl Worker {
     fn answer(&self, state: &mut WorkerState, n: usize, fd: i32) -> io::Result<()> {
         let count = self.respond(state, n);
         let t_send = Instant::now();
-        let sent = state.batch.send(fd, count)?;
+        state.batch.send(fd, count, &mut state.stats)?;
         state.stats.ns_syscalls += t_send.elapsed().as_nanos() as u64;
-        for _ in sent..count {
-            state.stats.drop(Drop::SendFailed);
-        }
         Ok(())
     }
 
@@ -324,6 +333,7 @@ impl Worker {
             limiter,
             budget,
             epoch,
+            sources,
             ..
         } = state;
         // The limits run on the monotonic clock: a wall-clock step must
@@ -347,12 +357,19 @@ impl Worker {
             .load(Ordering::Relaxed)
             .min(u64::from(u32::MAX)) as u32;
         let max_delay_ns = self.config.max_queue_delay_us.saturating_mul(1_000);
+        sources.sync(&self.broadcasts);
         {
             let (received, mut replies) = batch.split();
             replies.clear();
             let mut slots: ArrayVec<Slot<'_>, MAX_BATCH> = ArrayVec::new();
             for i in 0..n {
                 let meta = received.meta(i);
+                // Before anything else: no work for a reply that must not
+                // (or cannot) be sent.
+                if let Some(why) = sources.check(&meta.from, meta.to) {
+                    stats.drop(why);
+                    continue;
+                }
                 // Before any other work: a flood from one prefix costs a
                 // hash and one cache line per datagram.
                 let trusted = match limiter.check(meta.from.ip(), mono_ns) {
@@ -402,7 +419,7 @@ impl Worker {
                         continue;
                     }
                 };
-                let group = u16::from(request.profile.id.0) << 8 | identity as u16;
+                let group = (request.profile.id.0, identity);
                 slots.push(Slot {
                     group,
                     src: i as u16,
@@ -424,7 +441,7 @@ impl Worker {
                         .count();
                 let run = &slots[start..end];
                 let profile = run[0].request.profile;
-                let identity = &keys.identities[usize::from(group & 0xff)];
+                let identity = &keys.identities[group.1];
                 // One signature per request: the budget decides who gets one.
                 let budgeted = budget.limited() && responder.leaves_per_signature(profile) == 1;
                 let mut reqs: ArrayVec<Request<'_>, MAX_BATCH> = ArrayVec::new();

@@ -163,6 +163,7 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
         clock: Arc::new(ClockState::new(3_000_000)),
         stop: Arc::new(AtomicBool::new(false)),
         published: Arc::new(Mutex::new(WorkerStats::default())),
+        broadcasts: Default::default(),
     };
     let mut state = worker.prepare();
     // Warm up: one request answered outside the measured window.
@@ -434,4 +435,50 @@ fn a_short_batch_waits_for_company_and_signs_once() {
         total.ns_batch_wait > 0,
         "the wait is its own stage: {total:?}"
     );
+}
+
+#[test]
+fn more_than_256_identities_each_sign_their_own_requests() {
+    // The grouping key once packed the identity into 8 bits: identity 257
+    // was answered (and signed) by identity 1.
+    let keys: Vec<KeyPair> = (0..300u32)
+        .map(|i| {
+            let mut seed = [0u8; 32];
+            seed[..4].copy_from_slice(&i.to_le_bytes());
+            seed[4] = 0x5a;
+            KeyPair::from_seed(&seed)
+        })
+        .collect();
+    let engine = Engine::start(config("127.0.0.1:0", worker_config(64)), keys.clone()).unwrap();
+    let to = engine.local[0];
+    let c = client();
+    let chosen = [1usize, 255, 256, 257, 299];
+    let reqs: Vec<Vec<u8>> = chosen
+        .iter()
+        .map(|&i| {
+            let srv = gnomon_protocol::request::srv_for(&keys[i].public());
+            let mut req = vec![0u8; 1024];
+            Offer::single(Profile::rfc())
+                .build(&[i as u8; 32], Some(&srv), 1024, &mut req)
+                .unwrap();
+            req
+        })
+        .collect();
+    // Sent together, so several identities can share one batch.
+    let answers = exchange(&c, to, &reqs);
+    let mut matched: Vec<usize> = answers
+        .iter()
+        .map(|answer| {
+            chosen
+                .iter()
+                .zip(&reqs)
+                .find(|(k, r)| verify_response(r, answer, &keys[**k].public()).is_ok())
+                .map(|(k, _)| *k)
+                .expect("an answer signed by the identity its request named")
+        })
+        .collect();
+    matched.sort_unstable();
+    assert_eq!(matched, chosen);
+    let stats = engine.shutdown().unwrap();
+    assert_eq!(stats.total_responses(), chosen.len() as u64);
 }

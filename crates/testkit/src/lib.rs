@@ -76,6 +76,22 @@ pub fn server_list(servers: &[(&str, &Fixture, u32)], reports: Option<&str>) -> 
     format!(r#"{{"servers":[{}]{reports}}}"#, entries.join(","))
 }
 
+/// `len` deterministic pseudo-random bytes (splitmix64 from `seed`), so a
+/// test feeding noise to a parser can be replayed exactly.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
 /// Record that the calling test cannot run here and why, then return so the
 /// test can end early. The reason goes to stderr and is appended to the file
 /// named by `GNOMON_SKIP_LOG` (set by `scripts/test-all`, which prints the
@@ -111,6 +127,14 @@ pub fn is_root() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn noise_is_deterministic_and_sized() {
+        assert_eq!(noise(7, 100), noise(7, 100));
+        assert_ne!(noise(7, 100), noise(8, 100));
+        assert_eq!(noise(1, 13).len(), 13);
+        assert!(noise(0, 0).is_empty());
+    }
 
     #[test]
     fn base64_matches_rfc4648_examples() {
