@@ -6,13 +6,12 @@
 //! drop under its reason.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use gnomon_protocol::{verify_response, Offer, Profile, PROFILES};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 /// A running `gnomon serve`, killed if the test fails before stopping it.
 struct Server {
@@ -210,78 +209,6 @@ fn wait_metrics(
     }
 }
 
-fn checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = bytes
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-/// An IPv4 or IPv6 packet carrying one UDP datagram from `from` to `to`,
-/// for a raw socket that writes its own IP header.
-fn packet(from: SocketAddr, to: SocketAddr, payload: &[u8]) -> Vec<u8> {
-    let ulen = 8 + payload.len();
-    let mut udp = Vec::with_capacity(ulen);
-    udp.extend_from_slice(&from.port().to_be_bytes());
-    udp.extend_from_slice(&to.port().to_be_bytes());
-    udp.extend_from_slice(&(ulen as u16).to_be_bytes());
-    udp.extend_from_slice(&[0, 0]);
-    udp.extend_from_slice(payload);
-    match (from.ip(), to.ip()) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            // UDP checksum 0: none, allowed over IPv4.
-            let mut ip = vec![0x45, 0];
-            ip.extend_from_slice(&((20 + ulen) as u16).to_be_bytes());
-            ip.extend_from_slice(&[0, 1, 0, 0, 64, 17, 0, 0]);
-            ip.extend_from_slice(&s.octets());
-            ip.extend_from_slice(&d.octets());
-            let c = checksum(&ip);
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
-            ip.extend(udp);
-            ip
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            let mut pseudo = Vec::new();
-            pseudo.extend_from_slice(&s.octets());
-            pseudo.extend_from_slice(&d.octets());
-            pseudo.extend_from_slice(&(ulen as u32).to_be_bytes());
-            pseudo.extend_from_slice(&[0, 0, 0, 17]);
-            pseudo.extend_from_slice(&udp);
-            let c = match checksum(&pseudo) {
-                0 => 0xffff,
-                c => c,
-            };
-            udp[6..8].copy_from_slice(&c.to_be_bytes());
-            let mut ip = vec![0x60, 0, 0, 0];
-            ip.extend_from_slice(&(ulen as u16).to_be_bytes());
-            ip.extend_from_slice(&[17, 64]);
-            ip.extend_from_slice(&s.octets());
-            ip.extend_from_slice(&d.octets());
-            ip.extend(udp);
-            ip
-        }
-        _ => panic!("mixed families: {from} → {to}"),
-    }
-}
-
-/// Send one datagram with a forged source.
-fn spoof(from: SocketAddr, to: SocketAddr, payload: &[u8]) {
-    let domain = if to.is_ipv4() {
-        Domain::IPV4
-    } else {
-        Domain::IPV6
-    };
-    // IPPROTO_RAW: the packet carries its own IP header.
-    let raw = Socket::new(domain, Type::RAW, Some(Protocol::from(255))).expect("a raw socket");
-    let dst = SockAddr::from(SocketAddr::new(to.ip(), 0));
-    raw.send_to(&packet(from, to, payload), &dst)
-        .unwrap_or_else(|e| panic!("raw send {from} → {to}: {e}"));
-}
-
 /// Send a valid request from each forged source in turn; after each, the
 /// server is alive, still answers, and counts the drop under `reason`.
 fn spoofed_cases(t: &Target, cases: &[(&str, SocketAddr, &str)], alive: &mut dyn FnMut()) {
@@ -291,7 +218,8 @@ fn spoofed_cases(t: &Target, cases: &[(&str, SocketAddr, &str)], alive: &mut dyn
         // never counts up: the wait below names it.
         let series = format!("gnomon_dropped_total{{reason=\"{reason}\"}}");
         let before = find_sample(&get_metrics(t), &series).unwrap_or(0);
-        spoof(from, *to, &request(Profile::rfc(), i as u8));
+        gnomon_testkit::raw::spoof(from, *to, &request(Profile::rfc(), i as u8))
+            .unwrap_or_else(|e| panic!("raw send {from} → {to}: {e}"));
         wait_metrics(
             t,
             &format!("{reason} after a request from {from}"),

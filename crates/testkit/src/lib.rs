@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod http;
+pub mod raw;
 mod server;
 
 pub use http::{PostedReport, ReportSink};
