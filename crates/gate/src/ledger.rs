@@ -317,7 +317,8 @@ fn syscalls(datagrams: &[Vec<u8>], reply_len: usize, bind: &str) -> Result<(f64,
             }
         }
         let t = Instant::now();
-        let sent = batch.send(fd, n).map_err(io)?;
+        let mut dropped = gnomon_server::stats::WorkerStats::default();
+        let sent = batch.send(fd, n, &mut dropped).map_err(io)?;
         send_ns.push(t.elapsed().as_nanos() as f64 / n as f64);
         if sent != n {
             return Err(format!("sendmmsg took {sent} of {n}"));
