@@ -202,3 +202,84 @@ pub fn chain(p: &'static Profile, n: u8) -> gnomon_protocol::Measurement {
     }
     m
 }
+
+/// A byte-level change to a datagram, as a structured fuzz input.
+#[derive(arbitrary::Arbitrary, Debug)]
+pub enum ByteEdit {
+    /// Flip one bit.
+    Flip {
+        /// Byte offset; ignored past the end.
+        at: u16,
+        /// Bit number, modulo 8.
+        bit: u8,
+    },
+    /// Overwrite one byte.
+    Set {
+        /// Byte offset; ignored past the end.
+        at: u16,
+        /// The new byte.
+        value: u8,
+    },
+    /// Keep this many bytes.
+    Truncate(u16),
+    /// Add bytes at the end.
+    Append(Vec<u8>),
+}
+
+impl ByteEdit {
+    /// Apply the change to `bytes`.
+    pub fn apply(&self, bytes: &mut Vec<u8>) {
+        match self {
+            ByteEdit::Flip { at, bit } => {
+                if let Some(b) = bytes.get_mut(usize::from(*at)) {
+                    *b ^= 1 << (bit % 8);
+                }
+            }
+            ByteEdit::Set { at, value } => {
+                if let Some(b) = bytes.get_mut(usize::from(*at)) {
+                    *b = *value;
+                }
+            }
+            ByteEdit::Truncate(n) => bytes.truncate(usize::from(*n)),
+            ByteEdit::Append(more) => bytes.extend_from_slice(more),
+        }
+    }
+}
+
+/// The request a client of `offer` sends: the nonce repeats `seed`'s
+/// bytes, the size is `extra_words` 4-byte words above 8 or, where that
+/// cannot hold the request, the next size that can (1024 always can).
+pub fn client_request(
+    offer: &Offer,
+    seed: u64,
+    extra_words: u8,
+    srv: Option<&[u8; 32]>,
+) -> Vec<u8> {
+    let nonce: Vec<u8> = seed
+        .to_le_bytes()
+        .iter()
+        .cycle()
+        .take(offer.primary().nonce_len)
+        .copied()
+        .collect();
+    let want = 4 * usize::from(extra_words) + 8;
+    let mut out = vec![0u8; 2048];
+    let n = [want, want + 256, 1024]
+        .iter()
+        .find_map(|&size| offer.build(&nonce, srv, size, &mut out).ok())
+        .expect("a 1024-byte request always builds");
+    out.truncate(n);
+    out
+}
+
+/// `PROFILES[i]`, wrapping.
+pub fn profile_at(i: u8) -> &'static Profile {
+    &PROFILES[usize::from(i) % PROFILES.len()]
+}
+
+/// An offer of `p`, and of `also` too where the two share a format.
+pub fn offer_of(p: u8, also: Option<u8>) -> Offer {
+    let p = profile_at(p);
+    also.and_then(|q| Offer::new(&[p, profile_at(q)]).ok())
+        .unwrap_or_else(|| Offer::single(p))
+}

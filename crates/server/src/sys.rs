@@ -524,3 +524,27 @@ pub fn kernel_realtime_ns() -> Option<u64> {
     }
     Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
+
+/// For the datagram-path fuzzer (fuzz/fuzz_targets/server_batch.rs): fill
+/// receive slots without a socket and read the replies back.
+impl Batch {
+    /// Put `datagram` in receive slot `i` as if the kernel had delivered
+    /// it with `meta` (whose `len` is replaced; longer than
+    /// [`MAX_DATAGRAM`] arrives cut short and marked truncated).
+    #[doc(hidden)]
+    pub fn load(&mut self, i: usize, datagram: &[u8], meta: RecvMeta) {
+        let len = datagram.len().min(MAX_DATAGRAM);
+        self.bufs[i][..len].copy_from_slice(&datagram[..len]);
+        self.meta[i] = RecvMeta {
+            len,
+            truncated: meta.truncated || datagram.len() > MAX_DATAGRAM,
+            ..meta
+        };
+    }
+
+    /// Reply slot `k`: its bytes and the receive slot it answers.
+    #[doc(hidden)]
+    pub fn reply(&self, k: usize) -> (&[u8], usize) {
+        (&self.out[k][..self.out_len[k]], self.out_to[k])
+    }
+}

@@ -484,6 +484,36 @@ impl Worker {
     }
 }
 
+/// For the datagram-path fuzzer (fuzz/fuzz_targets/server_batch.rs): a
+/// worker whose batches are loaded by hand and answered with
+/// [`Worker::respond`], never sent.
+impl Worker {
+    /// A worker on an unbound socket that it never reads or writes.
+    #[doc(hidden)]
+    pub fn detached(
+        config: WorkerConfig,
+        keys: SharedKeys,
+        clock: Arc<ClockState>,
+    ) -> io::Result<Worker> {
+        Ok(Worker {
+            socket: Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?,
+            config,
+            keys,
+            clock,
+            stop: Arc::new(AtomicBool::new(false)),
+            published: Arc::new(Mutex::new(WorkerStats::default())),
+        })
+    }
+}
+
+impl WorkerState {
+    /// The receive and reply buffers.
+    #[doc(hidden)]
+    pub fn batch(&mut self) -> &mut Batch {
+        &mut self.batch
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::queued_ns;
