@@ -502,6 +502,7 @@ impl Worker {
             clock,
             stop: Arc::new(AtomicBool::new(false)),
             published: Arc::new(Mutex::new(WorkerStats::default())),
+            broadcasts: Arc::new(Broadcasts::default()),
         })
     }
 }
