@@ -366,3 +366,66 @@ fn config_check_can_open_the_keys_it_names() {
     let (code, _, _) = run(gnomon().args(["config", "check"]).arg(&file));
     assert_eq!(code, 0);
 }
+
+#[test]
+fn a_pinned_offline_key_refuses_another_identitys_delegations() {
+    let dir = Scratch::new();
+    let (key, public) = keygen(&dir, "lt.key");
+    let (_, other) = keygen(&dir, "other.key");
+    let (code, _, err) = run(gnomon()
+        .args(["delegate", "--key-file"])
+        .arg(&key)
+        .arg("--out-dir")
+        .arg(dir.path("deleg")));
+    assert_eq!(code, 0, "{err}");
+    // A configuration of `dirs` offline directories, all pinned to `k`.
+    let pinned = |k: &[u8; 32], dirs: usize| {
+        let file = dir.path(&format!("pinned{dirs}.toml"));
+        let list = vec!["\"deleg\""; dirs].join(", ");
+        let text = format!(
+            "offline-dir = [{list}]\noffline-public-key = [\"{}\"]\n",
+            B64.encode(k)
+        );
+        std::fs::write(&file, text).unwrap();
+        file
+    };
+    let (code, _, err) = run(gnomon()
+        .args(["config", "check", "--load-keys"])
+        .arg(pinned(&public, 1)));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(gnomon()
+        .args(["config", "check", "--load-keys"])
+        .arg(pinned(&other, 1)));
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("not the expected"), "{err}");
+    assert!(err.contains(&B64.encode(other)), "{err}");
+    // The server itself refuses to start with it: a clear load error, not
+    // an identity silently served under the wrong key.
+    let mut child = gnomon()
+        .args(["serve", "--listen", "127.0.0.1:0", "--offline-dir"])
+        .arg(dir.path("deleg"))
+        .args(["--offline-public-key", &B64.encode(other)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("gnomon serve started with a delegation under the wrong key");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(64), "{err}");
+    assert!(err.contains("not the expected"), "{err}");
+    // One key for two directories (or two for one) is a configuration error.
+    let (code, _, err) = run(gnomon().args(["config", "check"]).arg(pinned(&public, 2)));
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("one public key per offline-dir"), "{err}");
+}

@@ -318,3 +318,41 @@ fn logs_are_json_objects_when_asked() {
         "{last}"
     );
 }
+
+#[test]
+fn the_server_is_not_dumpable() {
+    // As an ordinary user, a process's /proc files belong to that user
+    // unless it is non-dumpable, when the kernel gives them to root: the
+    // one outside view of PR_SET_DUMPABLE that needs no ptrace.
+    const TEST: &str = "serve::the_server_is_not_dumpable";
+    if !gnomon_testkit::is_root() {
+        return gnomon_testkit::skip(TEST, "needs root to start the server as nobody");
+    }
+    const NOBODY: u32 = 65534;
+    let s = start_serve(&[], |c| {
+        std::os::unix::process::CommandExt::uid(c, NOBODY);
+        std::os::unix::process::CommandExt::gid(c, NOBODY);
+    });
+    let server = Server {
+        child: s.child,
+        addr: s.addr,
+        public: s.public,
+        stderr: s.stderr,
+        startup: s.startup,
+    };
+    let proc_status = format!("/proc/{}/status", server.child.id());
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&proc_status).unwrap());
+    let running_as = std::fs::read_to_string(&proc_status)
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .map(str::to_owned)
+        .unwrap();
+    assert!(running_as.contains(&NOBODY.to_string()), "{running_as}");
+    assert_eq!(
+        owner, 0,
+        "{proc_status} belongs to uid {owner}: the server is dumpable"
+    );
+    let (status, _, _) = terminate(server);
+    assert!(status.success());
+}

@@ -4,6 +4,7 @@
 //! from its own RNG.
 
 use ed25519_dalek::{Signer, SigningKey};
+use zeroize::Zeroizing;
 
 use crate::error::WireError;
 use crate::profile::Profile;
@@ -31,9 +32,9 @@ impl KeyPair {
         self.0.verifying_key().to_bytes()
     }
 
-    /// The seed (for writing key files; handle as a secret).
-    pub fn seed(&self) -> [u8; 32] {
-        self.0.to_bytes()
+    /// The seed (for writing key files), wiped from memory when dropped.
+    pub fn seed(&self) -> Zeroizing<[u8; 32]> {
+        Zeroizing::new(self.0.to_bytes())
     }
 
     /// Sign `message` as it is.

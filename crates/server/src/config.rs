@@ -187,7 +187,8 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
     let mut rotate = (RotateEvery::DEFAULT, None);
     let mut jitter = Jitter::DEFAULT;
     let mut key_files = Vec::new();
-    let mut offline_dirs = Vec::new();
+    let mut offline_dirs = (Vec::new(), None);
+    let mut offline_keys = (Vec::new(), None);
     let mut floor_origin = None;
 
     for spec in KEYS {
@@ -214,7 +215,10 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
             "google-nonce" => c.google_nonce = s.raw.boolean().ok_or_else(|| invalid(s))?,
             "min-request-size" => c.min_request_size = int(s, MinRequestSize::new)?,
             "key-file" => key_files = paths(s, IdentitySource::KeyFile)?,
-            "offline-dir" => offline_dirs = paths(s, IdentitySource::OfflineDir)?,
+            "offline-dir" => {
+                offline_dirs = (paths(s, |p| IdentitySource::OfflineDir(p, None))?, origin)
+            }
+            "offline-public-key" => offline_keys = (public_keys(s)?, origin),
             "metrics" => {
                 let text = s.raw.string().ok_or_else(|| invalid(s))?;
                 c.metrics = match text {
@@ -282,7 +286,23 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
     }
 
     c.identities = key_files;
-    c.identities.extend(offline_dirs);
+    if !offline_keys.0.is_empty() && offline_keys.0.len() != offline_dirs.0.len() {
+        return Err(ConfigError::Conflict {
+            first: ("offline-public-key", offline_keys.1),
+            second: ("offline-dir", offline_dirs.1),
+            rule: "give one public key per offline-dir entry, in the same order (or none)",
+        });
+    }
+    let mut pins = offline_keys.0.into_iter();
+    c.identities.extend(
+        offline_dirs
+            .0
+            .into_iter()
+            .map(|id| match (id, pins.next()) {
+                (IdentitySource::OfflineDir(dir, _), pin) => IdentitySource::OfflineDir(dir, pin),
+                (other, _) => other,
+            }),
+    );
 
     // Unset, the policy depends on the key: a configured key is a real
     // server, which must not sign times nobody vouches for; the ephemeral
@@ -389,6 +409,21 @@ fn nets(s: &Setting) -> Result<NetList, ConfigError> {
     NetList::parse(&items).map_err(|shown| invalid_shown(s, shown))
 }
 
+/// A list of base64 Ed25519 public keys.
+fn public_keys(s: &Setting) -> Result<Vec<[u8; 32]>, ConfigError> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    for item in s.raw.strings().ok_or_else(|| invalid(s))? {
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(item.trim())
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .ok_or_else(|| invalid_item(s, item))?;
+        out.push(key);
+    }
+    Ok(out)
+}
+
 fn paths(
     s: &Setting,
     make: fn(PathBuf) -> IdentitySource,
@@ -442,15 +477,22 @@ impl fmt::Display for Config {
         writeln!(f, "batch-disputed = {}", self.batch_disputed)?;
         writeln!(f, "google-nonce = {}", self.google_nonce)?;
         writeln!(f, "min-request-size = {}", self.min_request_size)?;
-        let (mut keys, mut dirs) = (Vec::new(), Vec::new());
+        let (mut keys, mut dirs, mut pins) = (Vec::new(), Vec::new(), Vec::new());
         for id in &self.identities {
             match id {
                 IdentitySource::KeyFile(p) => keys.push(p.display().to_string()),
-                IdentitySource::OfflineDir(p) => dirs.push(p.display().to_string()),
+                IdentitySource::OfflineDir(p, pin) => {
+                    dirs.push(p.display().to_string());
+                    pins.extend(pin.map(|k| {
+                        use base64::Engine as _;
+                        base64::engine::general_purpose::STANDARD.encode(k)
+                    }));
+                }
             }
         }
         writeln!(f, "key-file = {}", list(keys))?;
         writeln!(f, "offline-dir = {}", list(dirs))?;
+        writeln!(f, "offline-public-key = {}", list(pins))?;
         match self.metrics {
             Some(a) => writeln!(f, "metrics = \"{a}\"")?,
             None => writeln!(f, "metrics = \"off\"")?,

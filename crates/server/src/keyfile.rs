@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_protocol::KeyPair;
+use zeroize::Zeroizing;
 
 /// First line of every key file.
 pub const HEADER: &str = "gnomon-ed25519-key v1";
@@ -135,14 +136,22 @@ impl std::error::Error for KeyFileError {
     }
 }
 
-/// The file's text for `seed`.
-pub fn encode(seed: &[u8; 32]) -> String {
+/// The file's text for `seed`. Every buffer that holds the seed, in bytes
+/// or in base64, is wiped when dropped, and sized up front so that no
+/// growth leaves a copy behind in freed memory.
+pub fn encode(seed: &[u8; 32]) -> Zeroizing<String> {
+    use std::fmt::Write as _;
     let public = KeyPair::from_seed(seed).public();
-    format!(
+    let mut seed_b64 = Zeroizing::new(String::with_capacity(64));
+    B64.encode_string(seed, &mut seed_b64);
+    let mut out = Zeroizing::new(String::with_capacity(512));
+    let _ = write!(
+        out,
         "{HEADER}\n# Roughtime long-term key. Secret: keep it mode 0600.\nseed: {}\npublic: {}\n",
-        B64.encode(seed),
+        *seed_b64,
         B64.encode(public)
-    )
+    );
+    out
 }
 
 /// The key in a key file's text. `path` names the file in errors.
@@ -164,7 +173,7 @@ pub fn decode(text: &str, path: &Path) -> Result<KeyPair, KeyFileError> {
     let (_, seed) = seed.ok_or_else(|| format_error(path, 0, "no `seed:` line"))?;
     let key = KeyPair::from_seed(&seed);
     if let Some((line, public)) = public {
-        if public != key.public() {
+        if *public != key.public() {
             return Err(format_error(
                 path,
                 line,
@@ -242,7 +251,7 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyFileErro
 
 /// Read a secret file: a regular file, not a symlink, mode without group or
 /// other bits, at most [`MAX_LEN`] bytes of UTF-8.
-pub(crate) fn read_private(path: &Path) -> Result<String, KeyFileError> {
+pub(crate) fn read_private(path: &Path) -> Result<Zeroizing<String>, KeyFileError> {
     let io = |action| {
         move |error: io::Error| KeyFileError::Io {
             path: path.to_owned(),
@@ -280,7 +289,10 @@ pub(crate) fn read_private(path: &Path) -> Result<String, KeyFileError> {
             mode: meta.mode(),
         });
     }
-    let mut bytes = Vec::new();
+    // Allocated once at the most that is read, so the secret text is never
+    // moved by a reallocation (which would leave a copy in freed memory),
+    // and wiped when dropped.
+    let mut bytes = Zeroizing::new(Vec::with_capacity(MAX_LEN as usize + 1));
     file.take(MAX_LEN + 1)
         .read_to_end(&mut bytes)
         .map_err(io("reading"))?;
@@ -291,7 +303,15 @@ pub(crate) fn read_private(path: &Path) -> Result<String, KeyFileError> {
             "too long to be a key or delegation file",
         ));
     }
-    String::from_utf8(bytes).map_err(|_| format_error(path, 0, "not UTF-8 text"))
+    if std::str::from_utf8(&bytes).is_err() {
+        return Err(format_error(path, 0, "not UTF-8 text"));
+    }
+    let bytes = std::mem::take(&mut *bytes);
+    // Checked just above; the conversion keeps the buffer, so nothing is
+    // copied.
+    Ok(Zeroizing::new(
+        String::from_utf8(bytes).unwrap_or_else(|e| unreachable!("{e}")),
+    ))
 }
 
 /// Make a completed create or rename durable. Best effort: a failure here
@@ -324,14 +344,19 @@ impl Field<'_> {
         format_error(path, self.line, &format!("`{}`: {reason}", self.name))
     }
 
-    /// The value as 32 base64-encoded bytes.
-    pub(crate) fn bytes32(&self, path: &Path) -> Result<[u8; 32], KeyFileError> {
-        let bytes = B64
-            .decode(self.value)
-            .map_err(|_| self.error(path, "not valid base64"))?;
-        bytes
-            .try_into()
-            .map_err(|_| self.error(path, "expected 32 bytes"))
+    /// The value as 32 base64-encoded bytes (a seed, for some fields: every
+    /// copy is wiped when dropped).
+    pub(crate) fn bytes32(&self, path: &Path) -> Result<Zeroizing<[u8; 32]>, KeyFileError> {
+        let bytes = Zeroizing::new(
+            B64.decode(self.value)
+                .map_err(|_| self.error(path, "not valid base64"))?,
+        );
+        let mut out = Zeroizing::new([0u8; 32]);
+        if bytes.len() != out.len() {
+            return Err(self.error(path, "expected 32 bytes"));
+        }
+        out.copy_from_slice(&bytes);
+        Ok(out)
     }
 }
 
@@ -378,6 +403,28 @@ mod tests {
 
     use super::*;
 
+    /// Every value that carries a seed is a wiping buffer: the types are the
+    /// check (this does not compile if one becomes a plain copy again).
+    #[test]
+    fn seeds_live_only_in_wiping_buffers() {
+        let seed: Zeroizing<[u8; 32]> = crate::keys::random_seed().unwrap();
+        let again: Zeroizing<[u8; 32]> = KeyPair::from_seed(&seed).seed();
+        assert_eq!(*seed, *again);
+        let text: Zeroizing<String> = encode(&seed);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k");
+        write_new(&path, &seed).unwrap();
+        let read: Zeroizing<String> = read_private(&path).unwrap();
+        assert_eq!(*read, *text);
+        let field = Field {
+            line: 3,
+            name: "seed",
+            value: read.lines().nth(2).unwrap().trim_start_matches("seed: "),
+        };
+        let decoded: Zeroizing<[u8; 32]> = field.bytes32(&path).unwrap();
+        assert_eq!(*decoded, *seed);
+    }
+
     fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
     }
@@ -389,7 +436,7 @@ mod tests {
         write_new(&path, &[7; 32]).unwrap();
         assert_eq!(mode(&path), 0o600);
         let key = load(&path).unwrap();
-        assert_eq!(key.seed(), [7; 32]);
+        assert_eq!(*key.seed(), [7; 32]);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("gnomon-ed25519-key v1\n"), "{text}");
         assert!(text.contains(&B64.encode(KeyPair::from_seed(&[7; 32]).public())));
@@ -402,9 +449,9 @@ mod tests {
         write_new(&path, &[1; 32]).unwrap();
         let e = write_new(&path, &[2; 32]).unwrap_err();
         assert!(matches!(e, KeyFileError::Exists { .. }), "{e}");
-        assert_eq!(load(&path).unwrap().seed(), [1; 32]);
+        assert_eq!(*load(&path).unwrap().seed(), [1; 32]);
         write_replacing(&path, &[2; 32]).unwrap();
-        assert_eq!(load(&path).unwrap().seed(), [2; 32]);
+        assert_eq!(*load(&path).unwrap().seed(), [2; 32]);
         assert_eq!(mode(&path), 0o600);
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -427,7 +474,7 @@ mod tests {
             );
         }
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
-        assert_eq!(load(&path).unwrap().seed(), [3; 32]);
+        assert_eq!(*load(&path).unwrap().seed(), [3; 32]);
     }
 
     #[test]
@@ -465,7 +512,7 @@ mod tests {
     fn malformed_contents_are_refused_with_the_line() {
         let p = Path::new("k");
         let good = encode(&[9; 32]);
-        assert_eq!(decode(&good, p).unwrap().seed(), [9; 32]);
+        assert_eq!(*decode(&good, p).unwrap().seed(), [9; 32]);
         let cases = [
             ("gnomon-delegation v1\nseed: x\n", "first line"),
             ("", "first line"),

@@ -6,6 +6,7 @@
 //! current delegation expires and swaps the whole epoch in one store.
 
 use std::sync::Arc;
+use zeroize::Zeroizing;
 
 use arc_swap::ArcSwap;
 use gnomon_protocol::request::srv_for;
@@ -104,10 +105,10 @@ impl KeyEpoch {
 /// The shared, swappable epoch.
 pub type SharedKeys = Arc<ArcSwap<KeyEpoch>>;
 
-/// A fresh 32-byte seed from the OS.
-pub fn random_seed() -> std::io::Result<[u8; 32]> {
-    let mut s = [0u8; 32];
-    getrandom::getrandom(&mut s).map_err(std::io::Error::other)?;
+/// A fresh 32-byte seed from the OS, wiped from memory when dropped.
+pub fn random_seed() -> std::io::Result<Zeroizing<[u8; 32]>> {
+    let mut s = Zeroizing::new([0u8; 32]);
+    getrandom::getrandom(&mut *s).map_err(std::io::Error::other)?;
     Ok(s)
 }
 
@@ -166,7 +167,7 @@ pub fn mint_epoch(
     for source in sources {
         match source {
             KeySource::LongTerm(lt) => {
-                let online = KeyPair::from_seed(&random_seed()?);
+                let online = KeyPair::from_seed(&*random_seed()?);
                 let certs = CertificateSet::mint_all(
                     lt,
                     &online.public(),

@@ -42,7 +42,11 @@ use base64::Engine as _;
 use gnomon_protocol::verify::check_certificate;
 use gnomon_protocol::{Certificate, CertificateSet, KeyPair, PROFILES};
 
-use crate::keyfile::{format_error, parse_fields, read_private, write_private, KeyFileError};
+use zeroize::Zeroizing;
+
+use crate::keyfile::{
+    format_error, parse_fields, read_private, write_private, KeyFileError, MAX_LEN,
+};
 
 pub use utc::{format_utc, parse_utc};
 
@@ -92,9 +96,17 @@ impl Delegation {
         self.mint_us <= now_us && now_us <= self.maxt_us
     }
 
-    /// The file's text.
-    pub fn encode(&self) -> String {
-        let mut out = format!(
+    /// The file's text. It holds the online seed: every buffer that does is
+    /// wiped when dropped, and the text is sized up front (a file is at most
+    /// `MAX_LEN`) so that no growth leaves a copy in freed memory.
+    pub fn encode(&self) -> Zeroizing<String> {
+        use std::fmt::Write as _;
+        let mut seed_b64 = Zeroizing::new(String::with_capacity(64));
+        let seed = self.online.seed();
+        B64.encode_string(seed.as_slice(), &mut seed_b64);
+        let mut out = Zeroizing::new(String::with_capacity(MAX_LEN as usize));
+        let _ = write!(
+            out,
             "{HEADER}\n\
              # Online key and its delegations for {} to {} (UTC).\n\
              # Secret (the online seed): keep mode 0600. Holds no long-term key.\n\
@@ -105,7 +117,7 @@ impl Delegation {
             format_utc(self.mint_us),
             format_utc(self.maxt_us),
             B64.encode(self.long_term_public),
-            B64.encode(self.online.seed()),
+            *seed_b64,
             self.mint_us,
             self.maxt_us,
         );
@@ -153,8 +165,8 @@ impl Delegation {
             }
         }
         let missing = |what| format_error(path, 0, &format!("no `{what}:` line"));
-        let long_term = long_term.ok_or_else(|| missing("long-term-public"))?;
-        let online = KeyPair::from_seed(&seed.ok_or_else(|| missing("online-seed"))?);
+        let long_term = *long_term.ok_or_else(|| missing("long-term-public"))?;
+        let online = KeyPair::from_seed(&*seed.ok_or_else(|| missing("online-seed"))?);
         let mint = mint.ok_or_else(|| missing("mint-us"))?;
         let maxt = maxt.ok_or_else(|| missing("maxt-us"))?;
         if mint > maxt {
@@ -471,7 +483,8 @@ impl fmt::Display for OfflineError {
                 found,
             } => write!(
                 f,
-                "{} is signed by long-term key {}, not {}",
+                "{} is signed by long-term key {}, not the expected {} \
+                 (offline-public-key, or the directory's other files)",
                 path.display(),
                 B64.encode(found),
                 B64.encode(expected)

@@ -548,3 +548,17 @@ impl Batch {
         (&self.out[k][..self.out_len[k]], self.out_to[k])
     }
 }
+
+/// Make this process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`): no core
+/// file is written if it crashes, and other processes of the same user can
+/// neither ptrace it nor read its memory through /proc. Its memory holds
+/// the long-term or online seeds.
+pub fn set_non_dumpable() -> io::Result<()> {
+    // SAFETY: PR_SET_DUMPABLE takes one integer argument and touches no
+    // memory of ours; the unused arguments are zero as prctl(2) asks.
+    let rc = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

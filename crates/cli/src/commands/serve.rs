@@ -67,7 +67,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
             IdentitySource::KeyFile(path) => keyfile::load(path)
                 .map(KeySource::LongTerm)
                 .map_err(|e| e.to_string()),
-            IdentitySource::OfflineDir(dir) => OfflineStore::load(dir, None)
+            IdentitySource::OfflineDir(dir, pin) => OfflineStore::load(dir, pin.as_ref())
                 .map(KeySource::Offline)
                 .map_err(|e| e.to_string()),
         };
@@ -158,6 +158,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     };
     init_logging(&config.log);
+    // Before any key is read: a core file or a same-user ptrace must never
+    // see a seed.
+    if let Err(e) = gnomon_server::sys::set_non_dumpable() {
+        tracing::error!("cannot make the process non-dumpable (prctl PR_SET_DUMPABLE): {e}");
+        return ExitCode::from(OS_ERROR);
+    }
     let sources = match key_sources(&config) {
         Ok(s) => s,
         Err(code) => return code,

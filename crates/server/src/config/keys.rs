@@ -164,6 +164,16 @@ pub static KEYS: &[KeySpec] = &[
         help: "Offline delegation directories, one identity each (after the key files)",
     },
     KeySpec {
+        key: "offline-public-key",
+        flag: "offline-public-key",
+        env: "GNOMON_OFFLINE_PUBLIC_KEY",
+        kind: List,
+        value_name: "BASE64",
+        expected: "base64 Ed25519 public keys (32 bytes), one per offline-dir entry, in its order",
+        default: "[]",
+        help: "Pin each offline identity's long-term public key (default: whatever key its files agree on)",
+    },
+    KeySpec {
         key: "metrics",
         flag: "metrics",
         env: "GNOMON_METRICS",

@@ -81,7 +81,7 @@ fn printed_config_loads_back_unchanged() {
         vec![
             IdentitySource::KeyFile(PathBuf::from("/etc/gnomon/a.key")),
             IdentitySource::KeyFile(PathBuf::from("/abs/b.key")),
-            IdentitySource::OfflineDir(PathBuf::from("/etc/gnomon/deleg")),
+            IdentitySource::OfflineDir(PathBuf::from("/etc/gnomon/deleg"), None),
         ]
     );
     assert_eq!(c.clock.unsynchronized, UnsyncPolicy::Refuse);
@@ -269,6 +269,11 @@ fn every_bad_value_names_key_line_and_range() {
         ("key-file", "key-file = [\"\"]", "gnomon keygen"),
         ("key-file", "key-file = [1]", "gnomon keygen"),
         ("offline-dir", "offline-dir = false", "gnomon delegate"),
+        (
+            "offline-public-key",
+            "offline-public-key = [\"AAAA\"]",
+            "32 bytes",
+        ),
         ("metrics", "metrics = \"on\"", "\"off\""),
         ("grease", "grease = 0.6", "0.0..=0.5"),
         ("grease", "grease = -0.1", "0.0..=0.5"),

@@ -585,8 +585,10 @@ pub enum IdentitySource {
     /// rotates online keys itself.
     KeyFile(PathBuf),
     /// A directory of offline delegations ([`crate::offline`]); the
-    /// long-term key stays elsewhere.
-    OfflineDir(PathBuf),
+    /// long-term key stays elsewhere. With a public key, the directory's
+    /// files must be signed by that key (`offline-public-key`), so a
+    /// directory swapped for another identity's is refused at load.
+    OfflineDir(PathBuf, Option<[u8; 32]>),
 }
 
 /// Parse a duration written as an integer and a unit: `ms`, `s`, `m`, `h`

@@ -38,7 +38,7 @@ fn three_windows() -> (tempfile::TempDir, Vec<PathBuf>) {
 fn file_round_trips_every_profile_and_holds_no_long_term_seed() {
     let lt = long_term();
     let d = Delegation::mint(&lt, &[0x22; 32], T0, T0 + 24 * HOUR);
-    let text = d.encode();
+    let text = d.encode().to_string();
     assert!(
         !text.contains(&B64.encode(lt.seed())),
         "long-term seed leaked"
@@ -50,7 +50,7 @@ fn file_round_trips_every_profile_and_holds_no_long_term_seed() {
     let cert_lines = text.lines().filter(|l| l.starts_with("cert ")).count();
     assert_eq!(cert_lines, d.certs.distinct());
     let back = Delegation::decode(&text, Path::new("x.delegation")).unwrap();
-    assert_eq!(back.online.seed(), [0x22; 32]);
+    assert_eq!(*back.online.seed(), [0x22; 32]);
     assert_eq!(back.long_term_public, lt.public());
     assert_eq!((back.mint_us, back.maxt_us), (d.mint_us, d.maxt_us));
     assert_eq!(back.certs.distinct(), d.certs.distinct());
@@ -128,7 +128,7 @@ fn a_certificate_signed_by_another_key_is_rejected() {
     let good_line = B64.encode(d.certs.for_profile(rfc).bytes());
     let bad_line = B64.encode(forged.certs.for_profile(rfc).bytes());
     let text = d.encode().replace(&good_line, &bad_line);
-    assert_ne!(text, d.encode());
+    assert_ne!(text, *d.encode());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("forged.delegation");
     write_private(&path, text.as_bytes()).unwrap();
@@ -159,7 +159,7 @@ fn a_directory_signed_by_another_long_term_key_is_rejected() {
 fn inconsistent_files_are_rejected_with_a_reason() {
     let lt = long_term();
     let d = Delegation::mint(&lt, &[5; 32], T0, T0 + 24 * HOUR);
-    let text = d.encode();
+    let text = d.encode().to_string();
     let p = Path::new("f.delegation");
     let reason = |t: &str| Delegation::decode(t, p).unwrap_err().to_string();
 
@@ -208,7 +208,7 @@ fn writing_never_overwrites_a_window() {
         "{e}"
     );
     let store = OfflineStore::load(dir.path(), None).unwrap();
-    assert_eq!(store.delegations()[0].online.seed(), [1; 32]);
+    assert_eq!(*store.delegations()[0].online.seed(), [1; 32]);
 }
 
 #[test]
