@@ -25,15 +25,20 @@ fn start(extra: &[&str]) -> Server {
 }
 
 fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
-    let s = start_serve(extra, |c| {
+    Server::from(start_serve(extra, |c| {
         c.envs(env.iter().copied());
-    });
-    Server {
-        child: s.child,
-        addr: s.addr,
-        public: s.public,
-        stderr: s.stderr,
-        startup: s.startup,
+    }))
+}
+
+impl From<serve_support::Started> for Server {
+    fn from(s: serve_support::Started) -> Server {
+        Server {
+            child: s.child,
+            addr: s.addr,
+            public: s.public,
+            stderr: s.stderr,
+            startup: s.startup,
+        }
     }
 }
 
@@ -329,17 +334,10 @@ fn the_server_is_not_dumpable() {
         return gnomon_testkit::skip(TEST, "needs root to start the server as nobody");
     }
     const NOBODY: u32 = 65534;
-    let s = start_serve(&[], |c| {
+    let server = Server::from(start_serve(&[], |c| {
         std::os::unix::process::CommandExt::uid(c, NOBODY);
         std::os::unix::process::CommandExt::gid(c, NOBODY);
-    });
-    let server = Server {
-        child: s.child,
-        addr: s.addr,
-        public: s.public,
-        stderr: s.stderr,
-        startup: s.startup,
-    };
+    }));
     let proc_status = format!("/proc/{}/status", server.child.id());
     let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&proc_status).unwrap());
     let running_as = std::fs::read_to_string(&proc_status)
