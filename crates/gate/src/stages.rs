@@ -8,6 +8,7 @@
 //! environment or a random source reaches the measured code.
 
 use std::hint::black_box;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use ed25519_dalek::{Signer, SigningKey};
 use gnomon_protocol::merkle::Tree;
@@ -15,6 +16,8 @@ use gnomon_protocol::wire::{self, Message};
 use gnomon_protocol::{
     verify_response, Acceptor, Profile, Request, Responder, ResponderOptions, Tag,
 };
+
+use gnomon_server::sources::{Broadcasts, SourceFilter};
 
 use crate::fixture::{leaf_inputs, profile, requests, Server, Sink, NOW_US, ONLINE_SEED};
 
@@ -122,6 +125,12 @@ pub const STAGES: &[Stage] = &[
         symbol: WRITE_SYMBOL,
         run: || respond("google", false),
     },
+    Stage {
+        name: "sources_64",
+        what: "SourceFilter::sync, then SourceFilter::check of 64 ordinary sources (half IPv4, half IPv6)",
+        symbol: MEASURED_SYMBOL,
+        run: sources,
+    },
 ];
 
 const WRITE_SYMBOL: &str = "gnomon_protocol::responder::Responder::write_one";
@@ -195,6 +204,47 @@ pub(crate) fn check_responses(
         }
     }
     Ok(())
+}
+
+/// The worker's per-datagram source filter (issue 10, finding 1): once per
+/// batch a look at the broadcast table's generation, then a few integer
+/// comparisons per datagram. Sources are ordinary clients, which pass every
+/// comparison, the longest way through.
+fn sources() -> Result<(), String> {
+    let shared = Broadcasts::default();
+    shared.set([
+        Ipv4Addr::new(127, 255, 255, 255),
+        Ipv4Addr::new(192, 0, 2, 255),
+        Ipv4Addr::new(198, 51, 100, 127),
+    ]);
+    let mut filter = SourceFilter::new(Some(SocketAddr::from(([0, 0, 0, 0], 2002))));
+    let inputs: Vec<(SocketAddr, Option<IpAddr>)> = (0..BATCH as u16)
+        .map(|i| {
+            let [hi, lo] = i.to_be_bytes();
+            if i % 2 == 0 {
+                let from = SocketAddr::from(([203, 0, hi, lo], 40_000 + i));
+                (from, Some(IpAddr::from([192, 0, 2, 2])))
+            } else {
+                let from = SocketAddr::from(([0x2001, 0xdb8, 0, 0, 0, 0, 7, i], 40_000 + i));
+                (from, Some(IpAddr::from([0x2001, 0xdb8, 0, 0, 0, 0, 0, 2])))
+            }
+        })
+        .collect();
+    let mut verdicts = Vec::with_capacity(BATCH);
+    let pass = |filter: &mut SourceFilter, verdicts: &mut Vec<_>| {
+        verdicts.clear();
+        filter.sync(&shared);
+        for (from, to) in &inputs {
+            verdicts.push(filter.check(black_box(from), *to));
+        }
+    };
+    pass(&mut filter, &mut verdicts);
+    measured(&mut || pass(&mut filter, &mut verdicts));
+    match verdicts.iter().position(Option::is_some) {
+        Some(i) => Err(format!("source {} dropped: {:?}", inputs[i].0, verdicts[i])),
+        None if verdicts.len() != BATCH => Err(format!("{} verdicts", verdicts.len())),
+        None => Ok(()),
+    }
 }
 
 fn respond(name: &str, warm_up: bool) -> Result<(), String> {
