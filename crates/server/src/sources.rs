@@ -4,7 +4,8 @@
 //! header is where the reply goes. Some sources cannot be answered at all
 //! (the kernel refuses a broadcast destination with EACCES, turns `::` and
 //! 0.0.0.0 into this host), and some are certainly forged (a loopback
-//! source on a non-loopback address). Answering them wastes a signature at
+//! source on a non-loopback address, an IPv4-mapped source on our
+//! IPv6-only sockets). Answering them wastes a signature at
 //! best and, before this filter, stopped the server (issue 10, finding 1).
 //!
 //! The check is a handful of integer comparisons per datagram. Directed
