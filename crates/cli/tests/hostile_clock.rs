@@ -63,16 +63,26 @@ fn start(test: &str, offset: &str, extra: &[&str]) -> Option<Server> {
         );
         return None;
     }
+    Some(start_with(test, Some(offset), extra, &[]))
+}
+
+/// `gnomon serve` with `env`, under libfaketime when `offset` is given.
+fn start_with(test: &str, offset: Option<&str>, extra: &[&str], env: &[(&str, &str)]) -> Server {
     let dir = tempdir(test);
     let offset_file = dir.join("offset");
-    set_offset(&offset_file, offset);
     let mut args = vec!["--metrics", "127.0.0.1:0"];
     args.extend_from_slice(extra);
+    if let Some(offset) = offset {
+        set_offset(&offset_file, offset);
+    }
     let started = start_serve(&args, |c| {
-        c.env("LD_PRELOAD", LIBFAKETIME)
-            .env("FAKETIME_TIMESTAMP_FILE", &offset_file)
-            .env("FAKETIME_NO_CACHE", "1")
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        c.envs(env.iter().copied());
+        if offset.is_some() {
+            c.env("LD_PRELOAD", LIBFAKETIME)
+                .env("FAKETIME_TIMESTAMP_FILE", &offset_file)
+                .env("FAKETIME_NO_CACHE", "1")
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }
     });
     let mut stderr = started.stderr;
     let startup = started.startup.concat();
@@ -85,7 +95,7 @@ fn start(test: &str, offset: &str, extra: &[&str]) -> Option<Server> {
             rest.clear();
         }
     });
-    Some(Server {
+    Server {
         child: started.child,
         addr: started.addr,
         metrics: started
@@ -95,7 +105,7 @@ fn start(test: &str, offset: &str, extra: &[&str]) -> Option<Server> {
         log,
         offset_file,
         dir,
-    })
+    }
 }
 
 /// As [`start`], once it has answered a first request with the time it
@@ -374,10 +384,13 @@ fn health_is_503_while_no_delegation_covers_the_clock_and_200_after() {
     assert!(s.health().contains("200"), "{}", s.health());
     let (status, _, log) = s.terminate();
     assert!(status.success(), "{status:?}\n{log}");
-    assert!(
-        log.contains("no delegation covers the current time") && log.contains("signing again"),
+    // Each change of state logged once, not once per poll.
+    assert_eq!(
+        log.matches("no delegation covers the current time").count(),
+        1,
         "{log}"
     );
+    assert_eq!(log.matches("signing again").count(), 1, "{log}");
     std::fs::remove_dir_all(&keys).unwrap();
 }
 
@@ -428,4 +441,45 @@ fn a_server_an_hour_ahead_still_drops_requests_that_really_waited() {
     );
     let (status, _, log) = s.terminate();
     assert!(status.success(), "{status:?}\n{log}");
+}
+
+/// adjtimex refused (systemd's ProtectClock=yes; here the debug build's
+/// GNOMON_TEST_CLOCK_UNREADABLE): the clock counts as unsynchronized, so a
+/// configured key refuses by default and /health says 503, while the
+/// ephemeral quick-start answers with the large radius. Said once each.
+#[test]
+fn an_unreadable_kernel_clock_is_unsynchronized_and_said_once() {
+    let unreadable = [("GNOMON_TEST_CLOCK_UNREADABLE", "1")];
+    let dir = tempdir("unreadable-keys");
+    let (key, _, public) = keygen_and_delegate(&dir, 1);
+    let s = start_with(
+        "unreadable_configured",
+        None,
+        &["--key-file", key.to_str().unwrap()],
+        &unreadable,
+    );
+    assert_eq!(s.public, public);
+    let health = s.get("/health");
+    assert!(
+        health.starts_with("HTTP/1.1 503") && health.contains("unsynchronized"),
+        "{health}"
+    );
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    assert!(
+        ask(&c, &s, 1, Duration::from_millis(300)).is_none(),
+        "answered with a clock nobody vouches for"
+    );
+    // Polled many times meanwhile (every 100 ms), said once.
+    let said = |log: &str| log.matches("cannot read the kernel's clock state").count();
+    let (status, _, log) = s.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert_eq!(said(&log), 1, "{log}");
+    assert!(log.contains("not answering until it is"), "{log}");
+    let s = start_with("unreadable_ephemeral", None, &[], &unreadable);
+    let v = ask(&c, &s, 2, Duration::from_secs(5)).expect("the quick-start answers");
+    assert!(v.radius_us >= 60_000_000, "{}", v.radius_us);
+    let (status, _, log) = s.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert_eq!(said(&log), 1, "{log}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,11 +2,13 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions};
 use gnomon_server::config::{Config, IdentitySource, LogConfig, LogFormat, LogLevel};
+use gnomon_server::engine::ClockReader;
 use gnomon_server::keys::{random_seed, KeySource};
 use gnomon_server::offline::OfflineStore;
 use gnomon_server::stats::{Drop, WorkerStats};
@@ -176,7 +178,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
     out!("public key (hex):    {}", hex::encode(public));
     let engine_config = engine_config(&config);
     let workers = engine_config.workers;
-    let engine = match Engine::start_with(engine_config, sources) {
+    let engine = match Engine::start_with_clock(engine_config, sources, clock_reader()) {
         Ok(e) => e,
         Err(e) => {
             tracing::error!("cannot start on {:?}: {e}", config.listen.addrs());
@@ -350,6 +352,18 @@ fn injected_fault() -> Option<u64> {
         return None;
     }
     std::env::var("GNOMON_TEST_WORKER_FAULT").ok()?.parse().ok()
+}
+
+/// How the kernel's clock state is read: `adjtimex`. Debug builds only:
+/// `GNOMON_TEST_CLOCK_UNREADABLE=1` makes every read fail with EPERM, as
+/// systemd's ProtectClock=yes does, so a test can watch a real process
+/// under it. Release builds never read it.
+fn clock_reader() -> ClockReader {
+    if cfg!(debug_assertions) && std::env::var_os("GNOMON_TEST_CLOCK_UNREADABLE").is_some() {
+        const EPERM: i32 = 1;
+        return Arc::new(|| Err(std::io::Error::from_raw_os_error(EPERM)));
+    }
+    Arc::new(gnomon_server::sys::kernel_clock)
 }
 
 /// One line: what happened since the last summary.
