@@ -308,7 +308,9 @@ impl Netns {
                 "-n", name, "addr", "add", "fd77::1/64", "dev", "lan0", "nodad",
             ])
             && ip(&["-n", name, "link", "set", "lan0", "up"])
-            && ip(&["-n", name, "link", "set", "lan1", "up"]);
+            && ip(&["-n", name, "link", "set", "lan1", "up"])
+            // Group traffic leaves through the LAN (and loops back to us).
+            && ip(&["-n", name, "route", "add", "224.0.0.0/4", "dev", "lan0"]);
         ok.then_some(ns)
     }
 }
@@ -394,6 +396,26 @@ fn netns_probes() {
     ];
     // The namespace test watches the process; here, answers are the proof.
     spoofed_cases(&t, &cases, &mut || {});
+    // Genuine sources, but sent to the LAN's broadcast address or to the
+    // all-hosts group: each of the two workers' sockets gets a copy, and
+    // each drops it before any work.
+    let c = UdpSocket::bind("10.77.0.1:0").unwrap();
+    c.set_broadcast(true).unwrap();
+    for (to, reason) in [
+        (Ipv4Addr::new(10, 77, 0, 255), "destination_broadcast"),
+        (Ipv4Addr::new(224, 0, 0, 1), "destination_multicast"),
+    ] {
+        let series = format!("gnomon_dropped_total{{reason=\"{reason}\"}}");
+        let before = find_sample(&get_metrics(&t), &series).unwrap_or(0);
+        c.send_to(&request(Profile::rfc(), 0x77), (to, p4)).unwrap();
+        wait_metrics(
+            &t,
+            &format!("{reason} after a request to {to}"),
+            &mut || {},
+            |m| find_sample(m, &series) == Some(before + 2),
+        );
+        fresh_query(&t, lan4);
+    }
     // Loopback to loopback is still served.
     fresh_query(&t, (Ipv4Addr::LOCALHOST, p4).into());
     fresh_query(&t, (Ipv6Addr::LOCALHOST, p6).into());

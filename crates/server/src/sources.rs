@@ -132,6 +132,12 @@ impl SourceFilter {
     /// answered; `None` when it may be.
     #[inline]
     pub fn check(&self, from: &SocketAddr, to: Option<IpAddr>) -> Option<Drop> {
+        self.check_source(from, to)
+            .or_else(|| self.check_destination(to))
+    }
+
+    #[inline]
+    fn check_source(&self, from: &SocketAddr, to: Option<IpAddr>) -> Option<Drop> {
         if from.port() == 0 {
             return Some(Drop::SourcePortZero);
         }
@@ -163,14 +169,41 @@ impl SourceFilter {
         }
     }
 
+    /// A socket bound to every address also receives datagrams sent to a
+    /// broadcast address or to a group every host joins (224.0.0.1,
+    /// ff02::1), one copy per worker. A reply would have to come from that
+    /// address, and one forged request would reach every server on the
+    /// subnet. Only sockets bound to every address say where a datagram
+    /// arrived, and only they can receive these.
+    #[inline]
+    fn check_destination(&self, to: Option<IpAddr>) -> Option<Drop> {
+        match to? {
+            IpAddr::V4(d) => {
+                let d = u32::from(d);
+                if d >> 28 == 0xe {
+                    Some(Drop::DestinationMulticast)
+                } else if d == u32::MAX || self.is_directed_broadcast(d) {
+                    Some(Drop::DestinationBroadcast)
+                } else {
+                    None
+                }
+            }
+            IpAddr::V6(d) => d.is_multicast().then_some(Drop::DestinationMulticast),
+        }
+    }
+
+    #[inline]
+    fn is_directed_broadcast(&self, a: u32) -> bool {
+        !self.table.is_empty() && self.table.binary_search(&a).is_ok()
+    }
+
     #[inline]
     fn check_v4(&self, a: u32, local_loopback: impl Fn() -> bool) -> Option<Drop> {
         if a == 0 {
             Some(Drop::SourceUnspecified)
         } else if a >> 28 == 0xe {
             Some(Drop::SourceMulticast)
-        } else if a == u32::MAX || (!self.table.is_empty() && self.table.binary_search(&a).is_ok())
-        {
+        } else if a == u32::MAX || self.is_directed_broadcast(a) {
             Some(Drop::SourceBroadcast)
         } else if a >> 24 == 127 && !local_loopback() {
             Some(Drop::SourceLoopback)
@@ -263,6 +296,31 @@ mod tests {
         assert_eq!(
             check(&any6, "[::ffff:127.0.0.1]:9", Some("fd00::2")),
             Some(Drop::SourceLoopback)
+        );
+    }
+
+    #[test]
+    fn broadcast_and_multicast_destinations_are_not_answered() {
+        let any = filter("0.0.0.0:2002", &["192.0.2.255"]);
+        let from = "192.0.2.7:9";
+        for (to, want) in [
+            ("192.0.2.255", Some(Drop::DestinationBroadcast)),
+            ("255.255.255.255", Some(Drop::DestinationBroadcast)),
+            ("224.0.0.1", Some(Drop::DestinationMulticast)),
+            ("192.0.2.2", None),
+        ] {
+            assert_eq!(check(&any, from, Some(to)), want, "{to}");
+        }
+        let any6 = filter("[::]:2002", &[]);
+        assert_eq!(
+            check(&any6, "[2001:db8::7]:9", Some("ff02::1")),
+            Some(Drop::DestinationMulticast)
+        );
+        assert_eq!(check(&any6, "[2001:db8::7]:9", Some("2001:db8::2")), None);
+        // The source is judged first.
+        assert_eq!(
+            check(&any, "192.0.2.7:0", Some("192.0.2.255")),
+            Some(Drop::SourcePortZero)
         );
     }
 

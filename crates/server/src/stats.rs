@@ -64,6 +64,11 @@ pub enum Drop {
     /// An IPv4-mapped IPv6 source (`::ffff:a.b.c.d`): forged, as every
     /// IPv6 socket is IPv6-only, and no reply could leave it.
     SourceMapped,
+    /// Sent to a broadcast address: every worker's socket gets a copy, and
+    /// a reply cannot come from that address.
+    DestinationBroadcast,
+    /// Sent to a multicast group (e.g. all-hosts, which every host joins).
+    DestinationMulticast,
     /// The kernel refused the reply (EACCES, EPERM: a broadcast
     /// destination the source filter did not know, or a firewall).
     SendRefused,
@@ -78,7 +83,7 @@ pub enum Drop {
 
 impl Drop {
     /// Number of reasons.
-    pub const COUNT: usize = 30;
+    pub const COUNT: usize = 32;
     /// Every reason, in counter order.
     pub const ALL: [Drop; Drop::COUNT] = [
         Drop::TooShort,
@@ -107,6 +112,8 @@ impl Drop {
         Drop::SourcePortZero,
         Drop::SourceLoopback,
         Drop::SourceMapped,
+        Drop::DestinationBroadcast,
+        Drop::DestinationMulticast,
         Drop::SendRefused,
         Drop::SendUnreachable,
         Drop::SendBufferFull,
@@ -142,6 +149,8 @@ impl Drop {
             Drop::SourcePortZero => "source_port_zero",
             Drop::SourceLoopback => "source_loopback",
             Drop::SourceMapped => "source_v4_mapped",
+            Drop::DestinationBroadcast => "destination_broadcast",
+            Drop::DestinationMulticast => "destination_multicast",
             Drop::SendRefused => "send_refused",
             Drop::SendUnreachable => "send_unreachable",
             Drop::SendBufferFull => "send_buffer_full",
