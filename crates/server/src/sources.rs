@@ -98,6 +98,9 @@ pub fn directed(
 pub struct SourceFilter {
     generation: u64,
     table: Table,
+    /// Bit `k` set when some entry's low six bits are `k`: most addresses
+    /// are ruled out by one shift, without a search.
+    low_bits: u64,
     /// Whether the socket is bound to one loopback address (`Some(true)`),
     /// one other address (`Some(false)`), or every address (`None`: the
     /// arrival address comes with each datagram).
@@ -123,6 +126,7 @@ impl SourceFilter {
             // A refresh holds the lock briefly; try again next batch.
             if let Ok(t) = shared.table.try_lock() {
                 self.table.clone_from(&t);
+                self.low_bits = t.iter().fold(0, |m, a| m | 1 << (a & 63));
                 self.generation = g;
             }
         }
@@ -194,7 +198,7 @@ impl SourceFilter {
 
     #[inline]
     fn is_directed_broadcast(&self, a: u32) -> bool {
-        !self.table.is_empty() && self.table.binary_search(&a).is_ok()
+        self.low_bits >> (a & 63) & 1 != 0 && self.table.binary_search(&a).is_ok()
     }
 
     #[inline]
