@@ -2,17 +2,15 @@
 //! out of band from the workers: workers publish counter snapshots; this
 //! thread only reads them.
 //!
-//! The HTTP side is deliberately tiny: GET only, one request per
-//! connection, bounded header size and read time, no request body. It never
-//! touches the request path.
+//! The HTTP side (`metrics/http.rs`) is deliberately small: GET only, one request
+//! per connection, several connections at once, each with a deadline from
+//! accept. It never touches the request path.
+
+mod http;
 
 use std::fmt::Write as _;
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+
+pub use http::spawn;
 
 use gnomon_protocol::PROFILES;
 
@@ -298,113 +296,14 @@ fn histogram(
     let _ = writeln!(o, "gnomon_{name}_count {cumulative}");
 }
 
-/// Serve `/metrics` and `/health` on `addr` until `stop` is set.
-pub fn spawn(
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    snapshot: impl Fn() -> Snapshot + Send + 'static,
-) -> io::Result<(SocketAddr, JoinHandle<()>)> {
-    let listener = TcpListener::bind(addr)?;
-    let local = listener.local_addr()?;
-    listener.set_nonblocking(true)?;
-    let handle = std::thread::Builder::new()
-        .name("gnomon-metrics".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((conn, _)) => {
-                        let _ = handle(conn, &snapshot);
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        std::thread::park_timeout(Duration::from_millis(50));
-                    }
-                    Err(_) => std::thread::park_timeout(Duration::from_millis(50)),
-                }
-            }
-        })?;
-    Ok((local, handle))
-}
-
-fn handle(mut conn: TcpStream, snapshot: &impl Fn() -> Snapshot) -> io::Result<()> {
-    conn.set_nonblocking(false)?;
-    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
-    conn.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut buf = [0u8; 2048];
-    let mut len = 0;
-    // Read until the end of the headers, within a bounded buffer.
-    while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-        if len == buf.len() {
-            return reply(
-                &mut conn,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                "too large\n",
-            );
-        }
-        let n = conn.read(&mut buf[len..])?;
-        if n == 0 {
-            return Ok(());
-        }
-        len += n;
-    }
-    let line = buf[..len].split(|b| *b == b'\r').next().unwrap_or(&[]);
-    let mut parts = line.split(|b| *b == b' ');
-    let (method, path) = (parts.next().unwrap_or(&[]), parts.next().unwrap_or(&[]));
-    if method != b"GET" {
-        return reply(
-            &mut conn,
-            "405 Method Not Allowed",
-            "text/plain",
-            "GET only\n",
-        );
-    }
-    match path {
-        b"/metrics" => reply(
-            &mut conn,
-            "200 OK",
-            "text/plain; version=0.0.4",
-            &render(&snapshot()),
-        ),
-        b"/health" => {
-            let s = snapshot();
-            if s.healthy() {
-                reply(&mut conn, "200 OK", "text/plain", "ok\n")
-            } else if !s.answering {
-                reply(
-                    &mut conn,
-                    "503 Service Unavailable",
-                    "text/plain",
-                    "not answering: clock unsynchronized\n",
-                )
-            } else {
-                reply(
-                    &mut conn,
-                    "503 Service Unavailable",
-                    "text/plain",
-                    "not signing: no delegation covers the current time\n",
-                )
-            }
-        }
-        _ => reply(
-            &mut conn,
-            "404 Not Found",
-            "text/plain",
-            "try /metrics or /health\n",
-        ),
-    }
-}
-
-fn reply(conn: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    conn.write_all(head.as_bytes())?;
-    conn.write_all(body.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
     use super::*;
 
     fn get(addr: SocketAddr, path: &str) -> String {
