@@ -333,7 +333,7 @@ pub fn read_input(data: &[u8]) -> Vec<u8> {
     if text.is_empty() || text.len() == data.len() && !data.is_ascii() {
         return data.to_vec();
     }
-    if text.len() % 2 == 0 && text.iter().all(u8::is_ascii_hexdigit) {
+    if text.len().is_multiple_of(2) && text.iter().all(u8::is_ascii_hexdigit) {
         let hex = |b: u8| char::from(b).to_digit(16).unwrap_or(0) as u8;
         return text
             .chunks_exact(2)

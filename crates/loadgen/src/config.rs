@@ -149,7 +149,7 @@ impl LoadConfig {
                 format!("{} is outside [0, 1]", self.verify_fraction),
             );
         }
-        if self.request_size > MAX_REQUEST_SIZE || self.request_size % 4 != 0 {
+        if self.request_size > MAX_REQUEST_SIZE || !self.request_size.is_multiple_of(4) {
             return bad(
                 "request-size",
                 format!(

@@ -160,7 +160,7 @@ pub fn climb(
     orientation: Orientation,
 ) -> Result<Hash, PathError> {
     let len = hash.len();
-    if path.len() % len != 0 || path.len() / len > MAX_DEPTH {
+    if !path.len().is_multiple_of(len) || path.len() / len > MAX_DEPTH {
         return Err(PathError::Length);
     }
     let depth = path.len() / len;

@@ -163,7 +163,7 @@ impl Offer {
         let framed = p.framing == Framing::Packet;
         let overhead = if framed { PACKET_HEADER } else { 0 };
         let used = wire::message_len(fields[..n].iter().map(|f| f.1.len()).chain([0]));
-        if size % 4 != 0 || size < overhead + used {
+        if !size.is_multiple_of(4) || size < overhead + used {
             return Err(BuildError::Size);
         }
         let pad_len = size - overhead - used;

@@ -32,7 +32,7 @@ impl<'a> Message<'a> {
         if bytes.len() < 4 {
             return Err(WireError::Short("message header"));
         }
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(WireError::Unaligned);
         }
         let n = u32_at(bytes, 0) as usize;
@@ -53,7 +53,7 @@ impl<'a> Message<'a> {
         let mut prev_off = 0usize;
         for i in 1..n {
             let off = u32_at(bytes, 4 * i) as usize;
-            if off % 4 != 0 || off < prev_off || off > values {
+            if !off.is_multiple_of(4) || off < prev_off || off > values {
                 return Err(WireError::BadOffset);
             }
             prev_off = off;

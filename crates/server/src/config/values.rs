@@ -625,7 +625,7 @@ pub(crate) fn fmt_duration(d: Duration, f: &mut fmt::Formatter<'_>) -> fmt::Resu
         ("s", 1_000_000),
         ("ms", 1_000),
     ] {
-        if us != 0 && us % per == 0 {
+        if us != 0 && us.is_multiple_of(per) {
             return write!(f, "{}{unit}", us / per);
         }
     }
