@@ -89,3 +89,43 @@ fn one_certificate_set_serves_every_profile() {
             .unwrap_or_else(|e| panic!("{}: {e:?}", profile.name));
     }
 }
+
+#[test]
+fn a_stream_responder_answers_short_requests_in_full() {
+    // Over TCP a response may exceed its request; over UDP it may not.
+    let server = Server::new(13);
+    let acceptor = gnomon_protocol::Acceptor {
+        min_size: 0,
+        ..Default::default()
+    };
+    for profile in PROFILES.iter().filter(|p| p.tcp) {
+        let reqs: Vec<Vec<u8>> = (0..5).map(|i| request(profile, i, 256)).collect();
+        let parsed: Vec<_> = reqs.iter().map(|r| acceptor.parse(r).unwrap()).collect();
+        let cert = server.cert(profile);
+        let ctx = server.context(profile, &cert, NOW_US);
+        let opts = ResponderOptions::default();
+
+        let mut datagram = VecSink::new(reqs.len());
+        gnomon_protocol::Responder::new(64, opts).respond(&ctx, &parsed, &mut datagram);
+        let mut stream = VecSink::new(reqs.len());
+        gnomon_protocol::Responder::for_stream(64, opts).respond(&ctx, &parsed, &mut stream);
+        for (i, req) in reqs.iter().enumerate() {
+            assert!(
+                datagram.response(i).is_none_or(|r| r.len() <= req.len()),
+                "{}: amplified",
+                profile.name
+            );
+            let resp = stream
+                .response(i)
+                .unwrap_or_else(|| panic!("{}: {:?}", profile.name, stream.results[i]));
+            verify_response(req, resp, &server.long_term.public())
+                .unwrap_or_else(|e| panic!("{} #{i}: {e:?}", profile.name));
+        }
+        // At 256 bytes no profile's response fits its request.
+        assert!(
+            (0..reqs.len()).all(|i| datagram.response(i).is_none()),
+            "{}",
+            profile.name
+        );
+    }
+}
