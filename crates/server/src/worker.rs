@@ -305,8 +305,12 @@ impl Worker {
             state.stats.ns_batch_wait += slept.elapsed().as_nanos() as u64;
         }
         let t0 = Instant::now();
-        // A failed extra read only leaves the batch as it was.
-        let more = state.batch.recv_more(fd, n).unwrap_or(0);
+        // A failed extra read only leaves the batch as it was; it is
+        // counted, and a socket that is gone shows at the next receive.
+        let more = state.batch.recv_more(fd, n).unwrap_or_else(|_| {
+            state.stats.drop(Drop::ReceiveError);
+            0
+        });
         state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
         (more, (more < room).then_some(t0))
     }

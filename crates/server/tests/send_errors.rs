@@ -70,3 +70,52 @@ fn a_refused_reply_is_counted_and_the_rest_of_the_batch_is_sent() {
     let n = client.recv(&mut buf).expect("the client's reply was sent");
     assert_eq!(&buf[..n], b"from a client");
 }
+
+#[test]
+fn a_reply_to_the_unspecified_address_is_never_sent() {
+    // The kernel turns a destination of `::` into ::1: a forged `::`
+    // source would make the server answer itself, or whatever listens on
+    // ::1 at that port. The worker drops such sources before parsing; the
+    // send path refuses them too, shown here without the worker.
+    let test = "send_errors::a_reply_to_the_unspecified_address_is_never_sent";
+    if !gnomon_testkit::is_root() {
+        gnomon_testkit::skip(test, "raw sockets need root");
+        return;
+    }
+    let server =
+        sys::udp_socket("[::1]:0".parse().unwrap(), None, Duration::from_millis(100)).unwrap();
+    let to: SocketAddr = server.local_addr().unwrap().as_socket().unwrap();
+    let listener = UdpSocket::bind("[::1]:0").unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let unspecified = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+    gnomon_testkit::raw::spoof(unspecified, to, b"from ::").unwrap();
+    let mut batch = Batch::new(4);
+    let fd = server.as_raw_fd();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while batch.recv(fd).unwrap() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the forged datagram never arrived"
+        );
+    }
+    assert_eq!(batch.meta(0).from, unspecified);
+    {
+        let (_, mut replies) = batch.split();
+        replies.slot(0)[..8].copy_from_slice(b"reply ::");
+        replies.commit(0, 0, 8);
+    }
+    let mut stats = WorkerStats::default();
+    assert_eq!(batch.send(fd, 1, &mut stats).unwrap(), 0);
+    assert_eq!(stats.drops[Drop::SourceUnspecified as usize], 1);
+    // A marker sent afterwards on the same path arrives first: nothing was
+    // sent before it.
+    server
+        .send_to(b"marker", &listener.local_addr().unwrap().into())
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let n = listener.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"marker");
+}
