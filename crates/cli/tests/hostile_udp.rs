@@ -250,8 +250,8 @@ fn spoofed_sources_on_loopback_are_dropped_counted_and_survived() {
     let (v4, v6) = (t.udp[0], t.udp[1]);
     // Every class the kernel delivers over loopback. Not here: a 0.0.0.0
     // source (the kernel writes its own address into a raw packet with
-    // none, and drops one from the wire as a martian) and an IPv6
-    // multicast source (ip6_rcv drops it); the unit tests in
+    // none; from the wire it accepts one only sent to 255.255.255.255) and
+    // an IPv6 multicast source (ip6_rcv drops it); the unit tests in
     // crates/server/src/sources.rs cover both.
     let cases = [
         // The datagram that once stopped the server (exit 70).
