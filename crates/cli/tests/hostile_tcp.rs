@@ -201,6 +201,47 @@ fn a_peer_that_never_reads_is_closed_by_the_write_deadline() {
 }
 
 #[test]
+fn a_busy_connection_ends_at_its_lifetime() {
+    let (s, tcp) = start(&[
+        "--metrics",
+        "127.0.0.1:0",
+        "--tcp-max-lifetime",
+        "1s",
+        "--tcp-max-requests",
+        "1000000",
+    ]);
+    let mut c = connect_from(HOG, tcp);
+    // Answered requests keep the idle timer fresh; only the lifetime ends it.
+    let started = Instant::now();
+    let mut answered = 0u64;
+    let ended = loop {
+        if started.elapsed() > PATIENCE {
+            break false;
+        }
+        let r = request(Profile::rfc(), answered as u8, 1024);
+        if c.write_all(&r).is_err() {
+            break true;
+        }
+        match read_frame(&mut c) {
+            Some(answer) => {
+                verify_response(&r, &answer, &s.public).unwrap();
+                answered += 1;
+            }
+            None => break true,
+        }
+    };
+    assert!(ended, "the connection outlived its lifetime");
+    assert!(answered > 0);
+    assert_eq!(
+        s.wait_metric("gnomon_tcp_closed_total{reason=\"max_lifetime\"}", |v| v
+            >= 1),
+        1
+    );
+    let (status, _, _) = s.terminate_bounded();
+    assert!(status.success());
+}
+
+#[test]
 fn the_request_cap_closes_the_connection() {
     let (s, tcp) = start(&["--metrics", "127.0.0.1:0", "--tcp-max-requests", "3"]);
     let mut c = connect_from(HOG, tcp);
