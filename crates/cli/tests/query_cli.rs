@@ -178,3 +178,30 @@ fn help_documents_the_exit_codes() {
     assert_eq!(gnomon(&["verify-report", "--help"]).code, 0);
     assert_eq!(gnomon(&["inspect", "--help"]).code, 0);
 }
+
+#[test]
+fn silence_on_new_versions_is_no_answer_unless_fallback_is_asked_for() {
+    // Every version spoken, but version 1 and drafts 08+ silenced, as an
+    // on-path dropper would: no draft-07 answer without --version-fallback.
+    let modern = gnomon_protocol::PROFILES
+        .iter()
+        .filter(|p| p.version.preference() >= gnomon_protocol::Version::draft(8).preference())
+        .fold(ProfileSet::empty(), |s, p| s.with(p.id));
+    let f = Fixture::start(FixtureConfig {
+        silent_on: modern,
+        seed: 12,
+        ..FixtureConfig::default()
+    });
+    let (addr, k) = (f.addr().to_string(), key(&f));
+    let r = gnomon(&args(&addr, &k, &["--json"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("older versions were not tried"),
+        "{message}"
+    );
+    assert_eq!(f.answered(), 0);
+    let r = gnomon(&args(&addr, &k, &["--json", "--version-fallback"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["version"]["name"], "draft-07");
+}

@@ -65,6 +65,9 @@ pub enum QueryError {
         offered: Vec<&'static str>,
         /// Time spent.
         elapsed: Duration,
+        /// Older version families were left untried because silence alone
+        /// does not allow a fallback (`Config::version_fallback`).
+        older_not_tried: bool,
     },
     /// Answers came back and none verified (the last reason, a TCP one
     /// first). Discovery stops at such a family: no older version is tried
@@ -105,6 +108,7 @@ impl fmt::Display for QueryError {
                 tcp_tried,
                 offered,
                 elapsed,
+                older_not_tried,
             } => {
                 write!(
                     f,
@@ -114,6 +118,12 @@ impl fmt::Display for QueryError {
                 )?;
                 if *refused {
                     f.write_str("; the port is closed (connection refused)")?;
+                }
+                if *older_not_tried {
+                    f.write_str(
+                        "; older versions were not tried: silence may be a dropper's, \
+                         and falling back on it must be asked for",
+                    )?;
                 }
                 Ok(())
             }

@@ -249,9 +249,11 @@ impl Client {
             Versions::Offer(o) => vec![o],
             Versions::Discover(set) => discovery::families(set),
         };
+        let discovered = families.len();
         if !self.config.version_fallback {
             families.truncate(guarded(&families));
         }
+        let older_not_tried = families.len() < discovered;
         // Name resolution counts against the deadline; without one, against
         // the longest the schedule could take.
         let resolve_by = start + self.config.worst_case(families.len());
@@ -357,6 +359,7 @@ impl Client {
             tcp_tried: state.tcp_tried,
             offered: state.offered,
             elapsed: start.elapsed(),
+            older_not_tried,
         })
     }
 }
