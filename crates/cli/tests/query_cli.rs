@@ -183,12 +183,8 @@ fn help_documents_the_exit_codes() {
 fn silence_on_new_versions_is_no_answer_unless_fallback_is_asked_for() {
     // Every version spoken, but version 1 and drafts 08+ silenced, as an
     // on-path dropper would: no draft-07 answer without --version-fallback.
-    let modern = gnomon_protocol::PROFILES
-        .iter()
-        .filter(|p| p.version.preference() >= gnomon_protocol::Version::draft(8).preference())
-        .fold(ProfileSet::empty(), |s, p| s.with(p.id));
     let f = Fixture::start(FixtureConfig {
-        silent_on: modern,
+        silent_on: gnomon_testkit::modern_profiles(),
         seed: 12,
         ..FixtureConfig::default()
     });

@@ -191,12 +191,8 @@ fn silence_on_new_versions_never_downgrades_by_default() {
     // A server that speaks everything, but whose version 1 and draft 08+
     // requests are dropped (as an on-path dropper would): only draft 07 and
     // older would get through.
-    let modern = PROFILES
-        .iter()
-        .filter(|p| p.version.preference() >= gnomon_protocol::Version::draft(8).preference())
-        .fold(ProfileSet::empty(), |s, p| s.with(p.id));
     let f = Fixture::start(FixtureConfig {
-        silent_on: modern,
+        silent_on: gnomon_testkit::modern_profiles(),
         seed: 9,
         ..FixtureConfig::default()
     });

@@ -29,6 +29,16 @@ pub fn profiles(names: &[&str]) -> ProfileSet {
     })
 }
 
+/// Version 1 and every draft from 0x80000008 on: what a downgrade attack
+/// silences to push a client to draft 07 or Google.
+pub fn modern_profiles() -> ProfileSet {
+    let floor = gnomon_protocol::Version::draft(8).preference();
+    PROFILES
+        .iter()
+        .filter(|p| p.version.preference() >= floor)
+        .fold(ProfileSet::empty(), |s, p| s.with(p.id))
+}
+
 /// Every profile, one set each, for tests that walk the whole table.
 pub fn each_profile() -> impl Iterator<Item = &'static gnomon_protocol::Profile> {
     PROFILES.iter()
