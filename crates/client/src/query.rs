@@ -425,10 +425,10 @@ impl Tally {
                 }
                 Ok(None)
             }
-            Outcome::Refused => {
+            Outcome::Refused { sends } => {
                 match transport {
                     Transport::Udp => {
-                        self.udp_sent += 1;
+                        self.udp_sent += sends;
                         self.udp_refused = true;
                     }
                     Transport::Tcp => self.tcp_refused = true,

@@ -44,8 +44,11 @@ pub(crate) enum Outcome {
         sends: u32,
         rejected: Option<Rejection>,
     },
-    /// ICMP port unreachable (UDP) or connection refused (TCP).
-    Refused,
+    /// ICMP port unreachable after every UDP attempt (`sends` made), or
+    /// connection refused (TCP).
+    Refused {
+        sends: u32,
+    },
     /// A local socket error (no route, no socket).
     Failed(std::io::Error),
 }
@@ -74,6 +77,11 @@ pub(crate) fn udp(
     let mut first: Option<Instant> = None;
     let mut rejected = None;
     let mut sends = 0;
+    // An ICMP "port unreachable" ends the attempt, not the schedule: the
+    // next one goes out at once, so a closed port is still reported in
+    // milliseconds, while one forged ICMP error (anyone who guesses the
+    // port can send it) cannot keep the real answer from being read.
+    let (mut attempts, mut refused) = (0, 0);
     for timeout in timeouts {
         let now = Instant::now();
         let mut until = now + *timeout;
@@ -83,9 +91,14 @@ pub(crate) fn udp(
             }
             until = until.min(d);
         }
+        attempts += 1;
         match socket.send(request) {
             Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Outcome::Refused,
+            // A refusal still pending from the last attempt; it is cleared.
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                refused += 1;
+                continue;
+            }
             Err(e) => return Outcome::Failed(e),
         }
         sends += 1;
@@ -112,11 +125,17 @@ pub(crate) fn udp(
                     }
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Outcome::Refused,
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    refused += 1;
+                    break;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Outcome::Failed(e),
             }
         }
+    }
+    if refused > 0 && refused == attempts {
+        return Outcome::Refused { sends };
     }
     Outcome::Silent { sends, rejected }
 }
@@ -140,7 +159,7 @@ pub(crate) fn tcp(
     }
     let mut stream = match TcpStream::connect_timeout(&peer, left(start)) {
         Ok(s) => s,
-        Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Outcome::Refused,
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Outcome::Refused { sends: 0 },
         Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
             return Outcome::Silent {
                 sends: 0,

@@ -177,3 +177,29 @@ fn one_forged_datagram_does_not_end_the_query() {
     assert_eq!(a.sends, 2);
     assert_eq!(f.udp_received(), 2);
 }
+
+#[test]
+fn one_forged_icmp_refusal_does_not_end_the_query() {
+    // The first request draws a forged "port unreachable" and no answer;
+    // the next attempt, sent at once, gets the real one.
+    const TEST: &str = "failures::one_forged_icmp_refusal_does_not_end_the_query";
+    if !gnomon_testkit::is_root() {
+        return gnomon_testkit::skip(TEST, "needs root for a raw ICMP socket");
+    }
+    let f = with_mode(Mode::RefusedFirst, 67);
+    let mut cfg = fast();
+    cfg.tcp = TcpMode::Never;
+    // Long timeouts: the second attempt must follow the refusal at once.
+    cfg.backoff.initial = Duration::from_secs(5);
+    let start = Instant::now();
+    let a = Client::new(cfg)
+        .query(&server_for(&f, "refused once"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a.sends, 2);
+    assert_eq!(f.udp_received(), 2);
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+}

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod http;
+mod icmp;
 pub mod raw;
 mod server;
 

@@ -32,6 +32,10 @@ pub enum Mode {
     /// answer (a forgery that won the race while the real answer was lost);
     /// every later request a correct answer.
     GarbageFirst,
+    /// The first UDP request gets a forged ICMP "port unreachable" instead
+    /// of its answer (needs root for the raw socket); every later request
+    /// a correct answer.
+    RefusedFirst,
 }
 
 /// What a fixture serves.
@@ -287,7 +291,7 @@ impl Answerer {
             Mode::GarbageFirst if !tcp && !self.garbage_sent.swap(true, Ordering::SeqCst) => {
                 Some(garbage())
             }
-            Mode::GarbageFirst => Some(response),
+            Mode::GarbageFirst | Mode::RefusedFirst => Some(response),
             Mode::Truncated => {
                 response.truncate(response.len() / 2);
                 Some(response)
@@ -356,6 +360,11 @@ fn serve_udp(
         }
         let seen = counters.udp.fetch_add(1, Ordering::SeqCst);
         if !config.udp || seen < config.drop_first_udp {
+            continue;
+        }
+        if config.mode == Mode::RefusedFirst && seen == config.drop_first_udp {
+            let server = socket.local_addr().expect("udp local addr");
+            crate::icmp::forge_port_unreachable(from, server).expect("forge ICMP (root?)");
             continue;
         }
         if let Some(response) = answerer.answer(&buf[..len], false) {
