@@ -19,6 +19,7 @@ pub mod config;
 pub mod engine;
 pub mod failure;
 pub mod grease;
+pub mod kernel_time;
 pub mod keyfile;
 pub mod keys;
 pub mod limit;

@@ -504,7 +504,8 @@ pub fn kernel_clock() -> io::Result<KernelClock> {
 /// view of the time can disagree with the kernel's: a preloaded clock shim
 /// such as libfaketime moves `clock_gettime` and not the receive
 /// timestamps, and then every request would look as old as the shift.
-/// One system call per batch is the price.
+/// A system call costs about 1 µs, so workers read it now and then and
+/// keep the offset (`kernel_time`).
 pub fn kernel_realtime_ns() -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use arrayvec::ArrayVec;
 use gnomon_protocol::responder::RespondError;
@@ -17,11 +17,12 @@ use socket2::Socket;
 use crate::budget::SignatureBudget;
 use crate::failure::{self, Failure};
 use crate::grease::Greaser;
+use crate::kernel_time::{process_now_ns, KernelTime, SystemClocks};
 use crate::keys::{Choice, SharedKeys};
 use crate::limit::{process_hasher, LimitConfig, SourceLimiter, Verdict};
 use crate::sources::{Broadcasts, SourceFilter};
 use crate::stats::{Drop, WorkerStats};
-use crate::sys::{self, Batch, Replies};
+use crate::sys::{Batch, Replies};
 
 /// Largest batch a worker reads at once.
 pub const MAX_BATCH: usize = 1024;
@@ -142,13 +143,6 @@ impl ResponseSink for Sink<'_, '_> {
     }
 }
 
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 /// A worker's buffers, allocated once before serving.
 pub struct WorkerState {
     batch: Batch,
@@ -165,6 +159,8 @@ pub struct WorkerState {
     /// everything read since arrived later, so no request has waited longer
     /// than this, whatever the wall clocks say. `None` until it happens.
     queue_empty_at: Option<Instant>,
+    /// The kernel's clock, which stamps the requests, from the process's.
+    kernel_time: KernelTime,
     sources: SourceFilter,
 }
 
@@ -195,6 +191,7 @@ impl Worker {
             ),
             epoch: Instant::now(),
             queue_empty_at: None,
+            kernel_time: KernelTime::new(),
             sources: SourceFilter::new(self.socket.local_addr().ok().and_then(|a| a.as_socket())),
         }
     }
@@ -273,12 +270,12 @@ impl Worker {
         Ok(n)
     }
 
-    /// The longest any request in the current batch can have waited, by
-    /// the monotonic clock.
-    fn queue_bound_ns(state: &WorkerState) -> u64 {
-        state
-            .queue_empty_at
-            .map_or(u64::MAX, |t| t.elapsed().as_nanos() as u64)
+    /// The longest any request in the current batch can have waited at
+    /// `now`, by the monotonic clock.
+    fn queue_bound_ns(state: &WorkerState, now: Instant) -> u64 {
+        state.queue_empty_at.map_or(u64::MAX, |t| {
+            now.saturating_duration_since(t).as_nanos() as u64
+        })
     }
 
     /// Wait for company (`batch_wait_us`) and read what came meanwhile
@@ -295,9 +292,15 @@ impl Worker {
             return (0, None);
         }
         let wait_ns = self.config.batch_wait_us.saturating_mul(1_000);
-        let waited = match (state.batch.meta(0).rx_ns, sys::kernel_realtime_ns()) {
-            (Some(rx), Some(now)) => queued_ns(now, rx, Self::queue_bound_ns(state)),
-            _ => 0,
+        let waited = match state.batch.meta(0).rx_ns {
+            Some(rx) => {
+                let mono = Instant::now();
+                let now = state
+                    .kernel_time
+                    .now_ns(process_now_ns(), mono, &SystemClocks);
+                queued_ns(now, rx, Self::queue_bound_ns(state, mono))
+            }
+            None => 0,
         };
         if waited < wait_ns {
             let slept = Instant::now();
@@ -328,7 +331,7 @@ impl Worker {
     /// apart from the syscalls so the whole datagram path can be fuzzed.
     pub fn respond(&self, state: &mut WorkerState, n: usize) -> usize {
         let t_parse = Instant::now();
-        let queue_bound_ns = Self::queue_bound_ns(state);
+        let queue_bound_ns = Self::queue_bound_ns(state, t_parse);
         let WorkerState {
             batch,
             responder,
@@ -338,6 +341,7 @@ impl Worker {
             budget,
             epoch,
             sources,
+            kernel_time,
             ..
         } = state;
         // The limits run on the monotonic clock: a wall-clock step must
@@ -349,10 +353,11 @@ impl Worker {
         stats.batch(n);
         stats.kernel_overflow = u64::from(batch.overflow);
         // One clock read per batch.
-        let now_ns = now_ns();
+        let now_ns = process_now_ns();
         let now_us = now_ns / 1_000;
-        // Queue delay is measured on the clock that stamped the requests.
-        let kernel_now_ns = sys::kernel_realtime_ns().unwrap_or(now_ns);
+        // Queue delay is measured on the clock that stamped the requests,
+        // estimated from the process's (no system call per batch).
+        let kernel_now_ns = kernel_time.now_ns(now_ns, t_parse, &SystemClocks);
         let keys = self.keys.load();
         let answering = self.clock.answering.load(Ordering::Relaxed);
         let radius_us = self
