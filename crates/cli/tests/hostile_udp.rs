@@ -32,6 +32,10 @@ impl Drop for Server {
 /// Start `gnomon serve` on `listen`, through `wrapper` (e.g. `ip netns
 /// exec NAME`) when given, with metrics on 127.0.0.1.
 fn serve(wrapper: &[&str], listen: &[&str]) -> Server {
+    serve_with_env(wrapper, listen, &[])
+}
+
+fn serve_with_env(wrapper: &[&str], listen: &[&str], env: &[(&str, &str)]) -> Server {
     let exe = env!("CARGO_BIN_EXE_gnomon");
     let mut cmd = match wrapper.split_first() {
         Some((first, rest)) => {
@@ -47,6 +51,7 @@ fn serve(wrapper: &[&str], listen: &[&str]) -> Server {
         cmd.args(["--listen", l]);
     }
     let mut child = cmd
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -282,6 +287,30 @@ fn spoofed_sources_on_loopback_are_dropped_counted_and_survived() {
     ] {
         assert_eq!(dropped(&m, reason), 0, "{reason}");
     }
+    server.stop();
+}
+
+#[test]
+fn a_persistent_receive_error_is_counted_backed_off_and_survived() {
+    // Debug builds honour the switch: the first 40 receives, across both
+    // workers, fail with ENOBUFS before reaching the kernel. Each worker's
+    // failures come one after another, so every one after its first is
+    // followed by a pause.
+    let mut server = serve_with_env(
+        &[],
+        &["127.0.0.1:0"],
+        &[("GNOMON_TEST_RECEIVE_ERRORS", "40")],
+    );
+    let t = server.target();
+    let m = wait_metrics(
+        &t,
+        "40 receive errors",
+        &mut || server.assert_alive(),
+        |m| find_sample(m, "gnomon_dropped_total{reason=\"receive_error\"}") == Some(40),
+    );
+    let backoffs = sample(&m, "gnomon_receive_error_backoffs_total");
+    assert!((38..=39).contains(&backoffs), "{backoffs} pauses:\n{m}");
+    fresh_query(&t, t.udp[0]);
     server.stop();
 }
 

@@ -4,6 +4,7 @@
 //! finding 1: one datagram from a broadcast source used to make `sendmmsg`
 //! fail with EACCES and stop the whole process).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::stats::Drop;
@@ -66,6 +67,28 @@ pub fn backoff(consecutive: u32) -> Option<Duration> {
     let k = consecutive.checked_sub(2)?;
     let ms = 1u64.checked_shl(k.min(7)).unwrap_or(u64::MAX).min(100);
     Some(Duration::from_millis(ms))
+}
+
+/// Receive errors still to inject (debug builds only).
+static INJECTED_RECEIVE_ERRORS: AtomicU32 = AtomicU32::new(0);
+
+/// A testing aid, honoured by debug builds only (`gnomon serve` sets it from
+/// `GNOMON_TEST_RECEIVE_ERRORS`): the next `n` receives, across all
+/// workers, fail with ENOBUFS without reaching the kernel, so a test can
+/// watch a real process live through a persistent receive error.
+pub fn inject_receive_errors(n: u32) {
+    INJECTED_RECEIVE_ERRORS.store(n, Ordering::Relaxed);
+}
+
+/// Whether this receive is to fail (see [`inject_receive_errors`]). Always
+/// false, and compiled to nothing, in release builds.
+#[inline]
+pub(crate) fn injected_receive_error() -> bool {
+    cfg!(debug_assertions)
+        && INJECTED_RECEIVE_ERRORS.load(Ordering::Relaxed) > 0
+        && INJECTED_RECEIVE_ERRORS
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
 }
 
 #[cfg(test)]

@@ -230,7 +230,12 @@ impl Worker {
     pub fn serve_once(&self, state: &mut WorkerState) -> io::Result<usize> {
         let fd = self.socket.as_raw_fd();
         let t0 = Instant::now();
-        let n = match state.batch.recv(fd) {
+        let received = if failure::injected_receive_error() {
+            Err(io::Error::from_raw_os_error(libc::ENOBUFS))
+        } else {
+            state.batch.recv(fd)
+        };
+        let n = match received {
             Ok(n) => {
                 state.consecutive_errors = 0;
                 n

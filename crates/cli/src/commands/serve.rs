@@ -346,10 +346,19 @@ impl ClockReport {
 
 /// Debug builds only: `GNOMON_TEST_WORKER_FAULT=N` makes every UDP worker
 /// fail after N datagrams, so a test can watch a real process take itself
-/// down. Release builds never read it.
+/// down; `GNOMON_TEST_RECEIVE_ERRORS=N` makes the next N receives fail, so a
+/// test can watch it survive. Release builds never read either.
 fn injected_fault() -> Option<u64> {
     if !cfg!(debug_assertions) {
         return None;
+    }
+    if let Some(n) = std::env::var("GNOMON_TEST_RECEIVE_ERRORS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        // The next N receives fail (ENOBUFS): the workers must count them,
+        // back off, and go on serving.
+        gnomon_server::failure::inject_receive_errors(n);
     }
     std::env::var("GNOMON_TEST_WORKER_FAULT").ok()?.parse().ok()
 }
