@@ -23,22 +23,28 @@ pub struct Started {
     pub startup: Vec<String>,
 }
 
-/// `gnomon serve` on 127.0.0.1, any port, two workers, no summary lines,
+/// `gnomon serve` on 127.0.0.1, any port, two workers (unless `extra`
+/// says), no summary lines,
 /// then `extra` (and whatever `setup` adds: environment); its public key
 /// and addresses read from what it prints.
 pub fn start_serve(extra: &[&str], setup: impl FnOnce(&mut Command)) -> Started {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gnomon"));
     setup(&mut cmd);
+    // A flag may be given once: `extra` may choose its own worker count.
+    let workers: &[&str] = if extra.contains(&"--workers") {
+        &[]
+    } else {
+        &["--workers", "2"]
+    };
     let mut child = cmd
         .args([
             "serve",
             "--listen",
             "127.0.0.1:0",
-            "--workers",
-            "2",
             "--summary-interval",
             "0",
         ])
+        .args(workers)
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
