@@ -56,13 +56,23 @@ enum Edit {
     SrepDrop {
         index: u8,
     },
+    /// Move MIDP by whole days and set its low 40 bits (drafts 01–07 keep
+    /// µs of the day there), then re-sign: times just outside the
+    /// delegation, and days with more µs than a day has.
+    SrepTime {
+        days: i8,
+        low: u64,
+    },
 }
 
 impl Edit {
     fn rewrites_srep(&self) -> bool {
         matches!(
             self,
-            Edit::SrepValue { .. } | Edit::SrepNumber { .. } | Edit::SrepDrop { .. }
+            Edit::SrepValue { .. }
+                | Edit::SrepNumber { .. }
+                | Edit::SrepDrop { .. }
+                | Edit::SrepTime { .. }
         )
     }
 }
@@ -145,6 +155,19 @@ fn edit(p: &Profile, resp: &mut Vec<u8>, e: &Edit) {
                 return false;
             };
             entries.remove(i);
+            true
+        }),
+        Edit::SrepTime { days, low } => resign(p, resp, |entries| {
+            let Some((_, midp)) = entries
+                .iter_mut()
+                .find(|(t, v)| *t == Tag::MIDP && v.len() == 8)
+            else {
+                return false;
+            };
+            let raw = u64::from_le_bytes(midp[..8].try_into().expect("8 bytes"));
+            let day = (raw >> 40).wrapping_add_signed(i64::from(*days));
+            let moved = day << 40 | low & ((1 << 40) - 1);
+            midp.copy_from_slice(&moved.to_le_bytes());
             true
         }),
     };

@@ -2,9 +2,12 @@
 //! datagrams, built from real requests of random versions and then
 //! mutated, from random sources, with random kernel receive times, is
 //! checked, grouped and answered by `Worker::respond` (everything but the
-//! syscalls). Every datagram ends as a reply or a counted drop, no reply is
-//! longer than its request, and every reply that was not greased verifies
-//! against the key the request asked for and the request's own nonce.
+//! syscalls), under random settings including per-source limits and the
+//! signature budget. Every datagram ends as a reply or a counted drop, none
+//! is answered twice, truncated or while the server must not answer, no
+//! reply is longer than its request, and every reply that was not greased
+//! verifies against the key the request asked for and the request's own
+//! nonce.
 #![no_main]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -316,6 +319,7 @@ fuzz_target!(|input: Input| {
 
     let now_ns = now_us() * 1_000;
     let mut sent: Vec<Vec<u8>> = Vec::new();
+    let mut cut_short = [false; MAX_BATCH];
     for d in input.datagrams.iter().take(MAX_BATCH) {
         let bytes = datagram(d, &server.public, &sent);
         let rx_ns = match d.rx {
@@ -331,6 +335,7 @@ fuzz_target!(|input: Input| {
             rx_ns,
         };
         state.batch().load(sent.len(), &bytes, meta);
+        cut_short[sent.len()] = d.truncated;
         sent.push(bytes);
     }
     let n = sent.len();
@@ -356,6 +361,8 @@ fuzz_target!(|input: Input| {
         let (reply, src) = state.batch().reply(k);
         let request = &sent[src];
         assert!(!answered[src], "datagram {src} answered twice");
+        assert!(input.answering, "answered while not answering");
+        assert!(!cut_short[src], "datagram {src} arrived truncated");
         answered[src] = true;
         assert!(
             reply.len() <= request.len(),
