@@ -17,6 +17,7 @@ use gnomon_protocol::{
     verify_response, Acceptor, Profile, Request, Responder, ResponderOptions, Tag,
 };
 
+use gnomon_server::limit::{LimitConfig, SourceLimiter, Verdict};
 use gnomon_server::sources::{Broadcasts, SourceFilter};
 
 use crate::fixture::{leaf_inputs, profile, requests, Server, Sink, NOW_US, ONLINE_SEED};
@@ -131,6 +132,12 @@ pub const STAGES: &[Stage] = &[
         symbol: MEASURED_SYMBOL,
         run: sources,
     },
+    Stage {
+        name: "limit_64",
+        what: "SourceLimiter::check of 64 sources (half IPv4, half IPv6) against the default lists, rate and table",
+        symbol: MEASURED_SYMBOL,
+        run: limit,
+    },
 ];
 
 const WRITE_SYMBOL: &str = "gnomon_protocol::responder::Responder::write_one";
@@ -242,6 +249,43 @@ fn sources() -> Result<(), String> {
     measured(&mut || pass(&mut filter, &mut verdicts));
     match verdicts.iter().position(Option::is_some) {
         Some(i) => Err(format!("source {} dropped: {:?}", inputs[i].0, verdicts[i])),
+        None if verdicts.len() != BATCH => Err(format!("{} verdicts", verdicts.len())),
+        None => Ok(()),
+    }
+}
+
+fn limit() -> Result<(), String> {
+    // The defaults (loopback allowed, 50/s, burst 100, 65,536 prefixes)
+    // and a deny list of one, hashed with a fixed key so counts repeat.
+    let config = LimitConfig {
+        deny: vec!["192.0.2.0/24".parse().map_err(|e| format!("{e}"))?],
+        ..LimitConfig::default()
+    };
+    let fixed =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+    let mut limiter = SourceLimiter::new(&config, fixed);
+    let sources: Vec<IpAddr> = (0..BATCH as u16)
+        .map(|i| {
+            let [hi, lo] = i.to_be_bytes();
+            if i % 2 == 0 {
+                IpAddr::from([203, 0, hi, lo])
+            } else {
+                IpAddr::from([0x2001, 0xdb8, 0, i, 0, 0, 0, 7])
+            }
+        })
+        .collect();
+    let mut verdicts = Vec::with_capacity(BATCH);
+    let mut pass = |now: u64, verdicts: &mut Vec<Verdict>| {
+        verdicts.clear();
+        for ip in &sources {
+            verdicts.push(limiter.check(black_box(*ip), now));
+        }
+    };
+    // The warm-up enters every prefix; the measured pass finds them.
+    pass(1_000_000_000, &mut verdicts);
+    measured(&mut || pass(1_001_000_000, &mut verdicts));
+    match verdicts.iter().position(|v| *v != Verdict::Pass) {
+        Some(i) => Err(format!("source {} judged {:?}", sources[i], verdicts[i])),
         None if verdicts.len() != BATCH => Err(format!("{} verdicts", verdicts.len())),
         None => Ok(()),
     }

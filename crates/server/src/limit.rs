@@ -132,21 +132,23 @@ struct Gcra {
     tolerance: u64,
 }
 
-/// One worker's limiter.
-pub struct SourceLimiter {
-    allow: Vec<IpNet>,
-    deny: Vec<IpNet>,
+/// One worker's limiter. `S` hashes prefixes: the process's keyed
+/// [`RandomState`] in the server, a fixed one where counts must repeat
+/// (the instruction-count gate).
+pub struct SourceLimiter<S = RandomState> {
+    /// Both lists as one, in the 128-bit form of [`bits`].
+    rules: Vec<Rule>,
     gcra: Option<Gcra>,
     v4_shift: u32,
     v6_shift: u32,
-    hasher: RandomState,
+    hasher: S,
     buckets: Vec<[Entry; WAYS]>,
 }
 
-impl SourceLimiter {
+impl<S: BuildHasher> SourceLimiter<S> {
     /// A limiter with its table allocated. `hasher` carries the process's
     /// random key; every worker may share it.
-    pub fn new(config: &LimitConfig, hasher: RandomState) -> SourceLimiter {
+    pub fn new(config: &LimitConfig, hasher: S) -> SourceLimiter<S> {
         let gcra = config.rate.filter(|&r| r > 0).map(|rate| {
             let interval = 1_000_000_000 / u64::from(rate);
             Gcra {
@@ -158,9 +160,11 @@ impl SourceLimiter {
             Some(_) => (config.table_size.max(WAYS) / WAYS).next_power_of_two(),
             None => 0,
         };
+        let rule = |allow| move |net: &IpNet| Rule::new(net, allow);
+        let mut rules: Vec<Rule> = config.deny.iter().map(rule(false)).collect();
+        rules.extend(config.allow.iter().map(rule(true)));
         SourceLimiter {
-            allow: config.allow.clone(),
-            deny: config.deny.clone(),
+            rules,
             gcra,
             v4_shift: 32 - u32::from(config.ipv4_prefix.clamp(1, 32)),
             v6_shift: 128 - u32::from(config.ipv6_prefix.clamp(1, 128)),
@@ -173,14 +177,20 @@ impl SourceLimiter {
     /// decreasing within a worker) and count it against its prefix.
     pub fn check(&mut self, ip: IpAddr, now_ns: u64) -> Verdict {
         let ip = ip.to_canonical();
-        if !self.allow.is_empty() || !self.deny.is_empty() {
-            let denied = longest(&self.deny, ip);
-            let allowed = longest(&self.allow, ip);
-            match (denied, allowed) {
-                (Some(d), Some(a)) if a > d => return Verdict::Trusted,
-                (Some(_), _) => return Verdict::Denied,
-                (None, Some(_)) => return Verdict::Trusted,
-                (None, None) => {}
+        if !self.rules.is_empty() {
+            let (addr, v4) = (bits(ip), ip.is_ipv4());
+            // The longest match; deny rules come first, so a tie denies.
+            let mut best: Option<&Rule> = None;
+            for r in &self.rules {
+                if (addr ^ r.net) & r.mask == 0 && r.v4 == v4 && best.is_none_or(|b| r.len > b.len)
+                {
+                    best = Some(r);
+                }
+            }
+            match best {
+                Some(r) if r.allow => return Verdict::Trusted,
+                Some(_) => return Verdict::Denied,
+                None => {}
             }
         }
         let Some(gcra) = self.gcra else {
@@ -233,12 +243,42 @@ pub fn process_hasher() -> RandomState {
     KEY.get_or_init(RandomState::new).clone()
 }
 
-/// Length of the longest prefix in `list` holding `ip`.
-fn longest(list: &[IpNet], ip: IpAddr) -> Option<u8> {
-    list.iter()
-        .filter(|n| n.contains(&ip))
-        .map(IpNet::prefix_len)
-        .max()
+/// One network of the deny or allow list, compiled.
+#[derive(Clone, Copy, Debug)]
+struct Rule {
+    net: u128,
+    mask: u128,
+    len: u8,
+    /// An IPv6 rule as wide as ::/0 must not hold IPv4 sources.
+    v4: bool,
+    allow: bool,
+}
+
+impl Rule {
+    fn new(net: &IpNet, allow: bool) -> Rule {
+        // IPv4 networks sit in the IPv4-mapped range, as [`bits`] puts
+        // IPv4 sources, so one comparison serves both families.
+        let len = match net {
+            IpNet::V4(n) => 96 + n.prefix_len(),
+            IpNet::V6(n) => n.prefix_len(),
+        };
+        let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+        Rule {
+            net: bits(net.network()) & mask,
+            mask,
+            len,
+            v4: matches!(net, IpNet::V4(_)),
+            allow,
+        }
+    }
+}
+
+/// An address as 128 bits, IPv4 as ::ffff:a.b.c.d.
+fn bits(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
+        IpAddr::V6(v6) => u128::from(v6),
+    }
 }
 
 #[cfg(test)]
@@ -339,6 +379,16 @@ mod tests {
             assert_eq!(l.check(ip("10.9.1.1"), SEC), Verdict::Denied);
         }
         assert_eq!(passed(&mut l, "203.0.113.1", 10, SEC), 1);
+        // A family's whole space holds nothing of the other's.
+        let whole = LimitConfig {
+            deny: vec!["::/0".parse().unwrap()],
+            allow: vec!["0.0.0.0/0".parse().unwrap()],
+            ..self::config(1, 1)
+        };
+        let mut l = SourceLimiter::new(&whole, RandomState::new());
+        assert_eq!(l.check(ip("192.0.2.1"), SEC), Verdict::Trusted);
+        assert_eq!(l.check(ip("::ffff:192.0.2.1"), SEC), Verdict::Trusted);
+        assert_eq!(l.check(ip("2001:db8::1"), SEC), Verdict::Denied);
     }
 
     #[test]
