@@ -482,3 +482,44 @@ fn more_than_256_identities_each_sign_their_own_requests() {
     let stats = engine.shutdown().unwrap();
     assert_eq!(stats.total_responses(), chosen.len() as u64);
 }
+
+#[test]
+fn the_signature_budget_spares_allow_listed_sources_only() {
+    // A budget smaller than one signature: after the first, draft 01 gets
+    // about one answer per 3 ms. Loopback is allow-listed (the default)
+    // in the first run and not in the second.
+    let draft01 = Profile::by_name("draft-01").unwrap();
+    let run = |allow: Vec<ipnet::IpNet>| {
+        let mut cfg = worker_config(64);
+        cfg.limit = LimitConfig {
+            allow,
+            signature_share_ppm: 10_000,
+            signature_burst_us: 1_000,
+            ..LimitConfig::default()
+        };
+        let (engine, lt) = engine_with(1, cfg, Duration::from_secs(1800));
+        let c = client();
+        let reqs: Vec<Vec<u8>> = (0..50).map(|i| request(draft01, i)).collect();
+        for r in &reqs {
+            c.send_to(r, engine.local[0]).unwrap();
+        }
+        c.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = [0u8; 2048];
+        let mut answered = 0;
+        while let Ok((n, _)) = c.recv_from(&mut buf) {
+            assert!(reqs
+                .iter()
+                .any(|r| verify_response(r, &buf[..n], &lt.public()).is_ok()));
+            answered += 1;
+        }
+        (answered, engine.shutdown().unwrap())
+    };
+    let (answered, stats) = run(LimitConfig::loopback());
+    assert_eq!(answered, 50);
+    assert_eq!(stats.drops[Drop::SignatureBudget as usize], 0);
+    let (answered, stats) = run(Vec::new());
+    let refused = stats.drops[Drop::SignatureBudget as usize];
+    assert!(refused >= 40, "{refused} refused, {answered} answered");
+    assert_eq!(answered + refused, 50);
+}
