@@ -142,26 +142,12 @@ impl Server {
         self.get("/health").lines().next().unwrap_or("").to_string()
     }
 
-    /// SIGTERM; how long the process took to exit, and its log.
+    /// SIGTERM; how long the process took to exit, and its log. Bounded:
+    /// a server that does not stop within 30 s fails the test.
     fn terminate(mut self) -> (std::process::ExitStatus, Duration, String) {
-        let t = Instant::now();
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        // Bounded: a server that does not stop is killed and reported.
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if t.elapsed() > Duration::from_secs(30) {
-                let _ = self.child.kill();
-                break self.child.wait().unwrap();
-            }
-            std::thread::park_timeout(Duration::from_millis(10));
-        };
-        let took = t.elapsed();
+        let (status, took) =
+            serve_support::peer::sigterm_and_wait(&mut self.child, Duration::from_secs(30))
+                .expect("the server did not stop within 30 s of SIGTERM");
         let _ = std::fs::remove_dir_all(&self.dir);
         let log = self.log.lock().unwrap().clone();
         (status, took, log)

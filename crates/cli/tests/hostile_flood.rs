@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -90,14 +90,14 @@ impl Server {
 
     /// Stop the server; it must exit cleanly.
     fn stop(mut self) {
-        assert!(self.terminate().success());
+        let status = self.terminate().expect("the server stopped after SIGTERM");
+        assert!(status.success());
     }
 
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        self.child.wait().unwrap()
+    /// SIGTERM, bounded: `None` (the server killed) if it did not stop.
+    fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        serve_support::peer::sigterm_and_wait(&mut self.child, serve_support::peer::PATIENCE)
+            .map(|(status, _)| status)
     }
 }
 
@@ -105,7 +105,7 @@ impl Drop for Server {
     /// A failed test leaves no server behind.
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
-            self.terminate();
+            let _ = self.terminate();
         }
     }
 }

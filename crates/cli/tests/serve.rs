@@ -3,12 +3,13 @@
 use std::io::{BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use gnomon_protocol::{verify_response, Offer, PROFILES};
 
 mod serve_support;
+use serve_support::peer::PATIENCE;
 use serve_support::{keygen_and_delegate, start_serve};
 
 struct Server {
@@ -43,16 +44,11 @@ impl From<serve_support::Started> for Server {
 }
 
 fn terminate(mut s: Server) -> (std::process::ExitStatus, Duration, String) {
-    let t = Instant::now();
-    let ok = Command::new("kill")
-        .args(["-TERM", &s.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let status = s.child.wait().unwrap();
+    let (status, took) = serve_support::peer::sigterm_and_wait(&mut s.child, PATIENCE)
+        .unwrap_or_else(|| panic!("the server did not stop within {PATIENCE:?} of SIGTERM"));
     let mut rest = String::new();
     s.stderr.read_to_string(&mut rest).unwrap();
-    (status, t.elapsed(), rest)
+    (status, took, rest)
 }
 
 #[test]

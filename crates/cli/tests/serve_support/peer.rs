@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::process::{Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -34,24 +34,8 @@ impl Started {
     /// SIGTERM, then wait at most `PATIENCE`. Returns the exit status, how
     /// long the exit took and what the server logged meanwhile.
     pub fn terminate_bounded(mut self) -> (ExitStatus, Duration, String) {
-        let t = Instant::now();
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if t.elapsed() > PATIENCE {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("the server did not stop within {PATIENCE:?} of SIGTERM");
-            }
-            std::thread::park_timeout(Duration::from_millis(10));
-        };
-        let took = t.elapsed();
+        let (status, took) = sigterm_and_wait(&mut self.child, PATIENCE)
+            .unwrap_or_else(|| panic!("the server did not stop within {PATIENCE:?} of SIGTERM"));
         let mut rest = String::new();
         self.stderr.read_to_string(&mut rest).unwrap();
         (status, took, rest)
@@ -121,4 +105,27 @@ pub fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
     frame.resize(12 + len, 0);
     s.read_exact(&mut frame[12..]).unwrap();
     Some(frame)
+}
+
+/// SIGTERM to `child`, then wait for it at most `patience`: its exit
+/// status and how long the exit took, or `None` (after killing it) when it
+/// did not stop in time.
+pub fn sigterm_and_wait(child: &mut Child, patience: Duration) -> Option<(ExitStatus, Duration)> {
+    let t = Instant::now();
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some((s, t.elapsed()));
+        }
+        if t.elapsed() > patience {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
 }
