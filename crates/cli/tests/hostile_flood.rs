@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use gnomon_protocol::{verify_response, Offer, Profile, PROFILES};
+use gnomon_protocol::{verify_response, Profile, PROFILES};
+use gnomon_testkit::request;
 
 mod serve_support;
 use serve_support::start_serve;
@@ -122,16 +123,6 @@ fn client(ip: &str, timeout: Duration) -> UdpSocket {
     let c = UdpSocket::bind((ip, 0)).unwrap();
     c.set_read_timeout(Some(timeout)).unwrap();
     c
-}
-
-fn request(profile: &'static Profile, seed: u64) -> Vec<u8> {
-    let mut nonce = vec![0u8; profile.nonce_len];
-    nonce[..8].copy_from_slice(&seed.to_le_bytes());
-    let mut req = vec![0u8; 1024];
-    Offer::single(profile)
-        .build(&nonce, None, 1024, &mut req)
-        .unwrap();
-    req
 }
 
 /// One query: send, wait for the answer to it (up to the socket's

@@ -14,6 +14,7 @@ use gnomon_server::limit::LimitConfig;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::worker::{ClockState, Worker, WorkerConfig};
 use gnomon_server::{sys, Engine, EngineConfig};
+use gnomon_testkit::request;
 
 mod common;
 use common::{config, worker_config};
@@ -30,16 +31,6 @@ fn engine_with(workers: usize, worker: WorkerConfig, rotation: Duration) -> (Eng
         ..config("127.0.0.1:0", worker)
     };
     (Engine::start(config, vec![lt.clone()]).unwrap(), lt)
-}
-
-fn request(profile: &'static Profile, i: u64) -> Vec<u8> {
-    let mut nonce = vec![0u8; profile.nonce_len];
-    nonce[..8].copy_from_slice(&i.to_le_bytes());
-    let mut out = vec![0u8; 1024];
-    Offer::single(profile)
-        .build(&nonce, None, 1024, &mut out)
-        .unwrap();
-    out
 }
 
 fn client() -> UdpSocket {

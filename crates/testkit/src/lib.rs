@@ -104,6 +104,20 @@ pub fn noise(seed: u64, len: usize) -> Vec<u8> {
     out
 }
 
+/// A 1024-byte request offering only `profile`, its nonce starting with
+/// `seed` (little-endian) and zero after, so each `seed` makes a distinct
+/// request a test can match to its answer.
+pub fn request(profile: &'static gnomon_protocol::Profile, seed: u64) -> Vec<u8> {
+    let mut nonce = vec![0u8; profile.nonce_len];
+    let head = nonce.len().min(8);
+    nonce[..head].copy_from_slice(&seed.to_le_bytes()[..head]);
+    let mut req = vec![0u8; 1024];
+    gnomon_protocol::Offer::single(profile)
+        .build(&nonce, None, 1024, &mut req)
+        .expect("every profile builds a 1024-byte request");
+    req
+}
+
 /// Record that the calling test cannot run here and why, then return so the
 /// test can end early. The reason goes to stderr and is appended to the file
 /// named by `GNOMON_SKIP_LOG` (set by `scripts/test-all`, which prints the
