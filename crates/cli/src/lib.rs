@@ -1,11 +1,15 @@
 //! The `gnomon` binary: one entry point for the server, the client and the
 //! tools. Each subcommand lives in its own module under `commands/`.
+//!
+//! A library so that tools outside the binary (crates/xtask writes the man
+//! pages and shell completions) read the one CLI definition, [`command`],
+//! without the binary carrying their code; src/bin/gnomon.rs calls [`main`].
 
 mod commands;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Roughtime server, client and tools for every protocol version.
 #[derive(Debug, Parser)]
@@ -36,7 +40,13 @@ enum Command {
     Bench(commands::bench::Args),
 }
 
-fn main() -> ExitCode {
+/// The command line as clap sees it: every subcommand, flag, help text.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// Parses the process's arguments and runs the subcommand.
+pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
