@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use gnomon_protocol::{verify_response, Offer, Profile, PROFILES};
 
+mod serve_support;
+
 /// A running `gnomon serve`, killed if the test fails before stopping it.
 struct Server {
     child: Child,
@@ -36,15 +38,7 @@ fn serve(wrapper: &[&str], listen: &[&str]) -> Server {
 }
 
 fn serve_with_env(wrapper: &[&str], listen: &[&str], env: &[(&str, &str)]) -> Server {
-    let exe = env!("CARGO_BIN_EXE_gnomon");
-    let mut cmd = match wrapper.split_first() {
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
+    let mut cmd = serve_support::gnomon_via(wrapper);
     cmd.args(["serve", "--workers", "2", "--summary-interval", "0"])
         .args(["--metrics", "127.0.0.1:0"]);
     for l in listen {

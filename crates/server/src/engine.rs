@@ -316,7 +316,18 @@ fn snapshot(
         }
     }
     let now = now_us();
+    let keys_now = keys.load();
+    let key_info = keys_now
+        .identities
+        .iter()
+        .map(|i| crate::metrics::KeyInfo {
+            long_term: i.public,
+            online: i.online.public(),
+            host: i.host.clone(),
+        })
+        .collect();
     crate::metrics::Snapshot {
+        keys: key_info,
         stats: total,
         cert_expiry_s: keys.load().expires_us() / 1_000_000,
         now_s: now / 1_000_000,

@@ -22,6 +22,9 @@ pub struct Identity {
     pub online: KeyPair,
     /// Delegations of `online` for every profile.
     pub certs: CertificateSet,
+    /// The host an offline delegation set was made for (a label for
+    /// `/metrics`; never read by workers).
+    pub host: Option<String>,
 }
 
 impl Identity {
@@ -32,6 +35,7 @@ impl Identity {
             srv: srv_for(&public),
             online,
             certs,
+            host: None,
         }
     }
 
@@ -183,11 +187,10 @@ pub fn mint_epoch(
                         hex_prefix(&store.long_term_public)
                     ))
                 })?;
-                identities.push(Identity::new(
-                    store.long_term_public,
-                    d.online.clone(),
-                    d.certs.clone(),
-                ));
+                let mut identity =
+                    Identity::new(store.long_term_public, d.online.clone(), d.certs.clone());
+                identity.host = d.host.clone();
+                identities.push(identity);
             }
         }
     }

@@ -38,12 +38,48 @@ pub struct Snapshot {
     pub clock_readable: bool,
     /// TCP counters, when TCP is served.
     pub tcp: Option<crate::tcp::TcpStats>,
+    /// The keys signing now, one per identity.
+    pub keys: Vec<KeyInfo>,
+}
+
+/// Which online key answers for an identity, and for which host it was made:
+/// in a fleet sharing one long-term key, the online key in a response's
+/// delegation tells which host answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// Long-term public key.
+    pub long_term: [u8; 32],
+    /// Online public key.
+    pub online: [u8; 32],
+    /// Host name of an offline delegation set, if it names one.
+    pub host: Option<String>,
 }
 
 impl Snapshot {
     /// Healthy: answering, and able to sign the current time.
     pub fn healthy(&self) -> bool {
         self.answering && self.can_sign
+    }
+}
+
+fn render_keys(o: &mut String, keys: &[KeyInfo]) {
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine as _;
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_online_key_info The online key signing for each long-term key, \
+         and the host its delegations were made for.\n# TYPE gnomon_online_key_info gauge"
+    );
+    for k in keys {
+        // Host names are restricted to [A-Za-z0-9._-] when loaded, and
+        // base64 holds no quote or backslash: no escaping is needed.
+        let _ = writeln!(
+            o,
+            "gnomon_online_key_info{{long_term_key=\"{}\",online_key=\"{}\",host=\"{}\"}} 1",
+            B64.encode(k.long_term),
+            B64.encode(k.online),
+            k.host.as_deref().unwrap_or("")
+        );
     }
 }
 
@@ -197,6 +233,7 @@ pub fn render(s: &Snapshot) -> String {
             "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} gauge\ngnomon_{name} {v}"
         );
     }
+    render_keys(&mut o, &s.keys);
     if let Some(t) = &s.tcp {
         render_tcp(&mut o, t);
     }
@@ -322,6 +359,11 @@ mod tests {
             cert_expiry_s: 200,
             now_s: 100,
             radius_us: 3_000_000,
+            keys: vec![KeyInfo {
+                long_term: [0; 32],
+                online: [0xff; 32],
+                host: Some("ams-1".into()),
+            }],
             ..Default::default()
         };
         s.stats.received = 6;
@@ -346,6 +388,14 @@ mod tests {
         assert!(text.contains("gnomon_stage_seconds_total{stage=\"batch_wait\"} 0.000000000"));
         assert!(text.contains("gnomon_radius_seconds 3"));
         assert!(text.contains("gnomon_certificate_expiry_timestamp_seconds 200"));
+        assert!(
+            text.contains(&format!(
+                "gnomon_online_key_info{{long_term_key=\"{}=\",online_key=\"{}=\",host=\"ams-1\"}} 1",
+                "A".repeat(43),
+                "/".repeat(42) + "8"
+            )),
+            "{text}"
+        );
     }
 
     #[test]

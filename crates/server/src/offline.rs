@@ -11,6 +11,7 @@
 //! ```text
 //! gnomon-delegation v1
 //! # comments: the window in UTC
+//! host: <name>                             (only in per-host sets)
 //! long-term-public: <base64, 32 bytes>
 //! online-seed: <base64, 32 bytes>          (secret: files are mode 0600)
 //! mint-us: <Unix µs>
@@ -20,8 +21,12 @@
 //! …
 //! ```
 //!
-//! Files are named `YYYYMMDDTHHMMSSZ.delegation` after their start, so a
-//! directory listing reads as a timeline. The loader ([`OfflineStore::load`])
+//! Files are named `YYYYMMDDTHHMMSSZ.delegation` after their start
+//! (`HOST-YYYYMMDDTHHMMSSZ.delegation` in a per-host set, see [`host`]), so a
+//! directory listing reads as a timeline. The host name is a label, not
+//! signed: it tells the operator (and `/metrics`) which machine a set was
+//! made for, and a directory mixing two hosts' files is refused as a
+//! copying mistake. The loader ([`OfflineStore::load`])
 //! reads every `*.delegation` file with the same checks as a key file (no
 //! symlink, no group or other access), checks every certificate's signature
 //! against the long-term public key for each profile it claims, checks that
@@ -30,6 +35,7 @@
 //! returns a delegation outside its [MINT, MAXT]; [`OfflineStore::last_expiry_us`]
 //! says when the server runs out, so it can warn in time.
 
+mod host;
 mod utc;
 
 use std::fmt;
@@ -48,6 +54,7 @@ use crate::keyfile::{
     format_error, parse_fields, read_private, write_private, KeyFileError, MAX_LEN,
 };
 
+pub use host::{check_host_name, MAX_HOST_LEN};
 pub use utc::{format_utc, parse_utc};
 
 /// First line of every delegation file.
@@ -71,6 +78,8 @@ pub struct Delegation {
     pub maxt_us: u64,
     /// The file it was read from, if any.
     pub source: Option<PathBuf>,
+    /// The host this delegation was made for, in a per-host set.
+    pub host: Option<String>,
 }
 
 impl Delegation {
@@ -87,7 +96,15 @@ impl Delegation {
             mint_us,
             maxt_us,
             source: None,
+            host: None,
         }
+    }
+
+    /// The same delegation, made for `host` (a name [`check_host_name`]
+    /// accepts; `gnomon delegate` checks it before minting anything).
+    pub fn for_host(mut self, host: &str) -> Self {
+        self.host = Some(host.to_owned());
+        self
     }
 
     /// Whether a response made at `now_us` is inside every encoding's
@@ -109,13 +126,24 @@ impl Delegation {
             out,
             "{HEADER}\n\
              # Online key and its delegations for {} to {} (UTC).\n\
-             # Secret (the online seed): keep mode 0600. Holds no long-term key.\n\
-             long-term-public: {}\n\
+             # Secret (the online seed): keep mode 0600. Holds no long-term key.\n",
+            format_utc(self.mint_us),
+            format_utc(self.maxt_us),
+        );
+        if let Some(host) = &self.host {
+            let _ = write!(
+                out,
+                "# For host {host} only: its online public key is {}.\n\
+                 host: {host}\n",
+                B64.encode(self.online.public())
+            );
+        }
+        let _ = write!(
+            out,
+            "long-term-public: {}\n\
              online-seed: {}\n\
              mint-us: {}\n\
              maxt-us: {}\n",
-            format_utc(self.mint_us),
-            format_utc(self.maxt_us),
             B64.encode(self.long_term_public),
             *seed_b64,
             self.mint_us,
@@ -152,6 +180,7 @@ impl Delegation {
         let mut seed = None;
         let mut mint = None;
         let mut maxt = None;
+        let mut host = None;
         let mut certs: Vec<Option<Certificate>> = vec![None; PROFILES.len()];
         let mut cert_lines = Vec::new();
         for f in &fields {
@@ -160,6 +189,10 @@ impl Delegation {
                 "online-seed" => once(&mut seed, f.bytes32(path)?, f, path)?,
                 "mint-us" => once(&mut mint, micros(f, path)?, f, path)?,
                 "maxt-us" => once(&mut maxt, micros(f, path)?, f, path)?,
+                "host" => {
+                    check_host_name(f.value).map_err(|why| f.error(path, why))?;
+                    once(&mut host, f.value.to_owned(), f, path)?;
+                }
                 name if name.starts_with("cert ") => cert_lines.push(f),
                 _ => return Err(f.error(path, "unknown field").into()),
             }
@@ -231,13 +264,18 @@ impl Delegation {
             mint_us,
             maxt_us,
             source: Some(path.to_owned()),
+            host,
         })
     }
 
     /// The file [`Self::write_into`] would create in `dir`, named after the
-    /// window's start.
+    /// host, if any, and the window's start.
     pub fn write_target(&self, dir: &Path) -> PathBuf {
-        dir.join(format!("{}.{EXTENSION}", utc::compact_utc(self.mint_us)))
+        let start = utc::compact_utc(self.mint_us);
+        dir.join(match &self.host {
+            Some(host) => format!("{host}-{start}.{EXTENSION}"),
+            None => format!("{start}.{EXTENSION}"),
+        })
     }
 
     /// Write this delegation into `dir` as a new mode-0600 file
@@ -342,10 +380,24 @@ impl OfflineStore {
             }
         }
         paths.sort();
-        let mut delegations = Vec::new();
+        let mut delegations: Vec<Delegation> = Vec::new();
         let mut key = expected.copied();
         for path in paths {
             let d = Delegation::decode(&read_private(&path)?, &path)?;
+            // Files without a host (made before per-host sets) may sit beside
+            // one host's; two hosts' files in one directory are a copying
+            // mistake that would put one host's keys on another.
+            if let (Some(found), Some(other)) =
+                (&d.host, delegations.iter().find_map(|o| o.host.as_ref()))
+            {
+                if found != other {
+                    return Err(OfflineError::MixedHosts {
+                        path,
+                        expected: other.clone(),
+                        found: found.clone(),
+                    });
+                }
+            }
             match key {
                 Some(k) if k != d.long_term_public => {
                     return Err(OfflineError::WrongLongTermKey {
@@ -368,6 +420,11 @@ impl OfflineStore {
             long_term_public,
             delegations,
         })
+    }
+
+    /// The host the directory's files were made for, if they name one.
+    pub fn host(&self) -> Option<&str> {
+        self.delegations.iter().find_map(|d| d.host.as_deref())
     }
 
     /// All delegations, earliest start first.
@@ -444,6 +501,15 @@ pub enum OfflineError {
         /// The key in the file.
         found: [u8; 32],
     },
+    /// The file names another host than the directory's other files.
+    MixedHosts {
+        /// The file.
+        path: PathBuf,
+        /// The host the other files name.
+        expected: String,
+        /// The host this file names.
+        found: String,
+    },
 }
 
 impl From<KeyFileError> for OfflineError {
@@ -488,6 +554,16 @@ impl fmt::Display for OfflineError {
                 path.display(),
                 B64.encode(found),
                 B64.encode(expected)
+            ),
+            OfflineError::MixedHosts {
+                path,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{} was made for host {found}, but the directory's other files for host \
+                 {expected}: copy each host only its own directory from `gnomon delegate --hosts`",
+                path.display()
             ),
         }
     }

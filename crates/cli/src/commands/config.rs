@@ -108,8 +108,11 @@ fn check_keys(config: &Config) -> Result<(), String> {
                     || "none valid now".to_owned(),
                     |d| format!("current until {}", format_utc(d.maxt_us)),
                 );
+                let host = store
+                    .host()
+                    .map_or_else(String::new, |h| format!("host {h}, "));
                 eprintln!(
-                    "offline dir {}: public key {}, {} delegations, {current}, last expires {}",
+                    "offline dir {}: {host}public key {}, {} delegations, {current}, last expires {}",
                     dir.display(),
                     B64.encode(store.long_term_public),
                     store.delegations().len(),

@@ -1,6 +1,16 @@
 //! `gnomon delegate`: offline delegations, made where the long-term key
 //! lives, for a server that never sees that key.
+//!
+//! With `--hosts a,b,c` it makes one set per host (`OUT/a/`, `OUT/b/`, …),
+//! each with its own online keys, so that a host's stolen files sign only
+//! as that host and only until its last window ends; `OUT/MANIFEST` says
+//! which directory goes to which host and which online key each window
+//! uses (a response's delegation names its online key, so the manifest
+//! tells which host answered). `--start continue` renews a set where it
+//! ends, so a fleet is renewed by running the same command again.
 
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,15 +18,22 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
+use gnomon_protocol::KeyPair;
 use gnomon_server::config::parse_duration;
 use gnomon_server::keyfile;
 use gnomon_server::keys::random_seed;
 use gnomon_server::offline::{
-    format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
+    check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
 };
 
 /// Most windows one run may write.
 const MAX_COUNT: u32 = 10_000;
+
+/// Most hosts one run may make sets for.
+const MAX_HOSTS: usize = 1_000;
+
+/// The manifest a per-host run leaves in the output directory.
+pub(crate) const MANIFEST: &str = "MANIFEST";
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -25,12 +42,24 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     key_file: PathBuf,
     /// Directory to write `*.delegation` files into (created 0700 if missing).
-    /// Copy it to the server and name it in `offline-dir`.
+    /// Copy it to the server and name it in `offline-dir`. With hosts, one
+    /// subdirectory per host, and a MANIFEST saying what goes where.
     #[arg(long, value_name = "DIR")]
     out_dir: PathBuf,
-    /// Start of the first window: `now` or YYYY-MM-DDTHH:MM:SSZ.
+    /// Make a separate set, with its own online keys, for each of these
+    /// hosts (comma-separated): OUT-DIR/NAME/ for each. Names are letters,
+    /// digits, `.`, `-` and `_`, starting with a letter or digit.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    hosts: Vec<String>,
+    /// One host to make a set for (repeatable; adds to --hosts).
+    #[arg(long, value_name = "NAME")]
+    host: Vec<String>,
+    /// Start of the first window: `now`, YYYY-MM-DDTHH:MM:SSZ, or
+    /// `continue`: one --step after the latest window already in each
+    /// directory (or now, if that is later or the directory is new), so that
+    /// renewing is running the same command again.
     #[arg(long, default_value = "now", value_parser = parse_start)]
-    start: u64,
+    start: Start,
     /// Length of each window, such as 2d or 36h.
     #[arg(long, default_value = "2d", value_parser = parse_duration_arg)]
     validity: Duration,
@@ -38,21 +67,37 @@ pub(crate) struct Args {
     /// and the server switches before the old one expires.
     #[arg(long, default_value = "1d", value_parser = parse_duration_arg)]
     step: Duration,
-    /// Number of windows.
+    /// Number of windows (per host).
     #[arg(long, default_value_t = 14, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_COUNT)))]
     count: u32,
 }
 
-fn parse_start(text: &str) -> Result<u64, String> {
-    if text == "now" {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_err(|_| "the system clock is before 1970".to_owned())?;
-        // Whole seconds: file names carry seconds, and every encoding can
-        // express the start exactly.
-        return Ok(now.as_secs() * 1_000_000);
+/// Where the first window starts.
+#[derive(Clone, Copy, Debug)]
+enum Start {
+    /// At this Unix µs.
+    At(u64),
+    /// After the latest window in the directory (renewal).
+    Continue,
+}
+
+fn parse_start(text: &str) -> Result<Start, String> {
+    match text {
+        "now" => now_whole_seconds().map(Start::At),
+        "continue" => Ok(Start::Continue),
+        _ => parse_utc(text).map(Start::At).ok_or_else(|| {
+            "expected `now`, `continue` or a UTC time like 2026-05-01T00:00:00Z".into()
+        }),
     }
-    parse_utc(text).ok_or_else(|| "expected `now` or a UTC time like 2026-05-01T00:00:00Z".into())
+}
+
+/// Now in whole seconds: file names carry seconds, and every encoding can
+/// express the start exactly.
+fn now_whole_seconds() -> Result<u64, String> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_err(|_| "the system clock is before 1970".to_owned())?;
+    Ok(now.as_secs() * 1_000_000)
 }
 
 fn parse_duration_arg(text: &str) -> Result<Duration, String> {
@@ -69,25 +114,55 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
 }
 
-fn delegate(args: &Args) -> Result<(), (u8, String)> {
+type Failure = (u8, String);
+
+/// One directory's share of the run: the host it is for, if any.
+struct Target {
+    host: Option<String>,
+    dir: PathBuf,
+    made: Vec<Delegation>,
+}
+
+fn delegate(args: &Args) -> Result<(), Failure> {
     let usage = |m: &str| (64, m.to_owned());
-    let windows = plan_windows(args.start, args.validity, args.step, args.count).map_err(usage)?;
+    let hosts = host_list(args)?;
+    // Check the window arithmetic before touching anything.
+    plan_windows(0, args.validity, args.step, args.count).map_err(usage)?;
     let long_term = keyfile::load(&args.key_file).map_err(|e| (66, e.to_string()))?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&args.out_dir)
-        .map_err(|e| (73, format!("cannot create {}: {e}", args.out_dir.display())))?;
-    refuse_foreign_delegations(&args.out_dir, &long_term.public())?;
-    // Mint every window before writing any, so that a name clash leaves the
-    // directory as it was.
-    let mut made = Vec::new();
-    for &(mint, maxt) in &windows {
-        let seed = random_seed().map_err(|e| (71, format!("no random bytes from the OS: {e}")))?;
-        made.push(Delegation::mint(&long_term, &seed, mint, maxt));
+    let mut targets: Vec<Target> = if hosts.is_empty() {
+        vec![Target {
+            host: None,
+            dir: args.out_dir.clone(),
+            made: Vec::new(),
+        }]
+    } else {
+        hosts
+            .iter()
+            .map(|h| Target {
+                host: Some(h.clone()),
+                dir: args.out_dir.join(h),
+                made: Vec::new(),
+            })
+            .collect()
+    };
+    let now = now_whole_seconds().map_err(|e| (71, e))?;
+    for t in &mut targets {
+        create_private_dir(&t.dir)?;
+        let existing = existing_delegations(&t.dir, &long_term.public(), t.host.as_deref())?;
+        let start = match args.start {
+            Start::At(us) => us,
+            Start::Continue => continue_after(existing.as_ref(), args.step, now),
+        };
+        let windows = plan_windows(start, args.validity, args.step, args.count).map_err(usage)?;
+        t.made = mint(&long_term, &windows, t.host.as_deref())?;
     }
-    for d in &made {
-        let probe = d.write_target(&args.out_dir);
+    // Every window of every host is minted before any is written, so that
+    // a name clash leaves every directory as it was.
+    for d in targets
+        .iter()
+        .flat_map(|t| t.made.iter().map(move |d| (t, d)))
+    {
+        let probe = d.1.write_target(&d.0.dir);
         if probe.exists() || probe.is_symlink() {
             return Err((
                 73,
@@ -95,52 +170,197 @@ fn delegate(args: &Args) -> Result<(), (u8, String)> {
             ));
         }
     }
-    for d in &made {
-        let path = d
-            .write_into(&args.out_dir)
-            .map_err(|e| (73, e.to_string()))?;
-        println!(
-            "{}\t{}\t{}",
-            path.display(),
-            format_utc(d.mint_us),
-            format_utc(d.maxt_us)
+    for t in &targets {
+        for d in &t.made {
+            let path = d.write_into(&t.dir).map_err(|e| (73, e.to_string()))?;
+            println!(
+                "{}\t{}\t{}\t{}",
+                path.display(),
+                format_utc(d.mint_us),
+                format_utc(d.maxt_us),
+                B64.encode(d.online.public())
+            );
+        }
+    }
+    // Read every directory back as its server will.
+    let mut stores = Vec::new();
+    for t in &targets {
+        let store = OfflineStore::load(&t.dir, Some(&long_term.public())).map_err(|e| {
+            (
+                65,
+                format!("{} does not load as the server would: {e}", t.dir.display()),
+            )
+        })?;
+        stores.push(store);
+    }
+    if !hosts.is_empty() {
+        write_manifest(&args.out_dir, &long_term.public(), &targets, &stores)?;
+    }
+    for (t, store) in targets.iter().zip(&stores) {
+        let whose = t
+            .host
+            .as_deref()
+            .map_or_else(String::new, |h| format!("host {h}: "));
+        eprintln!(
+            "gnomon delegate: {whose}{} new windows; {} now covers until {}",
+            t.made.len(),
+            t.dir.display(),
+            format_utc(store.last_expiry_us()),
         );
     }
-    // Read the directory back as the server will.
-    let store = OfflineStore::load(&args.out_dir, Some(&long_term.public())).map_err(|e| {
-        (
-            65,
-            format!("the directory does not load as the server would: {e}"),
+    let ship = if hosts.is_empty() {
+        format!("Ship {} to the server", args.out_dir.display())
+    } else {
+        format!(
+            "Ship each {}/HOST/ to that host only ({} lists them)",
+            args.out_dir.display(),
+            args.out_dir.join(MANIFEST).display()
         )
-    })?;
+    };
     eprintln!(
-        "gnomon delegate: {} windows for long-term key {}; the directory now covers until {}. \
-         Ship {} to the server; the key file stays here.",
-        made.len(),
+        "gnomon delegate: long-term key {}. {ship}; the key file stays here.",
         B64.encode(long_term.public()),
-        format_utc(store.last_expiry_us()),
-        args.out_dir.display()
     );
     Ok(())
 }
 
-/// A directory already holding delegations must hold valid ones from this
-/// key: the server refuses a mixed directory, so refuse before adding to it.
-fn refuse_foreign_delegations(dir: &Path, public: &[u8; 32]) -> Result<(), (u8, String)> {
+/// `--host` and `--hosts` together, each name checked, none twice.
+fn host_list(args: &Args) -> Result<Vec<String>, Failure> {
+    let mut seen = BTreeSet::new();
+    let mut hosts = Vec::new();
+    for h in args.host.iter().chain(&args.hosts) {
+        check_host_name(h).map_err(|why| (64, format!("host name {h:?}: {why}")))?;
+        if !seen.insert(h.as_str()) {
+            return Err((64, format!("host {h} is named twice")));
+        }
+        hosts.push(h.clone());
+    }
+    // In name order, whatever the flags' order: the manifest reads the same.
+    hosts.sort();
+    if hosts.len() > MAX_HOSTS {
+        return Err((64, format!("at most {MAX_HOSTS} hosts per run")));
+    }
+    Ok(hosts)
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), Failure> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| (73, format!("cannot create {}: {e}", dir.display())))
+}
+
+/// Fresh online keys for every window.
+fn mint(
+    long_term: &KeyPair,
+    windows: &[(u64, u64)],
+    host: Option<&str>,
+) -> Result<Vec<Delegation>, Failure> {
+    windows
+        .iter()
+        .map(|&(mint, maxt)| {
+            let seed =
+                random_seed().map_err(|e| (71, format!("no random bytes from the OS: {e}")))?;
+            let d = Delegation::mint(long_term, &seed, mint, maxt);
+            Ok(match host {
+                Some(h) => d.for_host(h),
+                None => d,
+            })
+        })
+        .collect()
+}
+
+/// Where a renewal starts: one step after the latest window's start, so the
+/// windows overlap as if made in one run, but never in the past.
+fn continue_after(existing: Option<&OfflineStore>, step: Duration, now_us: u64) -> u64 {
+    let step_us = u64::try_from(step.as_micros()).unwrap_or(u64::MAX);
+    existing
+        .and_then(|s| s.delegations().last())
+        .map_or(now_us, |d| d.mint_us.saturating_add(step_us).max(now_us))
+}
+
+/// The delegations already in `dir`. A directory already holding
+/// delegations must hold valid ones from this key, made for this host (or
+/// for none): the server refuses a mixed directory, so refuse before adding
+/// to it.
+fn existing_delegations(
+    dir: &Path,
+    public: &[u8; 32],
+    host: Option<&str>,
+) -> Result<Option<OfflineStore>, Failure> {
     let listing = std::fs::read_dir(dir).map_err(|e| (74, format!("{}: {e}", dir.display())))?;
     let has_any = listing
         .filter_map(Result::ok)
         .any(|e| e.path().extension().is_some_and(|x| x == EXTENSION));
-    if has_any {
-        OfflineStore::load(dir, Some(public)).map_err(|e| {
-            (
+    if !has_any {
+        return Ok(None);
+    }
+    let store = OfflineStore::load(dir, Some(public)).map_err(|e| {
+        (
+            65,
+            format!(
+                "{} already holds delegations that do not fit: {e}; nothing written",
+                dir.display()
+            ),
+        )
+    })?;
+    if let (Some(want), Some(found)) = (host, store.host()) {
+        if want != found {
+            return Err((
                 65,
                 format!(
-                    "{} already holds delegations that do not fit: {e}; nothing written",
+                    "{} already holds delegations for host {found}, not {want}; nothing written",
                     dir.display()
                 ),
-            )
-        })?;
+            ));
+        }
     }
-    Ok(())
+    Ok(Some(store))
+}
+
+/// `OUT/MANIFEST`: every delegation now in every host's directory, one
+/// tab-separated line each, so an operator sees what goes where and a
+/// response's online key can be traced to its host. Holds no secret;
+/// replaced whole (written beside, then renamed) on every run.
+fn write_manifest(
+    out: &Path,
+    public: &[u8; 32],
+    targets: &[Target],
+    stores: &[OfflineStore],
+) -> Result<(), Failure> {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "# gnomon delegate: one delegation set per host, all for long-term key\n\
+         # {}\n\
+         # Copy each directory to its host only and name it in that host's offline-dir;\n\
+         # renew with the same command and --start continue. Holds no secret.\n\
+         # host\tfile\tstart (UTC)\tend (UTC)\tonline public key",
+        B64.encode(public)
+    );
+    for (t, store) in targets.iter().zip(stores) {
+        let host = t.host.as_deref().unwrap_or("");
+        for d in store.delegations() {
+            let file = d
+                .source
+                .as_deref()
+                .and_then(Path::file_name)
+                .map(|n| Path::new(host).join(n))
+                .unwrap_or_default();
+            let _ = writeln!(
+                text,
+                "{host}\t{}\t{}\t{}\t{}",
+                file.display(),
+                format_utc(d.mint_us),
+                format_utc(d.maxt_us),
+                B64.encode(d.online.public())
+            );
+        }
+    }
+    let path = out.join(MANIFEST);
+    let temp = out.join(format!(".{MANIFEST}.tmp"));
+    std::fs::write(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, &path))
+        .map_err(|e| (73, format!("cannot write {}: {e}", path.display())))
 }

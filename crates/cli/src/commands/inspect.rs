@@ -1,4 +1,6 @@
-//! `gnomon inspect`: decode a request or response into a readable tree.
+//! `gnomon inspect`: decode a request or response into a readable tree,
+//! or describe a delegation file from `gnomon delegate` (its host, window
+//! and keys; never its secret seed).
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -13,8 +15,8 @@ use super::client_out::{print_json, usage, Exit, EXIT_CODES};
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXIT_CODES)]
 pub(crate) struct Args {
-    /// A file (raw, hex or base64), `-` for standard input, or the hex or
-    /// base64 text itself.
+    /// A file (raw, hex or base64, or a `*.delegation` file), `-` for
+    /// standard input, or the hex or base64 text itself.
     #[arg(required_unless_present_any = ["hex", "base64"])]
     pub(crate) input: Option<String>,
     /// The message as hex.
@@ -57,6 +59,13 @@ fn load(spec: &str) -> Result<Vec<u8>, String> {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
+    if let Some(code) = args
+        .input
+        .as_deref()
+        .and_then(|i| inspect_delegation(i, args.json))
+    {
+        return code;
+    }
     let bytes = match (&args.hex, &args.base64, &args.input) {
         (Some(h), _, _) | (_, Some(h), _) => decode::read_input(h.as_bytes()),
         (_, _, Some(spec)) => match load(spec) {
@@ -96,6 +105,76 @@ pub(crate) fn run(args: Args) -> ExitCode {
         print_decoded(&decoded, sigs.as_ref(), key.is_some());
     }
     code.into()
+}
+
+/// A delegation file, described if `spec` names one; `None` otherwise.
+fn inspect_delegation(spec: &str, json_out: bool) -> Option<ExitCode> {
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine as _;
+    use gnomon_server::offline::{Delegation, HEADER};
+
+    let path = std::path::Path::new(spec);
+    // Bounded read: a delegation file is a few kilobytes.
+    let mut text = zeroize::Zeroizing::new(String::new());
+    std::fs::File::open(path)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    if !text.starts_with(HEADER) {
+        return None;
+    }
+    let d = match Delegation::decode(&text, path) {
+        Ok(d) => d,
+        Err(e) => {
+            if json_out {
+                print_json(&json!({ "error": e.to_string(), "exit_code": Exit::Invalid.code() }));
+            } else {
+                eprintln!("gnomon inspect: {e}");
+            }
+            return Some(Exit::Invalid.into());
+        }
+    };
+    let online = d.online.public();
+    if json_out {
+        print_json(&json!({
+            "kind": "delegation",
+            "host": d.host,
+            "long_term_public_key": B64.encode(d.long_term_public),
+            "online_public_key": B64.encode(online),
+            "online_public_key_hex": hex(&online, 32),
+            "start_utc": format_utc(d.mint_us),
+            "end_utc": format_utc(d.maxt_us),
+            "distinct_certificates": d.certs.distinct(),
+            "exit_code": Exit::Ok.code(),
+        }));
+    } else {
+        println!("delegation file (signatures checked; the online seed is not shown)");
+        println!(
+            "host              {}",
+            d.host.as_deref().unwrap_or("(none)")
+        );
+        println!("long-term key     {}", B64.encode(d.long_term_public));
+        println!("online key        {}", B64.encode(online));
+        println!("online key (hex)  {}", hex(&online, 32));
+        println!(
+            "window            {} to {}",
+            format_utc(d.mint_us),
+            format_utc(d.maxt_us)
+        );
+    }
+    Some(Exit::Ok.into())
+}
+
+/// The online key a response's delegation names (DELE's PUBK), if any.
+fn online_key(nodes: &[Node]) -> Option<&[u8]> {
+    nodes.iter().find_map(|n| {
+        if n.tag == "PUBK" && n.value.len() == 32 {
+            Some(n.value.as_slice())
+        } else {
+            online_key(&n.children)
+        }
+    })
 }
 
 fn kind_name(k: Kind) -> &'static str {
@@ -153,6 +232,15 @@ fn print_decoded(d: &Decoded, sigs: Option<&Signatures>, keyed: bool) {
     }
     println!("tags");
     print_nodes(&d.nodes, 0);
+    if let Some(k) = online_key(&d.nodes) {
+        use base64::Engine as _;
+        // In base64 too: `gnomon delegate --hosts` lists online keys that
+        // way, so this tells which host of a fleet answered.
+        println!(
+            "online key  {}",
+            base64::engine::general_purpose::STANDARD.encode(k)
+        );
+    }
     match (d.kind, sigs) {
         (Kind::Response, Some(s)) => {
             let ok = |b: bool| if b { "ok" } else { "FAILS" };

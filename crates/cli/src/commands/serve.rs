@@ -70,7 +70,15 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
                 .map(KeySource::LongTerm)
                 .map_err(|e| e.to_string()),
             IdentitySource::OfflineDir(dir, pin) => OfflineStore::load(dir, pin.as_ref())
-                .map(KeySource::Offline)
+                .map(|store| {
+                    if let Some(host) = store.host() {
+                        tracing::info!(
+                            "offline delegations in {} were made for host {host}",
+                            dir.display()
+                        );
+                    }
+                    KeySource::Offline(store)
+                })
                 .map_err(|e| e.to_string()),
         };
         match source {

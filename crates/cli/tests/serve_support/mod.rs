@@ -28,7 +28,19 @@ pub struct Started {
 /// then `extra` (and whatever `setup` adds: environment); its public key
 /// and addresses read from what it prints.
 pub fn start_serve(extra: &[&str], setup: impl FnOnce(&mut Command)) -> Started {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gnomon"));
+    start_serve_via(&[], "127.0.0.1:0", extra, setup)
+}
+
+/// [`start_serve`] listening on `listen`, started through `wrapper` (such as
+/// `ip netns exec NAME`, which execs the server in place: the child is the
+/// server itself) when it is not empty.
+pub fn start_serve_via(
+    wrapper: &[&str],
+    listen: &str,
+    extra: &[&str],
+    setup: impl FnOnce(&mut Command),
+) -> Started {
+    let mut cmd = gnomon_via(wrapper);
     setup(&mut cmd);
     // A flag may be given once: `extra` may choose its own worker count.
     let workers: &[&str] = if extra.contains(&"--workers") {
@@ -37,13 +49,7 @@ pub fn start_serve(extra: &[&str], setup: impl FnOnce(&mut Command)) -> Started 
         &["--workers", "2"]
     };
     let mut child = cmd
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--summary-interval",
-            "0",
-        ])
+        .args(["serve", "--listen", listen, "--summary-interval", "0"])
         .args(workers)
         .args(extra)
         .stdout(Stdio::piped())
@@ -90,31 +96,27 @@ pub fn start_serve(extra: &[&str], setup: impl FnOnce(&mut Command)) -> Started 
     }
 }
 
+/// The built `gnomon`, run through `wrapper` (such as `ip netns exec
+/// NAME`) when it is not empty.
+pub fn gnomon_via(wrapper: &[&str]) -> Command {
+    let exe = env!("CARGO_BIN_EXE_gnomon");
+    match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    }
+}
+
 /// A long-term key made by `gnomon keygen` in `dir`, and `count` offline
 /// delegations from it made by `gnomon delegate` (starting now): the key
 /// file, the delegations directory and the public key.
 pub fn keygen_and_delegate(dir: &Path, count: u32) -> (PathBuf, PathBuf, [u8; 32]) {
-    let gnomon = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let key = dir.join("root.key");
-    let b64 = gnomon(&["keygen", "--out", key.to_str().unwrap()]);
-    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let (key, public) = keygen(dir);
     let delegations = dir.join("delegations");
-    gnomon(&[
+    gnomon_ok(&[
         "delegate",
         "--key-file",
         key.to_str().unwrap(),
@@ -124,6 +126,32 @@ pub fn keygen_and_delegate(dir: &Path, count: u32) -> (PathBuf, PathBuf, [u8; 32
         &count.to_string(),
     ]);
     (key, delegations, public)
+}
+
+/// Run the built `gnomon` with `args`; it must succeed. Its stdout.
+pub fn gnomon_ok(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gnomon {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A long-term key made by `gnomon keygen` in `dir`: its file and public key.
+pub fn keygen(dir: &Path) -> (PathBuf, [u8; 32]) {
+    let key = dir.join("root.key");
+    let b64 = gnomon_ok(&["keygen", "--out", key.to_str().unwrap()]);
+    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    (key, public)
 }
 
 pub mod peer;

@@ -228,3 +228,49 @@ fn windows_are_planned_without_gaps() {
     assert!(plan_windows(T0, Duration::ZERO, Duration::ZERO, 1).is_err());
     assert!(plan_windows(u64::MAX - 10, day, day, 1).is_err());
 }
+
+#[test]
+fn a_host_set_names_its_host_and_refuses_another_hosts_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Delegation::mint(&long_term(), &[1; 32], T0, T0 + 48 * HOUR).for_host("ams-1");
+    let path = a.write_into(dir.path()).unwrap();
+    assert_eq!(
+        path.file_name().unwrap(),
+        "ams-1-20260101T000000Z.delegation"
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\nhost: ams-1\n"), "{text}");
+    // A file made before per-host sets may sit beside a host's own.
+    Delegation::mint(&long_term(), &[2; 32], T0 + 24 * HOUR, T0 + 72 * HOUR)
+        .write_into(dir.path())
+        .unwrap();
+    let store = OfflineStore::load(dir.path(), None).unwrap();
+    assert_eq!(store.host(), Some("ams-1"));
+    assert_eq!(store.delegations()[0].host.as_deref(), Some("ams-1"));
+    // Another host's file is a copying mistake: refused, naming both.
+    Delegation::mint(&long_term(), &[3; 32], T0 + 48 * HOUR, T0 + 96 * HOUR)
+        .for_host("fra-2")
+        .write_into(dir.path())
+        .unwrap();
+    let e = OfflineStore::load(dir.path(), None).unwrap_err();
+    assert!(matches!(e, OfflineError::MixedHosts { .. }), "{e}");
+    assert!(
+        e.to_string().contains("fra-2") && e.to_string().contains("ams-1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_hostile_host_field_is_refused() {
+    let d = Delegation::mint(&long_term(), &[5; 32], T0, T0 + HOUR).for_host("a");
+    let text = d.encode().to_string();
+    let p = Path::new("f.delegation");
+    for bad in ["../etc", "a\"} 1", "", "-x"] {
+        let t = text.replace("\nhost: a\n", &format!("\nhost: {bad}\n"));
+        let e = Delegation::decode(&t, p).unwrap_err().to_string();
+        assert!(e.contains("`host`"), "{bad:?}: {e}");
+    }
+    let twice = text.replace("\nhost: a\n", "\nhost: a\nhost: b\n");
+    let e = Delegation::decode(&twice, p).unwrap_err().to_string();
+    assert!(e.contains("twice"), "{e}");
+}
