@@ -166,26 +166,27 @@ fn delegate_hosts_makes_one_set_per_host_and_renews_where_each_ends() {
 
     // Renewal: the same command with --start continue adds the next
     // windows to each host, one step after its last, without clashing.
-    let (code, said) = delegate(&[
-        "--key-file",
-        key,
-        "--out-dir",
-        out_s,
-        "--hosts",
-        "a,b,c",
-        "--count",
-        "2",
-        "--start",
-        "continue",
-    ]);
+    let again =
+        |more: &[&str]| delegate(&[&["--key-file", key, "--out-dir", out_s], more].concat());
+    let (code, said) = again(&["--hosts", "a,b,c", "--count", "2", "--start", "continue"]);
     assert_eq!(code, 0, "{said}");
-    let renewed = manifest(&out);
-    assert_eq!(renewed.len(), 12);
+    assert_eq!(manifest(&out).len(), 12);
     let a = files(&out.join("a"));
     assert_eq!(a.len(), 4, "{a:?}");
     // File names carry the start: four starts one day apart.
     let days: BTreeSet<&str> = a.iter().map(|n| &n[2..10]).collect();
     assert_eq!(days.len(), 4, "{a:?}");
+
+    // From a timer: --cover adds only what coverage lacks, so running it
+    // again adds nothing, and a host new to the fleet gets its windows.
+    for _ in 0..2 {
+        let (code, said) = again(&[
+            "--hosts", "a,b,c,d", "--start", "continue", "--cover", "60h", "--count", "30",
+        ]);
+        assert_eq!(code, 0, "{said}");
+        assert_eq!(files(&out.join("a")).len(), 4, "{said}");
+        assert_eq!(files(&out.join("d")).len(), 2, "{said}");
+    }
 
     // Refused, nothing written: a name that is not a safe path component,
     // one host twice, and another host's files in a host's directory.
@@ -195,13 +196,13 @@ fn delegate_hosts_makes_one_set_per_host_and_renews_where_each_ends() {
         ("a,,b", "must not be empty"),
         ("a,b,a", "named twice"),
     ] {
-        let (code, said) = delegate(&["--key-file", key, "--out-dir", out_s, "--hosts", hosts]);
+        let (code, said) = again(&["--hosts", hosts]);
         assert_eq!(code, 64, "{hosts}: {said}");
         assert!(said.contains(why), "{hosts}: {said}");
     }
     let b_file = files(&out.join("b"))[0].clone();
     std::fs::copy(out.join("b").join(&b_file), out.join("a").join(&b_file)).unwrap();
-    let (code, said) = delegate(&["--key-file", key, "--out-dir", out_s, "--hosts", "a,c"]);
+    let (code, said) = again(&["--hosts", "a,c"]);
     assert_eq!(code, 65, "{said}");
     assert!(said.contains("made for host b"), "{said}");
     assert_eq!(files(&out.join("c")).len(), 4, "nothing written for c");
@@ -424,4 +425,70 @@ fn fleet_client() {
         }
         sockets.push(sock);
     }
+}
+
+/// deploy/gnomon-delegate.service's command, run as written (paths moved
+/// into a temporary directory), makes 14 days of windows for each host.
+/// Where `systemd-analyze` exists, both units verify.
+#[test]
+fn the_renewal_unit_runs_as_written_and_verifies() {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+    let unit = std::fs::read_to_string(deploy.join("gnomon-delegate.service")).unwrap();
+    let dir = TempDir::new("unit");
+    let (key, _) = keygen(&dir.0);
+    let out = dir.join("fleet");
+    let exe = env!("CARGO_BIN_EXE_gnomon");
+    let moved = |text: &str| {
+        text.replace("/usr/local/bin/gnomon", exe)
+            .replace("/etc/gnomon-signer/root.key", key.to_str().unwrap())
+            .replace("/var/lib/gnomon-signer/fleet", out.to_str().unwrap())
+    };
+    let exec_start = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    let words: Vec<String> = moved(exec_start)
+        .replace("$GNOMON_FLEET_HOSTS", "ams-1,fra-1")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let status = Command::new(&words[0])
+        .args(&words[1..])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{words:?}");
+    // 14 days of cover from windows of 2 days, one a day: 13 windows.
+    // (That a second run adds nothing while covered is
+    // delegate_hosts_makes_one_set_per_host_and_renews_where_each_ends.)
+    assert_eq!(files(&out.join("ams-1")).len(), 13);
+    assert_eq!(files(&out.join("fra-1")).len(), 13);
+    let analyze = Command::new("systemd-analyze")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status();
+    if !analyze.is_ok_and(|s| s.success()) {
+        gnomon_testkit::skip(
+            "fleet::the_renewal_unit_runs_as_written_and_verifies",
+            "no systemd-analyze: the units' syntax was not verified",
+        );
+        return;
+    }
+    let units = dir.join("units");
+    std::fs::create_dir_all(&units).unwrap();
+    for name in ["gnomon-delegate.service", "gnomon-delegate.timer"] {
+        let text = std::fs::read_to_string(deploy.join(name)).unwrap();
+        std::fs::write(units.join(name), moved(&text)).unwrap();
+    }
+    let verify = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(units.join("gnomon-delegate.service"))
+        .arg(units.join("gnomon-delegate.timer"))
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success() && verify.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
 }

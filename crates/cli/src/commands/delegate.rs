@@ -67,9 +67,14 @@ pub(crate) struct Args {
     /// and the server switches before the old one expires.
     #[arg(long, default_value = "1d", value_parser = parse_duration_arg)]
     step: Duration,
-    /// Number of windows (per host).
+    /// Number of windows (per host); with --cover, the most to add.
     #[arg(long, default_value_t = 14, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_COUNT)))]
     count: u32,
+    /// Add windows only until each directory covers this far beyond now
+    /// (such as 14d), none if it already does: run from a timer as often
+    /// as you like, coverage stays the same. Needs --start continue.
+    #[arg(long, value_parser = parse_duration_arg)]
+    cover: Option<Duration>,
 }
 
 /// Where the first window starts.
@@ -128,6 +133,9 @@ fn delegate(args: &Args) -> Result<(), Failure> {
     let hosts = host_list(args)?;
     // Check the window arithmetic before touching anything.
     plan_windows(0, args.validity, args.step, args.count).map_err(usage)?;
+    if args.cover.is_some() && !matches!(args.start, Start::Continue) {
+        return Err(usage("--cover renews: it needs --start continue"));
+    }
     let long_term = keyfile::load(&args.key_file).map_err(|e| (66, e.to_string()))?;
     let mut targets: Vec<Target> = if hosts.is_empty() {
         vec![Target {
@@ -146,6 +154,9 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             .collect()
     };
     let now = now_whole_seconds().map_err(|e| (71, e))?;
+    let goal = args
+        .cover
+        .map(|c| now.saturating_add(u64::try_from(c.as_micros()).unwrap_or(u64::MAX)));
     for t in &mut targets {
         create_private_dir(&t.dir)?;
         let existing = existing_delegations(&t.dir, &long_term.public(), t.host.as_deref())?;
@@ -153,7 +164,12 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             Start::At(us) => us,
             Start::Continue => continue_after(existing.as_ref(), args.step, now),
         };
-        let windows = plan_windows(start, args.validity, args.step, args.count).map_err(usage)?;
+        let mut windows =
+            plan_windows(start, args.validity, args.step, args.count).map_err(usage)?;
+        if let Some(goal) = goal {
+            let covered = existing.as_ref().map_or(0, OfflineStore::last_expiry_us);
+            windows = until_covered(&windows, covered, goal);
+        }
         t.made = mint(&long_term, &windows, t.host.as_deref())?;
     }
     // Every window of every host is minted before any is written, so that
@@ -207,6 +223,12 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             t.dir.display(),
             format_utc(store.last_expiry_us()),
         );
+        if goal.is_some_and(|g| store.last_expiry_us() < g) {
+            eprintln!(
+                "gnomon delegate: warning: {} falls short of --cover; raise --count",
+                t.dir.display()
+            );
+        }
     }
     let ship = if hosts.is_empty() {
         format!("Ship {} to the server", args.out_dir.display())
@@ -278,6 +300,20 @@ fn continue_after(existing: Option<&OfflineStore>, step: Duration, now_us: u64) 
     existing
         .and_then(|s| s.delegations().last())
         .map_or(now_us, |d| d.mint_us.saturating_add(step_us).max(now_us))
+}
+
+/// The first of `windows` (in order) that it takes for coverage, now until
+/// `covered`, to reach `goal`.
+fn until_covered(windows: &[(u64, u64)], mut covered: u64, goal: u64) -> Vec<(u64, u64)> {
+    let mut needed = Vec::new();
+    for &(mint, maxt) in windows {
+        if covered >= goal {
+            break;
+        }
+        needed.push((mint, maxt));
+        covered = covered.max(maxt);
+    }
+    needed
 }
 
 /// The delegations already in `dir`. A directory already holding
