@@ -22,7 +22,7 @@
 //! ```
 //!
 //! Files are named `YYYYMMDDTHHMMSSZ.delegation` after their start
-//! (`HOST-YYYYMMDDTHHMMSSZ.delegation` in a per-host set, see [`host`]), so a
+//! (`HOST-YYYYMMDDTHHMMSSZ.delegation` in a per-host set, see [`check_host_name`]), so a
 //! directory listing reads as a timeline. The host name is a label, not
 //! signed: it tells the operator (and `/metrics`) which machine a set was
 //! made for, and a directory mixing two hosts' files is refused as a
