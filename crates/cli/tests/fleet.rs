@@ -247,14 +247,20 @@ fn a_host_serves_its_own_set_and_says_which_host_it_is() {
         .and_then(|r| r.split('"').next())
         .unwrap();
     assert_eq!(hosts[online], "fra-2");
-    let answer = query(server.0.addr, &public, 1).expect("an answer");
-    assert_eq!(b64(&answer), online);
-}
-
-/// One query from a fresh socket: the online key of the verified answer.
-fn query(to: SocketAddr, public: &[u8; 32], seed: u64) -> Result<[u8; 32], String> {
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    ask(&sock, to, public, seed)
+    // What an operator checks with: `gnomon query` prints the online key
+    // of the answer, to look up in the manifest.
+    let said = gnomon_ok(&[
+        "query",
+        &server.0.addr.to_string(),
+        "--key",
+        &b64(&public),
+        "--udp-only",
+    ]);
+    let shown = said
+        .lines()
+        .find_map(|l| l.strip_prefix("online   "))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(shown, online, "{said}");
 }
 
 /// Send one request from `sock` (connected to `to`) and verify the answer:

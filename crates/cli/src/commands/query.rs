@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
 use gnomon_client::{
     format_duration_us, format_utc, parse_public_key, Answer, Backoff, Client, Config, Server,
     TcpMode,
@@ -181,6 +183,7 @@ pub(crate) fn answer_json(a: &Answer) -> serde_json::Value {
         "sends": a.sends,
         "legacy_context": v.legacy_context,
         "merkle_orientation": format!("{:?}", v.orientation),
+        "online_key": B64.encode(v.online_key),
     })
 }
 
@@ -202,6 +205,9 @@ fn print_answer(addr: &str, a: &Answer) {
         "offset   {} (server − local clock)",
         format_duration_us(a.offset_us)
     );
+    // Of a fleet sharing one long-term key, the online key tells which host
+    // answered (`gnomon delegate --hosts` writes which key is whose).
+    println!("online   {}", B64.encode(v.online_key));
     if a.sends > 1 {
         println!("note     answered after {} transmissions", a.sends);
     }
