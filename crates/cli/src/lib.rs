@@ -38,6 +38,9 @@ enum Command {
     Inspect(commands::inspect::Args),
     /// Load generator and do-nothing responder, for sizing servers.
     Bench(commands::bench::Args),
+    /// Ask a running server's /health endpoint; exit 0 when healthy
+    /// (a container's HEALTHCHECK).
+    Health(commands::health::Args),
 }
 
 /// The command line as clap sees it: every subcommand, flag, help text.
@@ -76,5 +79,6 @@ pub fn main() -> ExitCode {
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Bench(a) => commands::bench::run(a),
+        Command::Health(a) => commands::health::run(a),
     }
 }

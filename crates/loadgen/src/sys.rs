@@ -89,7 +89,8 @@ pub(crate) fn recv_batch(
             sock.as_raw_fd(),
             hdrs.as_mut_ptr(),
             BATCH as libc::c_uint,
-            flags,
+            // c_int in glibc, c_uint in musl.
+            flags as _,
             std::ptr::null_mut(),
         )
     };
@@ -180,7 +181,7 @@ fn send_mmsg(fd: RawFd, hdrs: &mut [libc::mmsghdr]) -> io::Result<usize> {
             fd,
             hdrs.as_mut_ptr(),
             hdrs.len() as libc::c_uint,
-            libc::MSG_DONTWAIT,
+            libc::MSG_DONTWAIT as _,
         )
     };
     if n < 0 {
@@ -227,7 +228,9 @@ pub(crate) fn wait(sock: &impl AsRawFd, timeout: Duration) -> io::Result<()> {
         revents: 0,
     };
     let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        // Not `libc::time_t`, which libc deprecates on musl (it will
+        // become 64-bit there); the field's own type is what counts.
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
     // SAFETY: one valid pollfd, a valid timespec, and no signal mask change.

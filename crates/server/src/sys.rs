@@ -182,7 +182,8 @@ impl Batch {
                 fd,
                 hdrs.add(start),
                 (n - start) as libc::c_uint,
-                flags,
+                // c_int in glibc, c_uint in musl.
+                flags as _,
                 std::ptr::null_mut(),
             )
         };
@@ -285,7 +286,7 @@ impl Batch {
                     fd,
                     hdrs.add(done),
                     (built - done) as libc::c_uint,
-                    libc::MSG_DONTWAIT,
+                    libc::MSG_DONTWAIT as _,
                 )
             };
             if r < 0 {

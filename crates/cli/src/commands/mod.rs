@@ -4,6 +4,7 @@ pub(crate) mod bench;
 pub(crate) mod client_out;
 pub(crate) mod config;
 pub(crate) mod delegate;
+pub(crate) mod health;
 pub(crate) mod inspect;
 pub(crate) mod keygen;
 pub(crate) mod query;

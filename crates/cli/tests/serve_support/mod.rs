@@ -40,7 +40,20 @@ pub fn start_serve_via(
     extra: &[&str],
     setup: impl FnOnce(&mut Command),
 ) -> Started {
-    let mut cmd = gnomon_via(wrapper);
+    start_serve_command(gnomon_via(wrapper), listen, extra, setup)
+}
+
+/// [`start_serve`] of another build of gnomon (the static one).
+pub fn start_serve_bin(bin: &Path, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Started {
+    start_serve_command(Command::new(bin), "127.0.0.1:0", extra, setup)
+}
+
+fn start_serve_command(
+    mut cmd: Command,
+    listen: &str,
+    extra: &[&str],
+    setup: impl FnOnce(&mut Command),
+) -> Started {
     setup(&mut cmd);
     // A flag may be given once: `extra` may choose its own worker count.
     let workers: &[&str] = if extra.contains(&"--workers") {
