@@ -13,19 +13,15 @@
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gnomon_testkit::{is_root, skip};
 
 mod serve_support;
-use serve_support::{start_serve_bin, Started};
+use serve_support::{repo, run, start_serve_bin, Started};
 
 const PATIENCE: Duration = Duration::from_secs(20);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// scripts/build-static's output directory: the image's build context.
 fn context() -> PathBuf {
@@ -44,10 +40,6 @@ fn static_bin(test: &str) -> Option<PathBuf> {
         );
         None
     }
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
 }
 
 /// The program headers and dynamic section as `readelf` prints them.

@@ -167,4 +167,14 @@ pub fn keygen(dir: &Path) -> (PathBuf, [u8; 32]) {
     (key, public)
 }
 
+/// The repository's root (deploy/, scripts/, target/).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Run `cmd` to its end; its output.
+pub fn run(cmd: &mut Command) -> std::process::Output {
+    cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
 pub mod peer;
