@@ -237,7 +237,7 @@ pub struct Request<'a> {
 }
 
 /// What a server accepts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Acceptor {
     /// Profiles the server answers.
     pub profiles: ProfileSet,

@@ -78,7 +78,7 @@ pub struct BatchContext<'a> {
 }
 
 /// Options for the responder.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResponderOptions {
     /// Batch versions whose tree orientation is disputed (§7.1), hash-first.
     /// Off by default: they are answered in batches of one.
@@ -147,6 +147,12 @@ impl Responder {
         } else {
             usize::MAX
         }
+    }
+
+    /// Change the options for the batches that follow (a configuration
+    /// reload); allocates nothing.
+    pub fn set_options(&mut self, options: ResponderOptions) {
+        self.options = options;
     }
 
     /// Largest batch one tree takes.

@@ -51,6 +51,24 @@ impl SignatureBudget {
         }
     }
 
+    /// A new share and burst (a configuration reload), between batches.
+    /// What was saved is kept up to the new cap, and what the worker has
+    /// learnt a signature costs is kept: a reload hands out no fresh burst.
+    pub fn reconfigure(&mut self, share_ppm: u32, burst_us: u64) {
+        let fresh = SignatureBudget::new(share_ppm, burst_us);
+        let credit_ns = if self.limited() {
+            self.credit_ns.min(fresh.cap_ns)
+        } else {
+            fresh.cap_ns
+        };
+        *self = SignatureBudget {
+            credit_ns,
+            last_ns: self.last_ns,
+            estimate_ns: self.estimate_ns,
+            ..fresh
+        };
+    }
+
     /// Whether there is a budget at all.
     pub fn limited(&self) -> bool {
         self.share_ppm.is_some()

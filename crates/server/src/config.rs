@@ -23,6 +23,7 @@
 //! Durations are written as an integer and a unit: `500ms`, `3s`, `5m`,
 //! `12h`, `7d`.
 
+mod diff;
 mod error;
 mod keys;
 mod layers;
@@ -39,6 +40,7 @@ use std::time::Duration;
 
 use gnomon_protocol::{Profile, ProfileSet};
 
+pub use diff::RESTART_ONLY;
 pub use error::{ConfigError, Origin};
 pub use keys::{lookup, KeySpec, Kind, KEYS};
 pub use layers::Overrides;

@@ -2,8 +2,8 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -11,11 +11,12 @@ use arc_swap::ArcSwap;
 use gnomon_protocol::KeyPair;
 
 use crate::keys::{mint_epoch, offline_selection, random_seed, KeySource, SharedKeys};
+use crate::reload::{self, Reloads};
 use crate::sources::Broadcasts;
 use crate::stats::WorkerStats;
 use crate::sys;
 use crate::tcp::{TcpConfig, TcpServer, TcpStats};
-use crate::worker::{ClockState, Worker, WorkerConfig};
+use crate::worker::{live, ClockState, LiveConfig, Worker, WorkerConfig};
 
 /// How the engine runs.
 #[derive(Clone, Debug)]
@@ -58,8 +59,34 @@ pub struct Engine {
     tcp: Option<TcpServer>,
     worker_failed: Arc<AtomicBool>,
     /// Until when the identities can sign without outside help (Unix µs):
-    /// the end of the last offline delegation, or `u64::MAX`.
-    pub key_horizon_us: u64,
+    /// the end of the last offline delegation, or `u64::MAX`. The key
+    /// thread moves it on reloads and rescans.
+    horizon_us: Arc<AtomicU64>,
+    /// The workers' settings, swapped by [`Engine::reload`].
+    live: LiveConfig,
+    /// Reload requests to the key thread.
+    reload_requests: mpsc::Sender<reload::Request>,
+    reloads: Arc<Reloads>,
+}
+
+/// How long [`Engine::reload`] waits for the key thread, which answers
+/// within one poll unless a delegation directory is very slow to read.
+const RELOAD_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Skew for clients slightly behind: a fresh delegation starts this long
+/// before it is minted, µs.
+const SKEW_US: u64 = 60_000_000;
+
+/// How often the key thread rescans the offline delegation directories.
+const RESCAN_EVERY: Duration = Duration::from_secs(5);
+
+/// The earliest time some identity runs out of delegations.
+fn horizon(sources: &[KeySource]) -> u64 {
+    sources
+        .iter()
+        .map(KeySource::horizon_us)
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 fn now_us() -> u64 {
@@ -116,13 +143,10 @@ impl Engine {
             return Err(io::Error::other("no identity to serve"));
         }
         let validity = config.key_validity.as_micros() as u64;
-        let horizon_us = sources
-            .iter()
-            .map(KeySource::horizon_us)
-            .min()
-            .unwrap_or(u64::MAX);
-        // A minute of skew for clients slightly behind.
-        let epoch = mint_epoch(&sources, now_us(), validity, 60_000_000)?;
+        let horizon_us = Arc::new(AtomicU64::new(horizon(&sources)));
+        let reloads = Arc::new(Reloads::started(now_us() / 1_000_000));
+        reloads.set_delegations(&sources);
+        let epoch = mint_epoch(&sources, now_us(), validity, SKEW_US)?;
         let keys: SharedKeys = Arc::new(ArcSwap::from_pointee(epoch));
         let clock = Arc::new(ClockState::new(config.radius_floor_us));
         update_clock(&clock, &config, reader());
@@ -132,6 +156,7 @@ impl Engine {
         // kernel and counted (send_refused); the filter only saves work.
         let _ = broadcasts.refresh();
         let worker_failed = Arc::new(AtomicBool::new(false));
+        let live = live(config.worker.clone());
         let mut local = Vec::new();
         let mut workers = Vec::new();
         let mut stats = Vec::new();
@@ -156,7 +181,7 @@ impl Engine {
                 stats.push(published.clone());
                 let w = Worker {
                     socket,
-                    config: config.worker.clone(),
+                    config: live.clone(),
                     keys: keys.clone(),
                     clock: clock.clone(),
                     stop: stop.clone(),
@@ -193,7 +218,7 @@ impl Engine {
                 let started = TcpServer::start(
                     &addrs,
                     t,
-                    config.worker.clone(),
+                    live.clone(),
                     keys.clone(),
                     clock.clone(),
                     stop.clone(),
@@ -209,16 +234,30 @@ impl Engine {
             }
             None => None,
         };
+        let (reload_requests, requests) = mpsc::channel();
         let keeper = {
-            let (keys, clock, stop, config) =
-                (keys.clone(), clock.clone(), stop.clone(), config.clone());
+            let k = Keeper {
+                keys: keys.clone(),
+                clock: clock.clone(),
+                stop: stop.clone(),
+                config: config.clone(),
+                sources,
+                reader,
+                broadcasts,
+                requests,
+                reloads: reloads.clone(),
+                horizon_us: horizon_us.clone(),
+            };
             std::thread::Builder::new()
                 .name("gnomon-keys".into())
-                .spawn(move || keeper(keys, clock, stop, config, sources, reader, broadcasts))?
+                .spawn(move || k.run())?
         };
         Ok(Engine {
             worker_failed,
-            key_horizon_us: horizon_us,
+            horizon_us,
+            live,
+            reload_requests,
+            reloads,
             local,
             stop,
             workers,
@@ -230,6 +269,77 @@ impl Engine {
         })
     }
 
+    /// Until when the identities can sign without outside help (Unix µs):
+    /// the end of the last offline delegation, or `u64::MAX`.
+    pub fn key_horizon_us(&self) -> u64 {
+        self.horizon_us.load(Ordering::Relaxed)
+    }
+
+    /// Apply a new configuration: identities (`None` keeps the running
+    /// ones), key rotation, radius policy, and every worker and TCP setting
+    /// that can change while running. Sockets, the worker count, the batch
+    /// size (buffers) and whether TCP runs keep their values from the
+    /// start. All or nothing: when the key thread cannot mint an epoch
+    /// from the new identities, nothing changes. Counted either way.
+    /// Returns the long-term public keys now served.
+    pub fn reload(
+        &self,
+        config: EngineConfig,
+        sources: Option<Vec<KeySource>>,
+    ) -> io::Result<Vec<[u8; 32]>> {
+        let result = self.reload_inner(config, sources);
+        self.reloads.record(result.is_ok(), now_us() / 1_000_000);
+        result
+    }
+
+    /// Count a reload that failed before it reached the engine (the
+    /// configuration or a key file did not load).
+    pub fn reload_refused(&self) {
+        self.reloads.record(false, now_us() / 1_000_000);
+    }
+
+    fn reload_inner(
+        &self,
+        config: EngineConfig,
+        sources: Option<Vec<KeySource>>,
+    ) -> io::Result<Vec<[u8; 32]>> {
+        if sources.as_ref().is_some_and(Vec::is_empty) {
+            return Err(io::Error::other("no identity to serve"));
+        }
+        let running = self.live.load_full();
+        let worker = WorkerConfig {
+            // Fixed at start: the buffers are sized by it.
+            max_batch: running.max_batch,
+            fail_after: running.fail_after,
+            ..config.worker.clone()
+        };
+        let tcp = config.tcp.clone();
+        let (reply, answer) = mpsc::sync_channel(1);
+        let request = reload::Request {
+            config,
+            sources,
+            reply,
+        };
+        self.reload_requests
+            .send(request)
+            .map_err(|_| io::Error::other("the key thread has stopped"))?;
+        if let Some(k) = &self.keeper {
+            k.thread().unpark();
+        }
+        let publics = answer
+            .recv_timeout(RELOAD_PATIENCE)
+            .map_err(|_| io::Error::other("the key thread did not answer"))??;
+        // Keys first, then settings: every pair a worker can see is one the
+        // server could have been started with.
+        if *running != worker {
+            self.live.store(Arc::new(worker));
+        }
+        if let (Some(server), Some(tcp)) = (&self.tcp, tcp) {
+            server.set_config(tcp);
+        }
+        Ok(publics)
+    }
+
     /// Sum of the workers' last published counters.
     pub fn stats(&self) -> WorkerStats {
         self.snapshot().stats
@@ -237,14 +347,21 @@ impl Engine {
 
     /// What `/metrics` and `/health` report.
     pub fn snapshot(&self) -> crate::metrics::Snapshot {
-        snapshot(&self.stats, &self.keys, &self.clock, self.tcp_stats())
+        snapshot(
+            &self.stats,
+            &self.keys,
+            &self.clock,
+            self.tcp_stats(),
+            &self.reloads,
+        )
     }
 
     /// A closure producing snapshots, for the metrics thread.
     pub fn snapshot_source(&self) -> impl Fn() -> crate::metrics::Snapshot + Send + 'static {
         let (stats, keys, clock) = (self.stats.clone(), self.keys.clone(), self.clock.clone());
+        let reloads = self.reloads.clone();
         let tcp = self.tcp.as_ref().map(|t| t.stats_source());
-        move || snapshot(&stats, &keys, &clock, tcp.as_ref().map(|f| f()))
+        move || snapshot(&stats, &keys, &clock, tcp.as_ref().map(|f| f()), &reloads)
     }
 
     /// Where TCP is served (empty when it is not).
@@ -308,6 +425,7 @@ fn snapshot(
     keys: &SharedKeys,
     clock: &ClockState,
     tcp: Option<TcpStats>,
+    reloads: &Reloads,
 ) -> crate::metrics::Snapshot {
     let mut total = WorkerStats::default();
     for s in stats {
@@ -337,6 +455,7 @@ fn snapshot(
         clock_synchronized: clock.synchronized.load(Ordering::Relaxed),
         clock_readable: clock.read_error.load(Ordering::Relaxed) == 0,
         tcp,
+        reloads: reloads.counts(),
     }
 }
 
@@ -381,11 +500,12 @@ fn next_rotation(now: u64, period: Duration, jitter_percent: u8) -> u64 {
     now + period - span + offset
 }
 
-/// Rotates online keys before they expire, moves to the next offline
-/// delegation when the current one ends, re-mints at once when the clock
-/// has stepped out of the current delegation (either way), and refreshes
-/// the radius.
-fn keeper(
+/// The key thread: rotates online keys before they expire, moves to the
+/// next offline delegation when the current one ends, re-mints at once when
+/// the clock has stepped out of the current delegation (either way),
+/// refreshes the radius, rescans the delegation directories and applies
+/// reloads. It is the only writer of the key epoch.
+struct Keeper {
     keys: SharedKeys,
     clock: Arc<ClockState>,
     stop: Arc<AtomicBool>,
@@ -393,46 +513,140 @@ fn keeper(
     sources: Vec<KeySource>,
     reader: ClockReader,
     broadcasts: Arc<Broadcasts>,
-) {
-    let validity = config.key_validity.as_micros() as u64;
-    let mut next = next_rotation(
-        now_us(),
-        config.key_rotation,
-        config.key_rotation_jitter_percent,
-    );
-    let mut selection = offline_selection(&sources, now_us());
-    let mut interfaces_read = std::time::Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        // The park is on the monotonic clock, so a step cannot stretch it;
-        // shutdown unparks it.
-        std::thread::park_timeout(Duration::from_millis(100));
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        update_clock(&clock, &config, reader());
-        // Interfaces come and go (DHCP, VPNs, containers): a new directed
-        // broadcast is learnt within a second.
-        if interfaces_read.elapsed() >= Duration::from_secs(1) {
-            let _ = broadcasts.refresh();
-            interfaces_read = std::time::Instant::now();
-        }
-        let now = now_us();
-        let current = offline_selection(&sources, now);
-        let stepped_out = !keys.load().covers(now);
-        if now >= next || current != selection || stepped_out {
-            // One store: a worker sees the old epoch or the new, both valid.
-            // If no offline delegation covers now, keep the old epoch: the
-            // responder refuses to sign outside its window anyway, /health
-            // says so, and the next poll tries again.
-            if let Ok(epoch) = mint_epoch(&sources, now, validity, 60_000_000) {
-                keys.store(Arc::new(epoch));
-                selection = current;
-                // A rotation deadline set before a step back could lie far
-                // in the new future: count the period from this mint.
-                next = next_rotation(now, config.key_rotation, config.key_rotation_jitter_percent);
-            } else if now >= next {
-                next = next_rotation(now, config.key_rotation, config.key_rotation_jitter_percent);
+    requests: mpsc::Receiver<reload::Request>,
+    reloads: Arc<Reloads>,
+    horizon_us: Arc<AtomicU64>,
+}
+
+impl Keeper {
+    fn run(mut self) {
+        let mut next = next_rotation(
+            now_us(),
+            self.config.key_rotation,
+            self.config.key_rotation_jitter_percent,
+        );
+        let mut selection = offline_selection(&self.sources, now_us());
+        let mut interfaces_read = std::time::Instant::now();
+        let mut scanned = std::time::Instant::now();
+        while !self.stop.load(Ordering::Relaxed) {
+            // The park is on the monotonic clock, so a step cannot stretch
+            // it; shutdown and reloads unpark it.
+            std::thread::park_timeout(Duration::from_millis(100));
+            if self.stop.load(Ordering::Relaxed) {
+                break;
             }
+            while let Ok(request) = self.requests.try_recv() {
+                if self.reload(request) {
+                    selection = offline_selection(&self.sources, now_us());
+                    next = next_rotation(
+                        now_us(),
+                        self.config.key_rotation,
+                        self.config.key_rotation_jitter_percent,
+                    );
+                }
+            }
+            update_clock(&self.clock, &self.config, (self.reader)());
+            // Interfaces come and go (DHCP, VPNs, containers): a new directed
+            // broadcast is learnt within a second.
+            if interfaces_read.elapsed() >= Duration::from_secs(1) {
+                let _ = self.broadcasts.refresh();
+                interfaces_read = std::time::Instant::now();
+            }
+            if scanned.elapsed() >= RESCAN_EVERY {
+                self.rescan();
+                scanned = std::time::Instant::now();
+            }
+            let now = now_us();
+            let current = offline_selection(&self.sources, now);
+            let stepped_out = !self.keys.load().covers(now);
+            if now >= next || current != selection || stepped_out {
+                // One store: a worker sees the old epoch or the new, both
+                // valid. If no offline delegation covers now, keep the old
+                // epoch: the responder refuses to sign outside its window
+                // anyway, /health says so, and the next poll tries again.
+                let validity = self.config.key_validity.as_micros() as u64;
+                let (period, jitter) = (
+                    self.config.key_rotation,
+                    self.config.key_rotation_jitter_percent,
+                );
+                if let Ok(epoch) = mint_epoch(&self.sources, now, validity, SKEW_US) {
+                    self.keys.store(Arc::new(epoch));
+                    selection = current;
+                    // A rotation deadline set before a step back could lie
+                    // far in the new future: count the period from this mint.
+                    next = next_rotation(now, period, jitter);
+                } else if now >= next {
+                    next = next_rotation(now, period, jitter);
+                }
+            }
+        }
+    }
+
+    /// Apply a reload: mint an epoch from the new sources (or the running
+    /// ones) under the new settings; on success swap it in and keep both,
+    /// else keep everything. Returns whether it applied.
+    fn reload(&mut self, request: reload::Request) -> bool {
+        let reload::Request {
+            config,
+            sources,
+            reply,
+        } = request;
+        let now = now_us();
+        let validity = config.key_validity.as_micros() as u64;
+        let minted = mint_epoch(
+            sources.as_deref().unwrap_or(&self.sources),
+            now,
+            validity,
+            SKEW_US,
+        );
+        let epoch = match minted {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return false;
+            }
+        };
+        let publics = epoch.identities.iter().map(|i| i.public).collect();
+        self.keys.store(Arc::new(epoch));
+        if let Some(s) = sources {
+            self.sources = s;
+        }
+        self.config = config;
+        // The radius policy applies now, not at the next poll.
+        update_clock(&self.clock, &self.config, (self.reader)());
+        self.horizon_us
+            .store(horizon(&self.sources), Ordering::Relaxed);
+        self.reloads.set_delegations(&self.sources);
+        let _ = reply.send(Ok(publics));
+        true
+    }
+
+    /// Read new and changed delegation files; the caller's selection check
+    /// then switches to a new delegation if it is now the one to use.
+    fn rescan(&mut self) {
+        let (mut taken, mut rejected) = (0, 0);
+        for source in &mut self.sources {
+            let KeySource::Offline(store) = source else {
+                continue;
+            };
+            let report = store.rescan();
+            if let Some(e) = report.unreadable {
+                tracing::warn!("offline delegations: {e}; keeping the ones loaded");
+            }
+            for e in &report.rejected {
+                tracing::warn!("offline delegations: skipping a file: {e}");
+            }
+            for path in &report.taken {
+                tracing::info!("offline delegations: loaded {}", path.display());
+            }
+            taken += report.taken.len();
+            rejected += report.rejected.len();
+        }
+        if taken + rejected > 0 {
+            self.reloads.rescanned(taken, rejected);
+            self.reloads.set_delegations(&self.sources);
+            self.horizon_us
+                .store(horizon(&self.sources), Ordering::Relaxed);
         }
     }
 }

@@ -27,6 +27,11 @@ impl Greaser {
         }
     }
 
+    /// Change the share of broken responses (a configuration reload).
+    pub fn set_per_million(&mut self, per_million: u32) {
+        self.per_million = per_million;
+    }
+
     fn next(&mut self) -> u64 {
         let mut x = self.state;
         x ^= x << 13;

@@ -25,6 +25,7 @@ pub mod keys;
 pub mod limit;
 pub mod metrics;
 pub mod offline;
+pub mod reload;
 pub mod sources;
 pub mod stats;
 pub mod sys;

@@ -149,6 +149,36 @@ impl<S: BuildHasher> SourceLimiter<S> {
     /// A limiter with its table allocated. `hasher` carries the process's
     /// random key; every worker may share it.
     pub fn new(config: &LimitConfig, hasher: S) -> SourceLimiter<S> {
+        let (rules, gcra, buckets) = Self::compile(config);
+        SourceLimiter {
+            rules,
+            gcra,
+            v4_shift: 32 - u32::from(config.ipv4_prefix.clamp(1, 32)),
+            v6_shift: 128 - u32::from(config.ipv6_prefix.clamp(1, 128)),
+            hasher,
+            buckets: vec![[Entry::default(); WAYS]; buckets],
+        }
+    }
+
+    /// Apply new settings (a configuration reload), between two batches.
+    /// The lists and the rate change at once. The table, and with it every
+    /// prefix's history, is kept when its size and the prefix lengths are
+    /// unchanged: a reload must not hand every source a fresh burst.
+    pub fn reconfigure(&mut self, config: &LimitConfig) {
+        let (rules, gcra, buckets) = Self::compile(config);
+        let v4_shift = 32 - u32::from(config.ipv4_prefix.clamp(1, 32));
+        let v6_shift = 128 - u32::from(config.ipv6_prefix.clamp(1, 128));
+        if buckets != self.buckets.len() || v4_shift != self.v4_shift || v6_shift != self.v6_shift {
+            self.buckets = vec![[Entry::default(); WAYS]; buckets];
+        }
+        self.rules = rules;
+        self.gcra = gcra;
+        self.v4_shift = v4_shift;
+        self.v6_shift = v6_shift;
+    }
+
+    /// The rules, the rate and the number of buckets `config` asks for.
+    fn compile(config: &LimitConfig) -> (Vec<Rule>, Option<Gcra>, usize) {
         let gcra = config.rate.filter(|&r| r > 0).map(|rate| {
             let interval = 1_000_000_000 / u64::from(rate);
             Gcra {
@@ -163,14 +193,7 @@ impl<S: BuildHasher> SourceLimiter<S> {
         let rule = |allow| move |net: &IpNet| Rule::new(net, allow);
         let mut rules: Vec<Rule> = config.deny.iter().map(rule(false)).collect();
         rules.extend(config.allow.iter().map(rule(true)));
-        SourceLimiter {
-            rules,
-            gcra,
-            v4_shift: 32 - u32::from(config.ipv4_prefix.clamp(1, 32)),
-            v6_shift: 128 - u32::from(config.ipv6_prefix.clamp(1, 128)),
-            hasher,
-            buckets: vec![[Entry::default(); WAYS]; buckets],
-        }
+        (rules, gcra, buckets)
     }
 
     /// Judge one datagram from `ip` arriving at `now_ns` (monotonic, never
@@ -325,6 +348,32 @@ mod tests {
             now += SEC / 10;
             assert_eq!(l.check(ip("192.0.2.1"), now), Verdict::Pass);
         }
+    }
+
+    #[test]
+    fn a_reload_keeps_each_prefixs_history_unless_the_table_changes() {
+        let mut l = limiter(10, 5);
+        assert_eq!(passed(&mut l, "192.0.2.1", 50, SEC), 5);
+        let listed = LimitConfig {
+            deny: vec!["198.51.100.0/24".parse().unwrap()],
+            ..config(10, 5)
+        };
+        l.reconfigure(&listed);
+        // The new list applies at once; the spent burst stays spent.
+        assert_eq!(l.check(ip("198.51.100.7"), SEC), Verdict::Denied);
+        assert_eq!(passed(&mut l, "192.0.2.1", 50, SEC), 0);
+        // A table of another size starts empty: a fresh burst.
+        l.reconfigure(&LimitConfig {
+            table_size: 4096,
+            ..listed
+        });
+        assert_eq!(passed(&mut l, "192.0.2.1", 50, SEC), 5);
+        // Rate limiting turned off: everything passes.
+        l.reconfigure(&LimitConfig {
+            rate: None,
+            ..config(10, 5)
+        });
+        assert_eq!(passed(&mut l, "192.0.2.1", 50, SEC), 50);
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub struct Snapshot {
     pub tcp: Option<crate::tcp::TcpStats>,
     /// The keys signing now, one per identity.
     pub keys: Vec<KeyInfo>,
+    /// Configuration reloads and delegation rescans.
+    pub reloads: crate::reload::ReloadCounts,
 }
 
 /// Which online key answers for an identity, and for which host it was made:
@@ -234,10 +236,55 @@ pub fn render(s: &Snapshot) -> String {
         );
     }
     render_keys(&mut o, &s.keys);
+    render_reloads(&mut o, &s.reloads);
     if let Some(t) = &s.tcp {
         render_tcp(&mut o, t);
     }
     o
+}
+
+fn render_reloads(o: &mut String, r: &crate::reload::ReloadCounts) {
+    let _ = writeln!(o, "# HELP gnomon_reloads_total Configuration reloads (SIGHUP), by result; a failed one leaves the running configuration in place.\n# TYPE gnomon_reloads_total counter");
+    let _ = writeln!(
+        o,
+        "gnomon_reloads_total{{result=\"success\"}} {}",
+        r.succeeded
+    );
+    let _ = writeln!(o, "gnomon_reloads_total{{result=\"failure\"}} {}", r.failed);
+    let gauges = [
+        (
+            "reload_last_success_timestamp_seconds",
+            "When the configuration last loaded: at start, then at each successful reload.",
+            r.last_success_s,
+        ),
+        (
+            "reload_last_successful",
+            "0 when the last reload failed: what runs is not what the files say.",
+            u64::from(r.last_ok),
+        ),
+        (
+            "offline_delegations",
+            "Offline delegations held, over every offline-dir.",
+            r.offline_delegations,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} gauge\ngnomon_{name} {v}"
+        );
+    }
+    let _ = writeln!(o, "# HELP gnomon_offline_files_total Delegation files read by the periodic rescan, by result.\n# TYPE gnomon_offline_files_total counter");
+    let _ = writeln!(
+        o,
+        "gnomon_offline_files_total{{result=\"loaded\"}} {}",
+        r.offline_taken
+    );
+    let _ = writeln!(
+        o,
+        "gnomon_offline_files_total{{result=\"rejected\"}} {}",
+        r.offline_rejected
+    );
 }
 
 fn render_tcp(o: &mut String, t: &crate::tcp::TcpStats) {

@@ -36,6 +36,7 @@
 //! says when the server runs out, so it can warn in time.
 
 mod host;
+mod rescan;
 mod utc;
 
 use std::fmt;
@@ -55,6 +56,7 @@ use crate::keyfile::{
 };
 
 pub use host::{check_host_name, MAX_HOST_LEN};
+pub use rescan::Rescan;
 pub use utc::{format_utc, parse_utc};
 
 /// First line of every delegation file.
@@ -357,6 +359,11 @@ pub struct OfflineStore {
     pub long_term_public: [u8; 32],
     /// Sorted by start.
     delegations: Vec<Delegation>,
+    /// The directory, for [`Self::rescan`].
+    dir: PathBuf,
+    /// What each file looked like when it was last read, valid or not, so
+    /// a rescan reads only new and changed files.
+    seen: rescan::Seen,
 }
 
 impl OfflineStore {
@@ -370,19 +377,12 @@ impl OfflineStore {
             dir: dir.to_owned(),
             error,
         };
-        let mut paths = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(read_dir)? {
-            let path = entry.map_err(read_dir)?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-            let hidden = name.as_deref().is_some_and(|n| n.starts_with('.'));
-            if !hidden && path.extension().is_some_and(|e| e == EXTENSION) {
-                paths.push(path);
-            }
-        }
-        paths.sort();
+        let paths = rescan::listing(dir).map_err(read_dir)?;
         let mut delegations: Vec<Delegation> = Vec::new();
         let mut key = expected.copied();
+        let mut seen = rescan::Seen::default();
         for path in paths {
+            seen.insert(path.clone(), rescan::stamp(&path));
             let d = Delegation::decode(&read_private(&path)?, &path)?;
             // Files without a host (made before per-host sets) may sit beside
             // one host's; two hosts' files in one directory are a copying
@@ -419,6 +419,8 @@ impl OfflineStore {
         Ok(OfflineStore {
             long_term_public,
             delegations,
+            dir: dir.to_owned(),
+            seen,
         })
     }
 

@@ -69,12 +69,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use gnomon_protocol::{Acceptor, ProfileSet, PROFILES};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::keys::SharedKeys;
 use crate::stats::Drop;
-use crate::worker::{ClockState, WorkerConfig};
+use crate::worker::{ClockState, LiveConfig};
 
 /// How often the listener looks at the stop flag while no one connects.
 const ACCEPT_WAKE: Duration = Duration::from_millis(100);
@@ -266,10 +267,12 @@ fn read_all<const N: usize>(a: &[AtomicU64; N]) -> [u64; N] {
 
 /// What the listeners and every handler share.
 struct Shared {
-    config: TcpConfig,
-    worker: WorkerConfig,
-    /// `worker.acceptor` narrowed to the versions that define TCP.
-    acceptor: Acceptor,
+    /// Swapped by a reload: the caps apply to the next accept; an open
+    /// connection keeps the timeouts and frame limit it was accepted with.
+    config: ArcSwap<TcpConfig>,
+    /// The UDP workers' settings, followed at each read (versions, VERS,
+    /// options, grease).
+    worker: LiveConfig,
     keys: SharedKeys,
     clock: Arc<ClockState>,
     stop: Arc<AtomicBool>,
@@ -299,7 +302,7 @@ pub struct TcpServer {
 /// minimum size: that rule keeps a spoofed datagram from drawing a larger
 /// response, and a TCP peer has proved its address (pyroughtime's client
 /// sends unpadded requests over TCP).
-fn tcp_acceptor(acceptor: &Acceptor) -> Acceptor {
+pub(crate) fn tcp_acceptor(acceptor: &Acceptor) -> Acceptor {
     let tcp = PROFILES
         .iter()
         .filter(|p| p.tcp)
@@ -364,7 +367,7 @@ impl TcpServer {
     pub fn start(
         addrs: &[(SocketAddr, bool)],
         config: TcpConfig,
-        worker: WorkerConfig,
+        worker: LiveConfig,
         keys: SharedKeys,
         clock: Arc<ClockState>,
         stop: Arc<AtomicBool>,
@@ -381,8 +384,7 @@ impl TcpServer {
             sockets.push(s);
         }
         let shared = Arc::new(Shared {
-            acceptor: tcp_acceptor(&worker.acceptor),
-            config,
+            config: ArcSwap::from_pointee(config),
             worker,
             keys,
             clock,
@@ -418,6 +420,13 @@ impl TcpServer {
     /// The bound addresses (port 0 resolved).
     pub fn local(&self) -> &[SocketAddr] {
         &self.local
+    }
+
+    /// New settings (a configuration reload): caps at the next accept,
+    /// timeouts and frame limit for connections accepted from now on.
+    /// `enabled` is fixed at start.
+    pub fn set_config(&self, config: TcpConfig) {
+        self.shared.config.store(Arc::new(config));
     }
 
     /// The counters now.
@@ -489,15 +498,15 @@ fn accept_loop(listener: Socket, shared: &Arc<Shared>) {
 /// its source's share is reached.
 fn admit(stream: TcpStream, peer: IpAddr, shared: &Arc<Shared>) {
     let c = &shared.counters;
-    let cap = shared.config.max_connections.max(1);
+    let config = shared.config.load();
+    let cap = config.max_connections.max(1);
     if shared.open.fetch_add(1, Ordering::Relaxed) >= cap {
         shared.open.fetch_sub(1, Ordering::Relaxed);
         bump(&c.refused);
         return;
     }
-    let config = &shared.config;
     let source = source_prefix(peer, config.source_prefix_v4, config.source_prefix_v6);
-    if !shared.take_source(source) {
+    if !shared.take_source(source, config.max_per_source) {
         shared.open.fetch_sub(1, Ordering::Relaxed);
         bump(&c.refused_per_source);
         return;
@@ -552,10 +561,10 @@ impl Shared {
     }
 
     /// Count one more connection from `source`, unless it holds its share.
-    fn take_source(&self, source: IpAddr) -> bool {
+    fn take_source(&self, source: IpAddr, max_per_source: usize) -> bool {
         let mut map = self.per_source.lock().unwrap_or_else(|p| p.into_inner());
         let n = map.entry(source).or_insert(0);
-        if *n >= self.config.max_per_source.max(1) {
+        if *n >= max_per_source.max(1) {
             return false;
         }
         *n += 1;

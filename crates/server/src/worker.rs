@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use arc_swap::{ArcSwap, Guard};
 use arrayvec::ArrayVec;
 use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::{Acceptor, Request, Responder, ResponderOptions, ResponseSink, Version};
@@ -56,7 +57,7 @@ impl ClockState {
 }
 
 /// Per-worker settings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WorkerConfig {
     /// Largest batch read and answered at once.
     pub max_batch: usize,
@@ -83,12 +84,23 @@ pub struct WorkerConfig {
     pub limit: LimitConfig,
 }
 
+/// The settings every worker follows, swapped whole by a configuration
+/// reload (`Engine::reload`). A worker loads it once per batch: one atomic
+/// load and a pointer comparison, no lock and no allocation.
+pub type LiveConfig = Arc<ArcSwap<WorkerConfig>>;
+
+/// A [`LiveConfig`] holding `config`.
+pub fn live(config: WorkerConfig) -> LiveConfig {
+    Arc::new(ArcSwap::from_pointee(config))
+}
+
 /// Everything a worker thread needs.
 pub struct Worker {
     /// The socket.
     pub socket: Socket,
-    /// Settings.
-    pub config: WorkerConfig,
+    /// Settings. `max_batch` and `fail_after` are read once, at
+    /// [`Worker::prepare`]; the rest is followed batch by batch.
+    pub config: LiveConfig,
     /// Current keys.
     pub keys: SharedKeys,
     /// Current radius and answering policy.
@@ -145,6 +157,8 @@ impl ResponseSink for Sink<'_, '_> {
 
 /// A worker's buffers, allocated once before serving.
 pub struct WorkerState {
+    /// The settings in force, and that the tables below were made for.
+    config: Arc<WorkerConfig>,
     batch: Batch,
     responder: Responder,
     /// Counters since start.
@@ -177,18 +191,20 @@ fn queued_ns(kernel_now_ns: u64, rx_ns: u64, bound_ns: u64) -> u64 {
 impl Worker {
     /// Allocate the buffers this worker will reuse for its whole life.
     pub fn prepare(&self) -> WorkerState {
-        let cap = self.config.max_batch.clamp(1, MAX_BATCH);
+        let config = self.config.load_full();
+        let cap = config.max_batch.clamp(1, MAX_BATCH);
         WorkerState {
             batch: Batch::new(cap),
-            responder: Responder::new(cap, self.config.options),
+            responder: Responder::new(cap, config.options),
             stats: WorkerStats::default(),
             consecutive_errors: 0,
-            greaser: Greaser::new(self.config.grease_per_million),
-            limiter: SourceLimiter::new(&self.config.limit, process_hasher()),
+            greaser: Greaser::new(config.grease_per_million),
+            limiter: SourceLimiter::new(&config.limit, process_hasher()),
             budget: SignatureBudget::new(
-                self.config.limit.signature_share_ppm,
-                self.config.limit.signature_burst_us,
+                config.limit.signature_share_ppm,
+                config.limit.signature_burst_us,
             ),
+            config,
             epoch: Instant::now(),
             queue_empty_at: None,
             kernel_time: KernelTime::new(),
@@ -203,7 +219,7 @@ impl Worker {
         let mut last_publish = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             self.serve_once(&mut state)?;
-            if let Some(n) = self
+            if let Some(n) = state
                 .config
                 .fail_after
                 .filter(|&n| state.stats.received >= n)
@@ -259,7 +275,7 @@ impl Worker {
         // Kept aside until this batch is answered, whose requests may be
         // older than that.
         let mut emptied = (n < state.batch.capacity()).then_some(t0);
-        let n = if n > 0 && self.config.batch_wait_us > 0 {
+        let n = if n > 0 && state.config.batch_wait_us > 0 {
             let (more, t) = self.gather(state, n, fd);
             emptied = t.or(emptied);
             n + more
@@ -296,7 +312,7 @@ impl Worker {
         if room == 0 {
             return (0, None);
         }
-        let wait_ns = self.config.batch_wait_us.saturating_mul(1_000);
+        let wait_ns = state.config.batch_wait_us.saturating_mul(1_000);
         let waited = match state.batch.meta(0).rx_ns {
             Some(rx) => {
                 let mono = Instant::now();
@@ -335,6 +351,7 @@ impl Worker {
     /// reply slots, without sending; returns the replies written. Kept
     /// apart from the syscalls so the whole datagram path can be fuzzed.
     pub fn respond(&self, state: &mut WorkerState, n: usize) -> usize {
+        state.follow(&self.config);
         let t_parse = Instant::now();
         let queue_bound_ns = Self::queue_bound_ns(state, t_parse);
         let WorkerState {
@@ -347,6 +364,7 @@ impl Worker {
             epoch,
             sources,
             kernel_time,
+            config,
             ..
         } = state;
         // The limits run on the monotonic clock: a wall-clock step must
@@ -370,7 +388,7 @@ impl Worker {
             .radius_us
             .load(Ordering::Relaxed)
             .min(u64::from(u32::MAX)) as u32;
-        let max_delay_ns = self.config.max_queue_delay_us.saturating_mul(1_000);
+        let max_delay_ns = config.max_queue_delay_us.saturating_mul(1_000);
         sources.sync(&self.broadcasts);
         {
             let (received, mut replies) = batch.split();
@@ -411,7 +429,7 @@ impl Worker {
                         continue;
                     }
                 }
-                let request = match self.config.acceptor.parse(received.datagram(i)) {
+                let request = match config.acceptor.parse(received.datagram(i)) {
                     Ok(r) => r,
                     Err(e) => {
                         stats.drop(e.into());
@@ -473,7 +491,7 @@ impl Worker {
                     continue;
                 }
                 let t_group = budgeted.then(Instant::now);
-                let ctx = identity.batch(profile, now_us, radius_us, &self.config.vers);
+                let ctx = identity.batch(profile, now_us, radius_us, &config.vers);
                 let mut sink = Sink {
                     replies: &mut replies,
                     next,
@@ -511,7 +529,7 @@ impl Worker {
     ) -> io::Result<Worker> {
         Ok(Worker {
             socket: Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?,
-            config,
+            config: live(config),
             keys,
             clock,
             stop: Arc::new(AtomicBool::new(false)),
@@ -522,6 +540,30 @@ impl Worker {
 }
 
 impl WorkerState {
+    /// Follow a reload: when the live settings are not the ones in force,
+    /// take them and adjust only the tables whose settings changed. The
+    /// common case, nothing reloaded, is one load and one comparison.
+    fn follow(&mut self, live: &LiveConfig) {
+        let current = live.load();
+        if Arc::ptr_eq(&current, &self.config) {
+            return;
+        }
+        let next = Guard::into_inner(current);
+        let (old, new) = (&self.config.limit, &next.limit);
+        if old != new {
+            self.limiter.reconfigure(new);
+            if (old.signature_share_ppm, old.signature_burst_us)
+                != (new.signature_share_ppm, new.signature_burst_us)
+            {
+                self.budget
+                    .reconfigure(new.signature_share_ppm, new.signature_burst_us);
+            }
+        }
+        self.responder.set_options(next.options);
+        self.greaser.set_per_million(next.grease_per_million);
+        self.config = next;
+    }
+
     /// The receive and reply buffers.
     #[doc(hidden)]
     pub fn batch(&mut self) -> &mut Batch {

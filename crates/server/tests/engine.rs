@@ -12,7 +12,7 @@ use gnomon_protocol::{verify_response, KeyPair, Offer, Profile, ResponderOptions
 use gnomon_server::keys::mint_epoch;
 use gnomon_server::limit::LimitConfig;
 use gnomon_server::stats::{Drop, WorkerStats};
-use gnomon_server::worker::{ClockState, Worker, WorkerConfig};
+use gnomon_server::worker::{live, ClockState, Worker, WorkerConfig};
 use gnomon_server::{sys, Engine, EngineConfig};
 use gnomon_testkit::request;
 
@@ -135,7 +135,7 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
         // Room for 128, so a read of 64 also takes the batch-wait path.
         // Loopback is not exempt here, so every datagram goes through the
         // lists, the prefix table and (draft 01) the signature budget.
-        config: WorkerConfig {
+        config: live(WorkerConfig {
             batch_wait_us: 1_000,
             options: ResponderOptions {
                 batch_disputed: false,
@@ -149,7 +149,7 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
                 ..LimitConfig::default()
             },
             ..worker_config(128)
-        },
+        }),
         keys: Arc::new(ArcSwap::from_pointee(epoch)),
         clock: Arc::new(ClockState::new(3_000_000)),
         stop: Arc::new(AtomicBool::new(false)),
@@ -164,6 +164,13 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
     while worker.serve_once(&mut state).unwrap() == 0 {}
     let mut buf = [0u8; 2048];
     c.recv_from(&mut buf).unwrap();
+    // A reload that changes no table: the worker takes it inside the
+    // measured window, and that must not allocate either.
+    let reloaded = WorkerConfig {
+        max_queue_delay_us: 4_000_000,
+        ..(**worker.config.load()).clone()
+    };
+    worker.config.store(Arc::new(reloaded));
     // Queue 64 requests before the worker reads: they arrive as one batch.
     // Four are draft 01, answered one signature each within the budget.
     let draft01 = Profile::by_name("draft-01").unwrap();

@@ -1,7 +1,10 @@
-//! `gnomon serve`: run the server until SIGINT or SIGTERM.
+//! `gnomon serve`: run the server until SIGINT or SIGTERM; SIGHUP reloads
+//! the configuration and keys (`reload.rs`).
+
+mod reload;
 
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -53,12 +56,14 @@ const SOFTWARE: u8 = 70;
 /// Warn this long before the last offline delegation runs out.
 const HORIZON_WARNING_US: u64 = 24 * 3600 * 1_000_000;
 
-/// The identities to serve, or an exit status.
-fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
+/// The identities to serve, or why not and the exit status for it.
+fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
     if config.ephemeral_key() {
         let seed = random_seed().map_err(|e| {
-            tracing::error!("cannot read random bytes from the OS: {e}");
-            ExitCode::from(OS_ERROR)
+            (
+                format!("cannot read random bytes from the OS: {e}"),
+                OS_ERROR,
+            )
         })?;
         tracing::warn!("ephemeral long-term key, made for this run only; not for production");
         return Ok(vec![KeySource::LongTerm(KeyPair::from_seed(&seed))]);
@@ -81,13 +86,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, ExitCode> {
                 })
                 .map_err(|e| e.to_string()),
         };
-        match source {
-            Ok(s) => sources.push(s),
-            Err(e) => {
-                tracing::error!("{e}");
-                return Err(ExitCode::from(USAGE));
-            }
-        }
+        sources.push(source.map_err(|e| (e, USAGE))?);
     }
     Ok(sources)
 }
@@ -176,9 +175,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     let sources = match key_sources(&config) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err((why, code)) => {
+            tracing::error!("{why}");
+            return ExitCode::from(code);
+        }
     };
-    let public = sources[0].public();
+    let publics: Vec<[u8; 32]> = sources.iter().map(KeySource::public).collect();
+    let public = publics[0];
     out!(
         "public key (base64): {}",
         base64::engine::general_purpose::STANDARD.encode(public)
@@ -194,12 +197,22 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     };
     let stop = engine.stop_flag();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
+    let hangup = Arc::new(AtomicBool::new(false));
+    for (sig, flag) in [
+        (signal_hook::consts::SIGINT, &stop),
+        (signal_hook::consts::SIGTERM, &stop),
+        (signal_hook::consts::SIGHUP, &hangup),
+    ] {
+        if let Err(e) = signal_hook::flag::register(sig, flag.clone()) {
             tracing::error!("cannot handle signal {sig}: {e}");
             return ExitCode::from(OS_ERROR);
         }
     }
+    let mut running = reload::Running {
+        started: config.clone(),
+        applied: config.clone(),
+        publics,
+    };
     let metrics = match config.metrics {
         Some(addr) => match metrics::spawn(addr, stop.clone(), engine.snapshot_source()) {
             Ok((bound, handle)) => {
@@ -226,6 +239,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let mut previous = WorkerStats::default();
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(Duration::from_millis(50));
+        if hangup.swap(false, Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+            reload::reload(&args, &mut running, &engine);
+        }
         let report = ClockReport::read(&engine);
         report.log_changes_from(&clock_report);
         clock_report = report;
@@ -233,7 +249,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
             .unwrap_or(0);
-        let left = engine.key_horizon_us.saturating_sub(now_us);
+        let left = engine.key_horizon_us().saturating_sub(now_us);
         if left < HORIZON_WARNING_US
             && last_horizon_warning.is_none_or(|t| t.elapsed().as_secs() >= 3600)
         {

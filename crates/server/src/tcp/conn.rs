@@ -22,10 +22,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use arrayvec::ArrayVec;
 use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::wire::PACKET_HEADER;
-use gnomon_protocol::{Profile, Request, RequestError, Responder, ResponseSink};
+use gnomon_protocol::{Acceptor, Profile, Request, RequestError, Responder, ResponseSink};
 
 use super::frame::{scan, Scan};
-use super::{bump, Close, Counters, Shared};
+use super::{bump, tcp_acceptor, Close, Counters, Shared, TcpConfig};
 use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
 use crate::stats::Drop;
@@ -57,6 +57,8 @@ pub(super) fn serve(stream: Arc<TcpStream>, id: u64, source: IpAddr, shared: &Sh
 struct Conn<'s> {
     stream: &'s TcpStream,
     shared: &'s Shared,
+    /// The settings at accept, kept for the connection's life.
+    config: Arc<TcpConfig>,
     /// Received bytes; `inbuf[..filled]` is not yet answered.
     inbuf: Vec<u8>,
     filled: usize,
@@ -118,22 +120,22 @@ fn now_us() -> u64 {
 
 impl<'s> Conn<'s> {
     fn new(stream: &'s TcpStream, shared: &'s Shared) -> Conn<'s> {
+        let config = shared.config.load_full();
+        let worker = shared.worker.load();
         // Any complete frame fits, so a partial frame never fills the buffer.
-        let size = (PACKET_HEADER + shared.config.max_frame).max(MIN_BUFFER);
+        let size = (PACKET_HEADER + config.max_frame).max(MIN_BUFFER);
         Conn {
             stream,
             shared,
+            config,
             inbuf: vec![0; size],
             filled: 0,
             out: vec![0; OUT_BUFFER],
             out_len: 0,
             accepted: Instant::now(),
             frames: 0,
-            responder: Responder::for_stream(
-                shared.worker.max_batch.clamp(1, BURST),
-                shared.worker.options,
-            ),
-            greaser: Greaser::new(shared.worker.grease_per_million),
+            responder: Responder::for_stream(worker.max_batch.clamp(1, BURST), worker.options),
+            greaser: Greaser::new(worker.grease_per_million),
         }
     }
 
@@ -143,7 +145,7 @@ impl<'s> Conn<'s> {
 
     /// Read and answer until something ends the connection.
     fn run(&mut self) -> Close {
-        let config = &self.shared.config;
+        let config = self.config.clone();
         let _ = self.stream.set_nodelay(true);
         let end_of_life = self.accepted + config.max_lifetime;
         // Restarted only by an answered request: empty or unanswerable
@@ -215,6 +217,11 @@ impl<'s> Conn<'s> {
         let shared = self.shared;
         let counters = &shared.counters;
         let keys = shared.keys.load();
+        // A reload reaches open connections at their next read.
+        let worker = shared.worker.load();
+        self.responder.set_options(worker.options);
+        self.greaser.set_per_million(worker.grease_per_million);
+        let acceptors = (tcp_acceptor(&worker.acceptor), worker.acceptor);
         let answering = shared.clock.answering.load(Ordering::Relaxed);
         let now_us = now_us();
         let radius_us = shared
@@ -222,7 +229,8 @@ impl<'s> Conn<'s> {
             .radius_us
             .load(Ordering::Relaxed)
             .min(u64::from(u32::MAX)) as u32;
-        let max_requests = shared.config.max_requests.max(1);
+        let timeout = self.config.write_timeout;
+        let (max_requests, max_frame) = (self.config.max_requests.max(1), self.config.max_frame);
         let mut pos = 0;
         let mut frames = 0;
         let mut answered = 0;
@@ -234,7 +242,7 @@ impl<'s> Conn<'s> {
                     closing = Some(Close::RequestCap);
                     break;
                 }
-                let len = match scan(&self.inbuf[pos..self.filled], shared.config.max_frame) {
+                let len = match scan(&self.inbuf[pos..self.filled], max_frame) {
                     Scan::Frame(len) => len,
                     Scan::Partial => break,
                     Scan::BadMagic => {
@@ -251,7 +259,7 @@ impl<'s> Conn<'s> {
                 frames += 1;
                 self.frames += 1;
                 bump(&counters.requests);
-                if let Some(slot) = accept(shared, &keys, answering, frame) {
+                if let Some(slot) = accept(shared, &acceptors, &keys, answering, frame) {
                     slots.push(slot);
                 }
             }
@@ -260,9 +268,13 @@ impl<'s> Conn<'s> {
             while start < slots.len() {
                 let room = (self.out.len() - self.out_len) / RESPONSE_ROOM;
                 if room == 0 {
-                    if let Err(why) =
-                        flush(self.stream, shared, &self.out[..self.out_len], end_of_life)
-                    {
+                    if let Err(why) = flush(
+                        self.stream,
+                        shared,
+                        &self.out[..self.out_len],
+                        timeout,
+                        end_of_life,
+                    ) {
                         return (frames, answered, Some(why));
                     }
                     self.out_len = 0;
@@ -278,7 +290,7 @@ impl<'s> Conn<'s> {
                 let identity = &keys.identities[who];
                 let mut run: ArrayVec<Request<'_>, BURST> = ArrayVec::new();
                 run.extend(slots[start..end].iter().map(|s| s.request));
-                let ctx = identity.batch(profile, now_us, radius_us, &shared.worker.vers);
+                let ctx = identity.batch(profile, now_us, radius_us, &worker.vers);
                 let mut sink = Sink {
                     out: &mut self.out,
                     len: &mut self.out_len,
@@ -301,7 +313,13 @@ impl<'s> Conn<'s> {
         }
         // What was complete before a bad header or the cap is still answered.
         if self.out_len > 0 {
-            let written = flush(self.stream, shared, &self.out[..self.out_len], end_of_life);
+            let written = flush(
+                self.stream,
+                shared,
+                &self.out[..self.out_len],
+                timeout,
+                end_of_life,
+            );
             self.out_len = 0;
             if let Err(why) = written {
                 closing = Some(why);
@@ -320,9 +338,9 @@ fn flush(
     stream: &TcpStream,
     shared: &Shared,
     out: &[u8],
+    timeout: Duration,
     end_of_life: Instant,
 ) -> Result<(), Close> {
-    let timeout = shared.config.write_timeout;
     let (deadline, expired) = if end_of_life < Instant::now() + timeout {
         (end_of_life, Close::Lifetime)
     } else {
@@ -357,16 +375,19 @@ fn flush(
 /// Parse one frame and pick its identity; `None` when it is dropped
 /// (counted here). The connection goes on either way: the frame was well
 /// delimited, so the stream is still in step.
+/// `acceptors`: this transport's, and the datagrams' (to tell a UDP-only
+/// version from garbage).
 fn accept<'a>(
     shared: &Shared,
+    acceptors: &(Acceptor, Acceptor),
     keys: &KeyEpoch,
     answering: bool,
     frame: &'a [u8],
 ) -> Option<Slot<'a>> {
     let counters = &shared.counters;
-    let request = match shared.acceptor.parse(frame) {
+    let request = match acceptors.0.parse(frame) {
         Ok(r) => r,
-        Err(RequestError::Unsupported) if shared.worker.acceptor.parse(frame).is_ok() => {
+        Err(RequestError::Unsupported) if acceptors.1.parse(frame).is_ok() => {
             // Answerable over UDP, in a version that has no TCP framing.
             bump(&counters.udp_only);
             return None;

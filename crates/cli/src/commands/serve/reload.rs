@@ -1,0 +1,85 @@
+//! SIGHUP: load the configuration again, the way `serve` loaded it at start
+//! (the file re-read; the flags and GNOMON_* variables given at start keep
+//! their precedence), and apply what can change while running.
+//!
+//! The signal handler only sets a flag (signal-hook, as for SIGTERM); the
+//! main loop notices it within one poll and does the work here, on its own
+//! thread. Signals that arrive meanwhile set the flag again: a storm of
+//! SIGHUPs is at most one reload running and one more queued, never a
+//! backlog.
+
+use base64::Engine as _;
+use gnomon_server::config::Config;
+use gnomon_server::Engine;
+
+use super::{engine_config, key_sources};
+
+/// What the running server was started with and what it has applied since.
+pub(super) struct Running {
+    /// As loaded at start: the restart-only keys keep these values.
+    pub(super) started: Config,
+    /// As last applied.
+    pub(super) applied: Config,
+    /// The long-term public keys served.
+    pub(super) publics: Vec<[u8; 32]>,
+}
+
+/// Reload once; logs the result in one line (plus one per setting that
+/// waits for a restart) and counts it.
+pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine) {
+    let refuse = |why: String| {
+        // One line: a TOML error points at its column over several lines,
+        // which a journal would split into unrelated entries.
+        let why: Vec<&str> = why
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.contains('|'))
+            .collect();
+        tracing::error!(
+            "reload failed, still running the previous configuration: {}",
+            why.join(": ")
+        );
+        engine.reload_refused();
+    };
+    let config = match args.config.load() {
+        Ok(c) => c,
+        Err(e) => return refuse(e.to_string()),
+    };
+    // An ephemeral key stays the same across reloads: a new one would
+    // change the public key under every client.
+    let sources = if config.ephemeral_key() && running.applied.ephemeral_key() {
+        None
+    } else {
+        match key_sources(&config) {
+            Ok(s) => Some(s),
+            Err((why, _)) => return refuse(why),
+        }
+    };
+    let publics = match engine.reload(engine_config(&config), sources) {
+        Ok(p) => p,
+        Err(e) => return refuse(e.to_string()),
+    };
+    for key in running.started.restart_only_differences(&config) {
+        tracing::warn!("{key} changed; restart to apply (still running with the old value)");
+    }
+    let mut changed = running.applied.differences(&config);
+    changed.retain(|k| !gnomon_server::config::RESTART_ONLY.contains(&k.as_str()));
+    let mut line = if changed.is_empty() {
+        "reloaded the configuration and keys; no setting changed".to_owned()
+    } else {
+        format!(
+            "reloaded the configuration and keys; applied {}",
+            changed.join(", ")
+        )
+    };
+    if publics != running.publics {
+        let keys: Vec<String> = publics
+            .iter()
+            .map(|k| base64::engine::general_purpose::STANDARD.encode(k))
+            .collect();
+        line += &format!("; now serving public keys {}", keys.join(", "));
+    }
+    tracing::info!("{line}");
+    running.applied = config;
+    running.publics = publics;
+}

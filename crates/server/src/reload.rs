@@ -1,0 +1,121 @@
+//! Reloading a running engine, and what is counted about it.
+//!
+//! ```text
+//!  SIGHUP (gnomon serve: a flag, read by the main loop, so a storm of
+//!  signals is one reload)
+//!    ▶ configuration re-read, key files and delegation directories loaded
+//!      ── fails: the running configuration stays, counted "failure"
+//!    ▶ Engine::reload ▶ key thread: new sources, one new epoch minted
+//!      ── fails (no delegation covers now): nothing changes, "failure"
+//!    ▶ worker settings swapped whole (ArcSwap); each worker takes them at
+//!      its next batch, TCP at each connection's next read   ── "success"
+//! ```
+//!
+//! A worker sees the old settings or the new, never a mix, and every epoch
+//! it can load signs validly: no datagram is lost or answered wrongly
+//! because of a reload. What cannot change without new sockets or new
+//! buffers (addresses, worker count, batch size, receive buffer, TCP on or
+//! off) keeps its value from the start; `gnomon serve` names it in the log.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+
+use crate::engine::EngineConfig;
+use crate::keys::KeySource;
+
+/// What the key thread is asked to do on a reload.
+pub(crate) struct Request {
+    /// The new settings (its key and clock parts are the key thread's).
+    pub(crate) config: EngineConfig,
+    /// New identities, or `None` to keep the running ones.
+    pub(crate) sources: Option<Vec<KeySource>>,
+    /// The public keys now served, or why nothing changed.
+    pub(crate) reply: SyncSender<io::Result<Vec<[u8; 32]>>>,
+}
+
+/// Reload and rescan counters, shared by the engine, the key thread and
+/// the metrics endpoint.
+#[derive(Debug, Default)]
+pub struct Reloads {
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    last_success_s: AtomicU64,
+    last_failed: AtomicBool,
+    offline_rejected: AtomicU64,
+    offline_taken: AtomicU64,
+    offline_delegations: AtomicU64,
+}
+
+/// A snapshot of [`Reloads`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReloadCounts {
+    /// Reloads applied.
+    pub succeeded: u64,
+    /// Reloads refused (the running configuration stayed).
+    pub failed: u64,
+    /// When the configuration last loaded (at start, then each successful
+    /// reload), Unix s.
+    pub last_success_s: u64,
+    /// Whether the last attempt (start or reload) loaded.
+    pub last_ok: bool,
+    /// Delegation files a rescan refused.
+    pub offline_rejected: u64,
+    /// Delegation files a rescan took (new or changed).
+    pub offline_taken: u64,
+    /// Offline delegations held now, over every directory.
+    pub offline_delegations: u64,
+}
+
+impl Reloads {
+    /// Counters for an engine that loaded its configuration at `now_s`.
+    pub fn started(now_s: u64) -> Reloads {
+        let r = Reloads::default();
+        r.last_success_s.store(now_s, Ordering::Relaxed);
+        r
+    }
+
+    /// Count one reload attempt.
+    pub fn record(&self, ok: bool, now_s: u64) {
+        if ok {
+            self.last_success_s.store(now_s, Ordering::Relaxed);
+            self.succeeded.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        self.last_failed.store(!ok, Ordering::Relaxed);
+    }
+
+    /// Count what a rescan did.
+    pub(crate) fn rescanned(&self, taken: usize, rejected: usize) {
+        self.offline_taken
+            .fetch_add(taken as u64, Ordering::Relaxed);
+        self.offline_rejected
+            .fetch_add(rejected as u64, Ordering::Relaxed);
+    }
+
+    /// Set how many offline delegations are held.
+    pub(crate) fn set_delegations(&self, sources: &[KeySource]) {
+        let n = sources
+            .iter()
+            .map(|s| match s {
+                KeySource::Offline(store) => store.delegations().len() as u64,
+                KeySource::LongTerm(_) => 0,
+            })
+            .sum();
+        self.offline_delegations.store(n, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn counts(&self) -> ReloadCounts {
+        ReloadCounts {
+            succeeded: self.succeeded.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            last_success_s: self.last_success_s.load(Ordering::Relaxed),
+            last_ok: !self.last_failed.load(Ordering::Relaxed),
+            offline_rejected: self.offline_rejected.load(Ordering::Relaxed),
+            offline_taken: self.offline_taken.load(Ordering::Relaxed),
+            offline_delegations: self.offline_delegations.load(Ordering::Relaxed),
+        }
+    }
+}
