@@ -309,7 +309,7 @@ fuzz_target!(|input: Input| {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let server = &mut *guard;
-    server.worker.config = config(&input);
+    server.worker.config.store(Arc::new(config(&input)));
     server
         .worker
         .clock
@@ -354,7 +354,7 @@ fuzz_target!(|input: Input| {
     );
 
     let epoch = server.keys.load();
-    let acceptor = server.worker.config.acceptor;
+    let acceptor = server.worker.config.load().acceptor;
     let mut answered = [false; MAX_BATCH];
     let mut broken = 0u64;
     for k in 0..count {
