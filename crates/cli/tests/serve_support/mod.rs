@@ -158,12 +158,7 @@ pub fn gnomon_ok(args: &[&str]) -> String {
 /// A long-term key made by `gnomon keygen` in `dir`: its file and public key.
 pub fn keygen(dir: &Path) -> (PathBuf, [u8; 32]) {
     let key = dir.join("root.key");
-    let b64 = gnomon_ok(&["keygen", "--out", key.to_str().unwrap()]);
-    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let public = keygen_at(&key);
     (key, public)
 }
 
@@ -175,6 +170,16 @@ pub fn repo() -> PathBuf {
 /// Run `cmd` to its end; its output.
 pub fn run(cmd: &mut Command) -> std::process::Output {
     cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
+/// A long-term key made by `gnomon keygen` at `path`: its public key.
+pub fn keygen_at(path: &Path) -> [u8; 32] {
+    let b64 = gnomon_ok(&["keygen", "--out", path.to_str().unwrap()]);
+    base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .unwrap()
+        .try_into()
+        .unwrap()
 }
 
 pub mod peer;

@@ -43,36 +43,52 @@ impl Started {
 
     /// GET `path` from the metrics endpoint: the whole response.
     pub fn get(&self, path: &str) -> String {
-        let mut c = TcpStream::connect(self.metrics.expect("metrics on")).unwrap();
-        c.set_read_timeout(Some(PATIENCE)).unwrap();
-        write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
-        let mut s = String::new();
-        c.read_to_string(&mut s).unwrap();
-        s
+        get(self.metrics.expect("metrics on"), path)
     }
 
     /// The value of one series (`name{labels}` exactly) now.
     pub fn metric(&self, series: &str) -> u64 {
-        let text = self.get("/metrics");
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
-            .trim()
-            .parse::<f64>()
-            .unwrap() as u64
+        metric(self.metrics.expect("metrics on"), series)
     }
 
     /// Poll `series` (bounded by `PATIENCE`) until `done` holds; returns
     /// the last value seen.
     pub fn wait_metric(&self, series: &str, done: impl Fn(u64) -> bool) -> u64 {
-        let started = Instant::now();
-        loop {
-            let v = self.metric(series);
-            if done(v) || started.elapsed() > PATIENCE {
-                return v;
-            }
-            std::thread::park_timeout(Duration::from_millis(20));
+        wait_metric(self.metrics.expect("metrics on"), series, done)
+    }
+}
+
+/// GET `path` from a metrics endpoint at `addr`: the whole response.
+pub fn get(addr: SocketAddr, path: &str) -> String {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    let mut s = String::new();
+    c.read_to_string(&mut s).unwrap();
+    s
+}
+
+/// The value of one series (`name{labels}` exactly) at `addr` now.
+pub fn metric(addr: SocketAddr, series: &str) -> u64 {
+    let text = get(addr, "/metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+/// Poll `series` at `addr` (bounded by `PATIENCE`) until `done` holds;
+/// returns the last value seen.
+pub fn wait_metric(addr: SocketAddr, series: &str, done: impl Fn(u64) -> bool) -> u64 {
+    let started = Instant::now();
+    loop {
+        let v = metric(addr, series);
+        if done(v) || started.elapsed() > PATIENCE {
+            return v;
         }
+        std::thread::park_timeout(Duration::from_millis(20));
     }
 }
 
