@@ -286,6 +286,18 @@ fn a_broken_configuration_keeps_the_running_one() {
     let loose = dir.join("loose");
     keygen(&loose);
     std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Delegations that all start in 2030: they load, but no epoch can be
+    // minted from them now, which the key thread finds.
+    let signer = dir.join("signer");
+    keygen(&signer);
+    let future = dir.join("future");
+    gnomon(
+        &["delegate", "--key-file", signer.to_str().unwrap()]
+            .into_iter()
+            .chain(["--out-dir", future.to_str().unwrap(), "--count", "1"])
+            .chain(["--start", "2030-01-01T00:00:00Z"])
+            .collect::<Vec<_>>(),
+    );
     let config = dir.join("gnomon.toml");
     let good = format!("{BASE}key-file = \"k\"\nworkers = 1\n");
     write_config(&config, &good);
@@ -299,6 +311,7 @@ fn a_broken_configuration_keeps_the_running_one() {
             format!("{BASE}key-file = \"k\"\n[limit]\nrate = -1\n"),
             "limit.rate",
         ),
+        (format!("{BASE}offline-dir = \"future\"\n"), "covers now"),
     ];
     for (i, (text, why)) in broken.iter().enumerate() {
         write_config(&config, text);

@@ -274,3 +274,67 @@ fn a_hostile_host_field_is_refused() {
     let e = Delegation::decode(&twice, p).unwrap_err().to_string();
     assert!(e.contains("twice"), "{e}");
 }
+
+#[test]
+fn a_rescan_takes_new_and_changed_files_and_skips_bad_ones_once() {
+    let (dir, paths) = three_windows();
+    // Start from the first window only.
+    for p in &paths[1..] {
+        std::fs::remove_file(p).unwrap();
+    }
+    let mut store = OfflineStore::load(dir.path(), None).unwrap();
+    assert_eq!(store.delegations().len(), 1);
+    let nothing = store.rescan();
+    assert!(nothing.taken.is_empty() && nothing.rejected.is_empty());
+    // A new window is taken; a torn file and another key's file are
+    // refused, each once, and retried only when they change.
+    let later = Delegation::mint(&long_term(), &[9; 32], T0 + 24 * HOUR, T0 + 96 * HOUR);
+    let later_path = later.write_into(dir.path()).unwrap();
+    let torn = dir.path().join("torn.delegation");
+    write_private(&torn, &later.encode().as_bytes()[..100]).unwrap();
+    let stranger = Delegation::mint(&KeyPair::from_seed(&[0x77; 32]), &[3; 32], T0, T0 + HOUR);
+    write_private(
+        &dir.path().join("z.delegation"),
+        stranger.encode().as_bytes(),
+    )
+    .unwrap();
+    let scan = store.rescan();
+    assert_eq!(scan.taken, [later_path.clone()]);
+    assert_eq!(scan.rejected.len(), 2, "{:?}", scan.rejected);
+    assert!(scan
+        .rejected
+        .iter()
+        .any(|e| matches!(e, OfflineError::WrongLongTermKey { .. })));
+    assert_eq!(store.delegations().len(), 2);
+    assert_eq!(
+        store.current(T0 + 30 * HOUR).unwrap().maxt_us,
+        T0 + 96 * HOUR
+    );
+    let again = store.rescan();
+    assert!(
+        again.taken.is_empty() && again.rejected.is_empty(),
+        "{again:?}"
+    );
+    // The torn file completed: taken. Replaced under the same name, the
+    // first window's file takes the new content's place.
+    std::fs::remove_file(&torn).unwrap();
+    let whole = Delegation::mint(&long_term(), &[4; 32], T0, T0 + 72 * HOUR);
+    write_private(&torn, whole.encode().as_bytes()).unwrap();
+    assert_eq!(store.rescan().taken, [torn.clone()]);
+    assert_eq!(store.delegations().len(), 3);
+    std::fs::remove_file(&torn).unwrap();
+    let shorter = Delegation::mint(&long_term(), &[5; 32], T0, T0 + 60 * HOUR);
+    write_private(&torn, shorter.encode().as_bytes()).unwrap();
+    assert_eq!(store.rescan().taken, [torn.clone()]);
+    assert_eq!(store.delegations().len(), 3, "replaced, not added");
+    // A file that disappears keeps its delegation until a full load.
+    std::fs::remove_file(&later_path).unwrap();
+    assert!(store.rescan().taken.is_empty());
+    assert_eq!(store.delegations().len(), 3);
+    // An unreadable directory is reported, and nothing is lost.
+    let gone = dir.path().to_owned();
+    drop(dir);
+    let scan = store.rescan();
+    assert!(scan.unreadable.is_some(), "{gone:?}");
+    assert_eq!(store.delegations().len(), 3);
+}

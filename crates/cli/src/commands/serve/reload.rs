@@ -28,17 +28,7 @@ pub(super) struct Running {
 /// waits for a restart) and counts it.
 pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine) {
     let refuse = |why: String| {
-        // One line: a TOML error points at its column over several lines,
-        // which a journal would split into unrelated entries.
-        let why: Vec<&str> = why
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.contains('|'))
-            .collect();
-        tracing::error!(
-            "reload failed, still running the previous configuration: {}",
-            why.join(": ")
-        );
+        log_failure(&why);
         engine.reload_refused();
     };
     let config = match args.config.load() {
@@ -55,9 +45,10 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
             Err((why, _)) => return refuse(why),
         }
     };
+    // The engine counts its own outcome.
     let publics = match engine.reload(engine_config(&config), sources) {
         Ok(p) => p,
-        Err(e) => return refuse(e.to_string()),
+        Err(e) => return log_failure(&e.to_string()),
     };
     for key in running.started.restart_only_differences(&config) {
         tracing::warn!("{key} changed; restart to apply (still running with the old value)");
@@ -82,4 +73,18 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
     tracing::info!("{line}");
     running.applied = config;
     running.publics = publics;
+}
+
+fn log_failure(why: &str) {
+    // One line: a TOML error points at its column over several lines,
+    // which a journal would split into unrelated entries.
+    let why: Vec<&str> = why
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.contains('|'))
+        .collect();
+    tracing::error!(
+        "reload failed, still running the previous configuration: {}",
+        why.join(": ")
+    );
 }
