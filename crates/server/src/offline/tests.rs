@@ -299,7 +299,7 @@ fn a_rescan_takes_new_and_changed_files_and_skips_bad_ones_once() {
     )
     .unwrap();
     let scan = store.rescan();
-    assert_eq!(scan.taken, [later_path.clone()]);
+    assert_eq!(scan.taken, std::slice::from_ref(&later_path));
     assert_eq!(scan.rejected.len(), 2, "{:?}", scan.rejected);
     assert!(scan
         .rejected
@@ -320,12 +320,12 @@ fn a_rescan_takes_new_and_changed_files_and_skips_bad_ones_once() {
     std::fs::remove_file(&torn).unwrap();
     let whole = Delegation::mint(&long_term(), &[4; 32], T0, T0 + 72 * HOUR);
     write_private(&torn, whole.encode().as_bytes()).unwrap();
-    assert_eq!(store.rescan().taken, [torn.clone()]);
+    assert_eq!(store.rescan().taken, std::slice::from_ref(&torn));
     assert_eq!(store.delegations().len(), 3);
     std::fs::remove_file(&torn).unwrap();
     let shorter = Delegation::mint(&long_term(), &[5; 32], T0, T0 + 60 * HOUR);
     write_private(&torn, shorter.encode().as_bytes()).unwrap();
-    assert_eq!(store.rescan().taken, [torn.clone()]);
+    assert_eq!(store.rescan().taken, std::slice::from_ref(&torn));
     assert_eq!(store.delegations().len(), 3, "replaced, not added");
     // A file that disappears keeps its delegation until a full load.
     std::fs::remove_file(&later_path).unwrap();
