@@ -11,6 +11,10 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("GNOMON_BIN") or os.path.join(ROOT, "target", "release", "gnomon")
+# The server under test, when it is another build than the load generator's
+# (the static one: docs/OPERATIONS.md, "Static binary, container and
+# Kubernetes").
+SERVER_BIN = os.environ.get("GNOMON_SERVER_BIN") or BIN
 PORT, METRICS = 25419, 25420
 ZERO_SEED_KEY = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"
 
@@ -55,7 +59,7 @@ class Gnomon(Process):
     """gnomon serve, one worker, with metrics."""
 
     def __init__(self, batch=64, extra=()):
-        super().__init__([BIN, "serve", "--listen", f"127.0.0.1:{PORT}", "--workers", "1",
+        super().__init__([SERVER_BIN, "serve", "--listen", f"127.0.0.1:{PORT}", "--workers", "1",
                           "--batch-size", str(batch), "--batch-disputed", "--summary-interval", "0",
                           "--tcp-enable=false", "--metrics", f"127.0.0.1:{METRICS}", *extra])
         line = self.proc.stdout.readline()
@@ -92,7 +96,7 @@ def roughenough(binary):
 
 def null_server(reply_size=416):
     """The do-nothing responder; its replies are not Roughtime."""
-    p = Process([BIN, "bench", "null-server", "--listen", f"127.0.0.1:{PORT}",
+    p = Process([SERVER_BIN, "bench", "null-server", "--listen", f"127.0.0.1:{PORT}",
                  "--reply-size", str(reply_size)])
     wait_for_port(PORT)
     return p
