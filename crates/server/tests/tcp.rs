@@ -495,3 +495,67 @@ fn grease_over_tcp_breaks_only_signatures() {
     assert_eq!(stats(&engine).greased, greased);
     engine.shutdown().unwrap();
 }
+
+#[test]
+fn a_reload_reaches_udp_workers_and_open_tcp_connections() {
+    use gnomon_protocol::{Acceptor, ProfileSet};
+    use gnomon_server::keys::KeySource;
+    use gnomon_server::offline::{Delegation, OfflineStore};
+    let lt = KeyPair::from_seed(&[41; 32]);
+    let base = EngineConfig {
+        tcp: Some(tcp_config()),
+        ..config("127.0.0.1:0", worker_config(64))
+    };
+    let engine = Engine::start(base.clone(), vec![lt.clone()]).unwrap();
+    let (rfc, draft) = (Profile::rfc(), Profile::by_name("draft-12").unwrap());
+    let mut open = connect(&engine);
+    let r = request(rfc, 0);
+    open.write_all(&r).unwrap();
+    verify_response(&r, &read_frame(&mut open), &lt.public()).unwrap();
+    // Another key, and version 1 no longer answered.
+    let next = KeyPair::from_seed(&[42; 32]);
+    let mut reloaded = base.clone();
+    reloaded.worker.acceptor = Acceptor {
+        profiles: ProfileSet(ProfileSet::ALL.0 & !(1 << rfc.id.0)),
+        ..reloaded.worker.acceptor
+    };
+    let publics = engine
+        .reload(
+            reloaded.clone(),
+            Some(vec![KeySource::LongTerm(next.clone())]),
+        )
+        .unwrap();
+    assert_eq!(publics, [next.public()]);
+    // On the connection opened before: version 1 is dropped (responses
+    // come in request order, so the first back is the draft's), the rest
+    // is signed by the new key.
+    let (r1, r12) = (request(rfc, 1), request(draft, 2));
+    open.write_all(&[r1, r12.clone()].concat()).unwrap();
+    verify_response(&r12, &read_frame(&mut open), &next.public()).unwrap();
+    assert_eq!(stats(&engine).drops[Drop::UnknownVersion as usize], 1);
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(PATIENCE)).unwrap();
+    udp.send_to(&r12, engine.local[0]).unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, _) = udp.recv_from(&mut buf).unwrap();
+    verify_response(&r12, &buf[..n], &next.public()).unwrap();
+    // Delegations none of which covers now: refused, nothing changes.
+    let dir = tempfile::tempdir().unwrap();
+    let year_2100 = 4_102_444_800_000_000;
+    Delegation::mint(&lt, &[7; 32], year_2100, year_2100 + 3_600_000_000)
+        .write_into(dir.path())
+        .unwrap();
+    let store = OfflineStore::load(dir.path(), None).unwrap();
+    let refused = engine.reload(base, Some(vec![KeySource::Offline(store)]));
+    assert!(refused.is_err());
+    open.write_all(&request(rfc, 3)).unwrap();
+    let r = request(draft, 4);
+    open.write_all(&r).unwrap();
+    verify_response(&r, &read_frame(&mut open), &next.public()).unwrap();
+    let counts = engine.snapshot().reloads;
+    assert_eq!(
+        (counts.succeeded, counts.failed, counts.last_ok),
+        (1, 1, false)
+    );
+    engine.shutdown().unwrap();
+}
