@@ -93,4 +93,47 @@ mod tests {
             assert!(lookup(name).is_some_and(|s| s.key == *name), "{name}");
         }
     }
+
+    #[test]
+    fn the_shipped_file_marks_exactly_the_restart_only_keys() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/gnomon.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let (mut table, mut block, mut found) = (String::new(), String::new(), Vec::new());
+        for line in text.lines() {
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                table = format!("{name}.");
+                block.clear();
+                continue;
+            }
+            // A key line, set or shown commented out.
+            let bare = line.trim_start_matches(['#', ' ']);
+            let key = bare
+                .split_once(" = ")
+                .map(|(k, _)| format!("{table}{k}"))
+                .filter(|k| lookup(k).is_some_and(|s| s.key == k));
+            match key {
+                Some(key) => {
+                    let marked = block.contains("Restart to change");
+                    let restart = RESTART_ONLY.contains(&key.as_str());
+                    assert_eq!(
+                        marked, restart,
+                        "{key}: marked {marked}, restart-only {restart}"
+                    );
+                    found.push(key);
+                    block.clear();
+                }
+                None if line.starts_with('#') => {
+                    block.push(' ');
+                    block.push_str(bare);
+                }
+                None => block.clear(),
+            }
+        }
+        for key in RESTART_ONLY {
+            assert!(
+                found.iter().any(|k| k == key),
+                "{key} not in deploy/gnomon.toml"
+            );
+        }
+    }
 }
