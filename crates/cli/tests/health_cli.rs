@@ -121,3 +121,62 @@ fn usage_errors_are_64_not_unhealthy() {
     assert!(toml.contains("\nmetrics = \"127.0.0.1:9319\"\n"));
     assert!(help.contains("http://127.0.0.1:9319/health"), "{help}");
 }
+
+/// A listener on loopback that answers its first connection with
+/// `answer` (or, with `None`, reads the request and holds the connection
+/// open without a word) until the test drops the returned listener thread.
+fn endpoint(answer: Option<&'static str>) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/health", listener.local_addr().unwrap());
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = c.read(&mut buf);
+        match answer {
+            Some(a) => {
+                let _ = c.write_all(a.as_bytes());
+            }
+            // Held until the client gives up and closes (read returns 0),
+            // bounded by the read timeout.
+            None => while matches!(c.read(&mut buf), Ok(n) if n > 0) {},
+        }
+    });
+    (url, t)
+}
+
+#[test]
+fn a_hostile_endpoint_can_neither_hold_nor_mislead_the_check() {
+    // Silent: the timeout ends it, unhealthy.
+    let (u, t) = endpoint(None);
+    let started = std::time::Instant::now();
+    let o = health(&["--url", &u, "--timeout", "500ms"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the timeout bounds the check"
+    );
+    t.join().unwrap();
+
+    // A redirect is not followed (it could lead anywhere): unhealthy.
+    let (u, t) = endpoint(Some(
+        "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/health\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    ));
+    let o = health(&["--url", &u]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("HTTP 302"), "{}", stderr(&o));
+    t.join().unwrap();
+
+    // A reason full of lines and terminal escapes is cut to one clean line.
+    let (u, t) = endpoint(Some(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 31\r\nConnection: close\r\n\r\nbad \x1b[2Jthing\nsecond line\nthird",
+    ));
+    let o = health(&["--url", &u]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("HTTP 503: bad [2Jthing"), "{e}");
+    assert!(!e.contains('\x1b') && !e.contains("second") && e.trim().lines().count() == 1);
+    t.join().unwrap();
+}
