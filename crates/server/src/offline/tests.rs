@@ -338,3 +338,34 @@ fn a_rescan_takes_new_and_changed_files_and_skips_bad_ones_once() {
     assert!(scan.unreadable.is_some(), "{gone:?}");
     assert_eq!(store.delegations().len(), 3);
 }
+
+#[test]
+fn a_rescan_refuses_another_hosts_file() {
+    let dir = tempfile::tempdir().unwrap();
+    Delegation::mint(&long_term(), &[1; 32], T0, T0 + 48 * HOUR)
+        .for_host("ams-1")
+        .write_into(dir.path())
+        .unwrap();
+    let mut store = OfflineStore::load(dir.path(), None).unwrap();
+    // fra-2's next window, copied to the wrong host: refused, not served.
+    Delegation::mint(&long_term(), &[2; 32], T0 + 24 * HOUR, T0 + 72 * HOUR)
+        .for_host("fra-2")
+        .write_into(dir.path())
+        .unwrap();
+    let own = Delegation::mint(&long_term(), &[3; 32], T0 + 24 * HOUR, T0 + 72 * HOUR)
+        .for_host("ams-1")
+        .write_into(dir.path())
+        .unwrap();
+    let scan = store.rescan();
+    assert_eq!(scan.taken, std::slice::from_ref(&own));
+    assert!(
+        matches!(scan.rejected[..], [OfflineError::MixedHosts { .. }]),
+        "{:?}",
+        scan.rejected
+    );
+    assert_eq!(store.delegations().len(), 2);
+    assert!(store
+        .delegations()
+        .iter()
+        .all(|d| d.host.as_deref() == Some("ams-1")));
+}
