@@ -78,9 +78,23 @@ pub fn ip_in(ns: &str, args: &str) {
     );
 }
 
+/// Set `name=value` (a sysctl) in namespace `ns`, by writing its /proc/sys
+/// file from inside (the file is the writer's namespace's): `sh` and
+/// `echo`, not procps, which a minimal system may lack.
 pub fn sysctl_in(ns: &str, setting: &str) {
+    let (name, value) = setting.split_once('=').expect("name=value");
+    let file = format!("/proc/sys/{}", name.replace('.', "/"));
     let out = Command::new("ip")
-        .args(["netns", "exec", ns, "sysctl", "-qw", setting])
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "sh",
+            "-c",
+            "echo \"$1\" > \"$2\"",
+            "sh",
+        ])
+        .args([value, &file])
         .output()
         .unwrap();
     assert!(
