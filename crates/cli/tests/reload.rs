@@ -370,6 +370,35 @@ fn restart_only_settings_are_named_and_not_applied() {
 }
 
 #[test]
+fn the_log_level_follows_a_reload() {
+    let dir = tempdir("level");
+    keygen(&dir.join("k"));
+    let config = dir.join("gnomon.toml");
+    let text = |level: &str, rate: u32, burst: u32| {
+        format!(
+            "{BASE}key-file = \"k\"\nworkers = 1\nlog.level = \"{level}\"\n\
+             limit.rate = {rate}\nlimit.burst = {burst}\n"
+        )
+    };
+    write_config(&config, &text("info", 10, 100));
+    let mut server = Server::start(&config);
+    // At "warn" the reload's own report (info) is not logged ...
+    write_config(&config, &text("warn", 20, 100));
+    server.reload(SUCCESS, 1);
+    // ... and back at "info" it is: the first report is the second reload's.
+    write_config(&config, &text("info", 20, 200));
+    server.reload(SUCCESS, 2);
+    let line = server.wait_log("reloaded the configuration");
+    assert!(line.contains("limit.burst"), "{line}");
+    assert!(
+        !line.contains("limit.rate"),
+        "the first reload reported: {line}"
+    );
+    server.stop();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn new_delegation_files_are_picked_up_without_a_signal() {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = tempdir("offline");

@@ -19,6 +19,7 @@ use gnomon_server::tcp::TcpConfig;
 use gnomon_server::worker::WorkerConfig;
 use gnomon_server::{keyfile, metrics};
 use gnomon_server::{Engine, EngineConfig};
+use tracing_subscriber::filter::LevelFilter;
 
 /// `println!` that ignores a closed stdout: a server must not die because
 /// whoever started it stopped reading.
@@ -137,25 +138,37 @@ fn engine_config(config: &Config) -> EngineConfig {
     }
 }
 
-/// Structured logs on stderr: text for people, JSON for collectors.
-fn init_logging(log: &LogConfig) {
-    let level = match log.level {
-        LogLevel::Error => tracing::Level::ERROR,
-        LogLevel::Warn => tracing::Level::WARN,
-        LogLevel::Info => tracing::Level::INFO,
-        LogLevel::Debug => tracing::Level::DEBUG,
-        LogLevel::Trace => tracing::Level::TRACE,
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
+/// Changes the least severe level logged: a reload applies `log.level`.
+type LevelHandle = tracing_subscriber::reload::Handle<LevelFilter, tracing_subscriber::Registry>;
+
+fn level_filter(level: LogLevel) -> LevelFilter {
+    match level {
+        LogLevel::Error => LevelFilter::ERROR,
+        LogLevel::Warn => LevelFilter::WARN,
+        LogLevel::Info => LevelFilter::INFO,
+        LogLevel::Debug => LevelFilter::DEBUG,
+        LogLevel::Trace => LevelFilter::TRACE,
+    }
+}
+
+/// Structured logs on stderr: text for people, JSON for collectors. The
+/// level sits in a reloadable layer (callsites cache their interest, so
+/// it costs nothing per event until it changes).
+fn init_logging(log: &LogConfig) -> LevelHandle {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(level_filter(log.level));
+    let lines = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry().with(filter);
     let _ = match log.format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        LogFormat::Text => registry
+            .with(lines.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())))
             .try_init(),
-        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Json => registry.with(lines.json()).try_init(),
     };
+    handle
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
@@ -166,7 +179,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
-    init_logging(&config.log);
+    let log_level = init_logging(&config.log);
     // Before any key is read: a core file or a same-user ptrace must never
     // see a seed.
     if let Err(e) = gnomon_server::sys::set_non_dumpable() {
@@ -212,6 +225,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         started: config.clone(),
         applied: config.clone(),
         publics,
+        log_level,
     };
     let metrics = match config.metrics {
         Some(addr) => match metrics::spawn(addr, stop.clone(), engine.snapshot_source()) {

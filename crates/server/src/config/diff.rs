@@ -6,8 +6,9 @@ use super::Config;
 /// Keys whose new value a running server cannot take: the sockets (and
 /// with them `listen`, `workers`, `recv-buffer`, `tcp.enable`, `metrics`)
 /// are bound at start, the batch buffers are sized by `batch-size`, and the
-/// log is set up once. Every other key is applied by a reload
-/// (`Engine::reload`); a new key belongs here unless it is.
+/// log's format is set up once. Every other key is applied by a reload
+/// (`Engine::reload`; `log.level` by `serve` itself); a new key belongs
+/// here unless it is.
 pub const RESTART_ONLY: &[&str] = &[
     "listen",
     "workers",
@@ -16,7 +17,6 @@ pub const RESTART_ONLY: &[&str] = &[
     "tcp.enable",
     "metrics",
     "log.format",
-    "log.level",
 ];
 
 impl Config {

@@ -22,6 +22,8 @@ pub(super) struct Running {
     pub(super) applied: Config,
     /// The long-term public keys served.
     pub(super) publics: Vec<[u8; 32]>,
+    /// Where `log.level` is applied.
+    pub(super) log_level: super::LevelHandle,
 }
 
 /// Reload once; logs the result in one line (plus one per setting that
@@ -50,6 +52,12 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
         Ok(p) => p,
         Err(e) => return log_failure(&e.to_string()),
     };
+    // Before the result is logged: a reload to "warn" is quiet about itself.
+    if config.log.level != running.applied.log.level {
+        let _ = running
+            .log_level
+            .reload(super::level_filter(config.log.level));
+    }
     for key in running.started.restart_only_differences(&config) {
         tracing::warn!("{key} changed; restart to apply (still running with the old value)");
     }
