@@ -9,8 +9,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use gnomon_protocol::KeyPair;
+use socket2::Socket;
 
+use crate::activation::Passed;
 use crate::keys::{mint_epoch, offline_selection, random_seed, KeySource, SharedKeys};
+use crate::liveness::{Beat, Named};
 use crate::reload::{self, Reloads};
 use crate::sources::Broadcasts;
 use crate::stats::WorkerStats;
@@ -67,6 +70,8 @@ pub struct Engine {
     /// Reload requests to the key thread.
     reload_requests: mpsc::Sender<reload::Request>,
     reloads: Arc<Reloads>,
+    /// Every UDP worker's and the key thread's heartbeat (TCP's are in `tcp`).
+    beats: Vec<Named>,
 }
 
 /// How long [`Engine::reload`] waits for the key thread, which answers
@@ -139,6 +144,20 @@ impl Engine {
         sources: Vec<KeySource>,
         reader: ClockReader,
     ) -> io::Result<Engine> {
+        Engine::start_on(config, sources, reader, None)
+    }
+
+    /// As [`Engine::start_with_clock`], serving on the sockets a service
+    /// manager passed when there are any (`config.listen` is then not
+    /// bound, see `activation`). Each passed UDP socket is shared by
+    /// `config.workers` workers: further sockets on its port could not
+    /// join it, systemd having bound it as another user.
+    pub fn start_on(
+        config: EngineConfig,
+        sources: Vec<KeySource>,
+        reader: ClockReader,
+        passed: Option<Passed>,
+    ) -> io::Result<Engine> {
         if sources.is_empty() {
             return Err(io::Error::other("no identity to serve"));
         }
@@ -157,29 +176,22 @@ impl Engine {
         let _ = broadcasts.refresh();
         let worker_failed = Arc::new(AtomicBool::new(false));
         let live = live(config.worker.clone());
-        let mut local = Vec::new();
         let mut workers = Vec::new();
         let mut stats = Vec::new();
-        for addr in &config.listen {
-            // Port 0: the first socket picks the port, the rest share it.
-            let first = sys::udp_socket(*addr, config.recv_buffer, Duration::from_millis(100))?;
-            let bound = first
-                .local_addr()?
-                .as_socket()
-                .ok_or_else(|| io::Error::other("not an IP socket"))?;
-            local.push(bound);
-            let mut sockets = vec![first];
-            for _ in 1..config.workers.max(1) {
-                sockets.push(sys::udp_socket(
-                    bound,
-                    config.recv_buffer,
-                    Duration::from_millis(100),
-                )?);
-            }
+        let mut beats = Vec::new();
+        let (udp, passed_tcp) = match passed {
+            Some(p) => (share_passed(p.udp, &config)?, Some(p.tcp)),
+            None => (bind_udp(&config)?, None),
+        };
+        let local: Vec<SocketAddr> = udp.iter().map(|(a, _)| *a).collect();
+        for (bound, sockets) in udp {
             for (k, socket) in sockets.into_iter().enumerate() {
                 let published = Arc::new(Mutex::new(WorkerStats::default()));
                 stats.push(published.clone());
+                let heartbeat = Beat::new();
+                beats.push((format!("udp worker {bound} #{k}"), heartbeat.clone()));
                 let w = Worker {
+                    heartbeat,
                     socket,
                     config: live.clone(),
                     keys: keys.clone(),
@@ -208,21 +220,23 @@ impl Engine {
             }
         }
         let tcp = match config.tcp.clone().filter(|t| t.enabled) {
+            // Activated with no stream socket: no TCP.
+            Some(_) if passed_tcp.as_ref().is_some_and(|p| p.is_empty()) => None,
             Some(t) => {
-                // Same port as UDP; with port 0 configured any port will do.
-                let addrs: Vec<_> = local
-                    .iter()
-                    .zip(&config.listen)
-                    .map(|(bound, asked)| (*bound, asked.port() == 0))
-                    .collect();
-                let started = TcpServer::start(
-                    &addrs,
-                    t,
-                    live.clone(),
-                    keys.clone(),
-                    clock.clone(),
-                    stop.clone(),
-                );
+                let (worker, keys, clock, stopper) =
+                    (live.clone(), keys.clone(), clock.clone(), stop.clone());
+                let started = match passed_tcp {
+                    Some(sockets) => TcpServer::start_on(sockets, t, worker, keys, clock, stopper),
+                    None => {
+                        // Same port as UDP; with port 0 configured any port will do.
+                        let addrs: Vec<_> = local
+                            .iter()
+                            .zip(&config.listen)
+                            .map(|(bound, asked)| (*bound, asked.port() == 0))
+                            .collect();
+                        TcpServer::start(&addrs, t, worker, keys, clock, stopper)
+                    }
+                };
                 match started {
                     Ok(s) => Some(s),
                     Err(e) => {
@@ -247,12 +261,15 @@ impl Engine {
                 requests,
                 reloads: reloads.clone(),
                 horizon_us: horizon_us.clone(),
+                beat: Beat::new(),
             };
+            beats.push(("key thread".to_string(), k.beat.clone()));
             std::thread::Builder::new()
                 .name("gnomon-keys".into())
                 .spawn(move || k.run())?
         };
         Ok(Engine {
+            beats,
             worker_failed,
             horizon_us,
             live,
@@ -384,6 +401,13 @@ impl Engine {
         self.worker_failed.load(Ordering::Relaxed)
     }
 
+    /// Every long-lived thread's heartbeat: UDP workers, TCP listeners and
+    /// the key thread, for the watchdog.
+    pub fn heartbeats(&self) -> Vec<Named> {
+        let tcp = self.tcp.as_ref().map_or(&[][..], |t| t.heartbeats());
+        self.beats.iter().chain(tcp).cloned().collect()
+    }
+
     /// The stop flag, for signal handlers.
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
         self.stop.clone()
@@ -418,6 +442,51 @@ impl Engine {
             None => Ok(self.stats()),
         }
     }
+}
+
+/// The UDP sockets for `config.listen`, `config.workers` per address,
+/// each with its own `SO_REUSEPORT` socket so the kernel spreads flows.
+fn bind_udp(config: &EngineConfig) -> io::Result<Vec<(SocketAddr, Vec<Socket>)>> {
+    let timeout = Duration::from_millis(100);
+    let mut out = Vec::new();
+    for addr in &config.listen {
+        // Port 0: the first socket picks the port, the rest share it.
+        let first = sys::udp_socket(*addr, config.recv_buffer, timeout)?;
+        let bound = first
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("not an IP socket"))?;
+        let mut sockets = vec![first];
+        for _ in 1..config.workers.max(1) {
+            sockets.push(sys::udp_socket(bound, config.recv_buffer, timeout)?);
+        }
+        out.push((bound, sockets));
+    }
+    Ok(out)
+}
+
+/// Passed UDP sockets, prepared like ours, each shared (duplicated
+/// descriptors of one socket) by `config.workers` workers.
+fn share_passed(
+    passed: Vec<(Socket, SocketAddr)>,
+    config: &EngineConfig,
+) -> io::Result<Vec<(SocketAddr, Vec<Socket>)>> {
+    let mut out = Vec::new();
+    for (socket, addr) in passed {
+        // The unit may have set a larger buffer than this process could
+        // (ReceiveBuffer= forces past net.core.rmem_max): raise, never lower.
+        let buffer = config
+            .recv_buffer
+            .filter(|&b| socket.recv_buffer_size().is_ok_and(|now| now < b));
+        sys::prepare_udp(&socket, addr, buffer, Duration::from_millis(100))?;
+        let mut sockets = Vec::new();
+        for _ in 1..config.workers.max(1) {
+            sockets.push(socket.try_clone()?);
+        }
+        sockets.push(socket);
+        out.push((addr, sockets));
+    }
+    Ok(out)
 }
 
 fn snapshot(
@@ -516,6 +585,8 @@ struct Keeper {
     requests: mpsc::Receiver<reload::Request>,
     reloads: Arc<Reloads>,
     horizon_us: Arc<AtomicU64>,
+    /// Ticked once per poll, for the watchdog.
+    beat: Arc<Beat>,
 }
 
 impl Keeper {
@@ -529,6 +600,7 @@ impl Keeper {
         let mut interfaces_read = std::time::Instant::now();
         let mut scanned = std::time::Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
+            self.beat.tick();
             // The park is on the monotonic clock, so a step cannot stretch
             // it; shutdown and reloads unpark it.
             std::thread::park_timeout(Duration::from_millis(100));

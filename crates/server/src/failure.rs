@@ -4,6 +4,8 @@
 //! finding 1: one datagram from a broadcast source used to make `sendmmsg`
 //! fail with EACCES and stop the whole process).
 
+#[cfg(debug_assertions)]
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -88,6 +90,35 @@ pub(crate) fn injected_receive_error() -> bool {
         && INJECTED_RECEIVE_ERRORS.load(Ordering::Relaxed) > 0
         && INJECTED_RECEIVE_ERRORS
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+}
+
+/// After how many received datagrams a worker stalls; 0: never (debug
+/// builds only).
+#[cfg(debug_assertions)]
+static STALL_AFTER: AtomicU64 = AtomicU64::new(0);
+/// Set once a worker has stalled, so only one ever does.
+#[cfg(debug_assertions)]
+static STALLED: AtomicBool = AtomicBool::new(false);
+
+/// A testing aid that exists in debug builds only (`gnomon serve` sets it
+/// from `GNOMON_TEST_WORKER_STALL`): the first UDP worker to have received
+/// `n` datagrams stops going round its loop, so a test can watch the
+/// watchdog pings stop while the process lives on.
+#[cfg(debug_assertions)]
+pub fn inject_stall_after(n: u64) {
+    STALL_AFTER.store(n, Ordering::Relaxed);
+}
+
+/// Whether the worker that has received `received` datagrams is the one
+/// to stall now (see [`inject_stall_after`]).
+#[cfg(debug_assertions)]
+pub(crate) fn stall_due(received: u64) -> bool {
+    let n = STALL_AFTER.load(Ordering::Relaxed);
+    n > 0
+        && received >= n
+        && STALLED
+            .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
 }
 

@@ -14,6 +14,7 @@
 //! around `gnomon-protocol`.
 #![deny(unsafe_code)]
 
+pub mod activation;
 pub mod budget;
 pub mod config;
 pub mod engine;
@@ -23,12 +24,14 @@ pub mod kernel_time;
 pub mod keyfile;
 pub mod keys;
 pub mod limit;
+pub mod liveness;
 pub mod metrics;
 pub mod offline;
 pub mod reload;
 pub mod sources;
 pub mod stats;
 pub mod sys;
+pub mod systemd;
 pub mod tcp;
 pub mod worker;
 

@@ -24,6 +24,7 @@ use crate::failure::Failure;
 use crate::stats::{Drop, WorkerStats};
 
 pub mod cmsg;
+pub mod passed;
 
 /// Largest datagram handled; longer ones arrive truncated and are dropped.
 pub const MAX_DATAGRAM: usize = 1536;
@@ -451,6 +452,22 @@ pub fn udp_socket(
     if addr.is_ipv6() {
         s.set_only_v6(true)?;
     }
+    prepare_udp(&s, addr, recv_buffer, read_timeout)?;
+    s.bind(&addr.into())?;
+    Ok(s)
+}
+
+/// What a worker needs of a UDP socket bound (or to be bound) to `addr`,
+/// whether gnomon made it or the service manager passed it: blocking
+/// receives with a timeout (a passed socket may come non-blocking, which
+/// would make the worker spin), the buffer size, and the ancillary data.
+pub fn prepare_udp(
+    s: &Socket,
+    addr: SocketAddr,
+    recv_buffer: Option<usize>,
+    read_timeout: Duration,
+) -> io::Result<()> {
+    s.set_nonblocking(false)?;
     if let Some(b) = recv_buffer {
         s.set_recv_buffer_size(b)?;
     }
@@ -469,8 +486,7 @@ pub fn udp_socket(
             set_int(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
         }
     }
-    s.bind(&addr.into())?;
-    Ok(s)
+    Ok(())
 }
 
 /// The kernel's view of the system clock (`adjtimex`).

@@ -74,6 +74,7 @@ use gnomon_protocol::{Acceptor, ProfileSet, PROFILES};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::keys::SharedKeys;
+use crate::liveness::{Beat, Named};
 use crate::stats::Drop;
 use crate::worker::{ClockState, LiveConfig};
 
@@ -296,6 +297,8 @@ pub struct TcpServer {
     local: Vec<SocketAddr>,
     shared: Arc<Shared>,
     listeners: Vec<JoinHandle<()>>,
+    /// One per listener, ticked per accept or accept timeout.
+    beats: Vec<Named>,
 }
 
 /// Narrow `acceptor` to the profiles carried over TCP, and lift the
@@ -344,9 +347,6 @@ fn listener(addr: SocketAddr, any_port: bool) -> io::Result<Socket> {
         if addr.is_ipv6() {
             s.set_only_v6(true)?;
         }
-        // Linux applies SO_RCVTIMEO to accept: the listener wakes to see
-        // the stop flag without a second thread or a self-connection.
-        s.set_read_timeout(Some(ACCEPT_WAKE))?;
         s.bind(&addr.into())?;
         s.listen(1024)?;
         Ok(s)
@@ -372,16 +372,36 @@ impl TcpServer {
         clock: Arc<ClockState>,
         stop: Arc<AtomicBool>,
     ) -> io::Result<TcpServer> {
-        let mut sockets = Vec::new();
+        let sockets = addrs
+            .iter()
+            .map(|&(addr, any_port)| listener(addr, any_port))
+            .collect::<io::Result<Vec<_>>>()?;
+        TcpServer::start_on(sockets, config, worker, keys, clock, stop)
+    }
+
+    /// Start accepting on listening sockets, bound here or passed by the
+    /// service manager.
+    pub fn start_on(
+        sockets: Vec<Socket>,
+        config: TcpConfig,
+        worker: LiveConfig,
+        keys: SharedKeys,
+        clock: Arc<ClockState>,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<TcpServer> {
         let mut local = Vec::new();
-        for &(addr, any_port) in addrs {
-            let s = listener(addr, any_port)?;
+        for s in &sockets {
+            // Linux applies SO_RCVTIMEO to a blocking accept: the listener
+            // wakes to see the stop flag without a second thread or a
+            // self-connection. A passed socket may come non-blocking
+            // (NonBlocking=yes), and then every accept would return at once.
+            s.set_nonblocking(false)?;
+            s.set_read_timeout(Some(ACCEPT_WAKE))?;
             local.push(
                 s.local_addr()?
                     .as_socket()
                     .ok_or_else(|| io::Error::other("not an IP socket"))?,
             );
-            sockets.push(s);
         }
         let shared = Arc::new(Shared {
             config: ArcSwap::from_pointee(config),
@@ -396,11 +416,14 @@ impl TcpServer {
             per_source: Mutex::new(HashMap::new()),
         });
         let mut listeners = Vec::new();
+        let mut beats = Vec::new();
         for (s, addr) in sockets.into_iter().zip(&local) {
             let mine = shared.clone();
+            let beat = Beat::new();
+            beats.push((format!("tcp listener {addr}"), beat.clone()));
             let spawned = std::thread::Builder::new()
                 .name(format!("gnomon-tcp-{addr}"))
-                .spawn(move || accept_loop(s, &mine));
+                .spawn(move || accept_loop(s, &mine, &beat));
             match spawned {
                 Ok(h) => listeners.push(h),
                 Err(e) => {
@@ -414,6 +437,7 @@ impl TcpServer {
             local,
             shared,
             listeners,
+            beats,
         })
     }
 
@@ -427,6 +451,11 @@ impl TcpServer {
     /// `enabled` is fixed at start.
     pub fn set_config(&self, config: TcpConfig) {
         self.shared.config.store(Arc::new(config));
+    }
+
+    /// The listeners' heartbeats.
+    pub fn heartbeats(&self) -> &[Named] {
+        &self.beats
     }
 
     /// The counters now.
@@ -470,8 +499,9 @@ impl Shared {
     }
 }
 
-fn accept_loop(listener: Socket, shared: &Arc<Shared>) {
+fn accept_loop(listener: Socket, shared: &Arc<Shared>, beat: &Beat) {
     while !shared.stop.load(Ordering::Relaxed) {
+        beat.tick();
         match listener.accept() {
             Ok((socket, peer)) => {
                 let source = peer

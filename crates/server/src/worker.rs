@@ -21,6 +21,7 @@ use crate::grease::Greaser;
 use crate::kernel_time::{process_now_ns, KernelTime, SystemClocks};
 use crate::keys::{Choice, SharedKeys};
 use crate::limit::{process_hasher, LimitConfig, SourceLimiter, Verdict};
+use crate::liveness::Beat;
 use crate::sources::{Broadcasts, SourceFilter};
 use crate::stats::{Drop, WorkerStats};
 use crate::sys::{Batch, Replies};
@@ -111,6 +112,9 @@ pub struct Worker {
     pub published: Arc<Mutex<WorkerStats>>,
     /// The host's directed-broadcast addresses, refreshed by the engine.
     pub broadcasts: Arc<Broadcasts>,
+    /// Ticked once per loop iteration, idle wake-ups included, for the
+    /// watchdog (`liveness`).
+    pub heartbeat: Arc<Beat>,
 }
 
 /// Parsed request and where it goes, kept on the stack.
@@ -218,6 +222,11 @@ impl Worker {
         let mut state = self.prepare();
         let mut last_publish = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
+            self.heartbeat.tick();
+            #[cfg(debug_assertions)]
+            if failure::stall_due(state.stats.received) {
+                self.stall();
+            }
             self.serve_once(&mut state)?;
             if let Some(n) = state
                 .config
@@ -239,6 +248,17 @@ impl Worker {
             *p = state.stats;
         }
         Ok(())
+    }
+
+    /// Debug builds only, the stall fault (`failure::inject_stall_after`):
+    /// stop serving and stop ticking the heartbeat, as a worker stuck in a
+    /// system call or a livelock would, but still see the stop flag so the
+    /// process can be ended cleanly.
+    #[cfg(debug_assertions)]
+    fn stall(&self) {
+        while !self.stop.load(Ordering::Relaxed) {
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
     }
 
     /// Receive one batch (waiting at most the socket's read timeout) and
@@ -535,6 +555,7 @@ impl Worker {
             stop: Arc::new(AtomicBool::new(false)),
             published: Arc::new(Mutex::new(WorkerStats::default())),
             broadcasts: Arc::new(Broadcasts::default()),
+            heartbeat: Beat::new(),
         })
     }
 }

@@ -155,6 +155,7 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
         stop: Arc::new(AtomicBool::new(false)),
         published: Arc::new(Mutex::new(WorkerStats::default())),
         broadcasts: Default::default(),
+        heartbeat: Default::default(),
     };
     let mut state = worker.prepare();
     // Warm up: one request answered outside the measured window.

@@ -10,4 +10,5 @@ pub(crate) mod keygen;
 pub(crate) mod query;
 pub(crate) mod query_sequence;
 pub(crate) mod serve;
+pub(crate) mod service;
 pub(crate) mod verify_report;

@@ -17,9 +17,11 @@ use gnomon_server::offline::OfflineStore;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::tcp::TcpConfig;
 use gnomon_server::worker::WorkerConfig;
-use gnomon_server::{keyfile, metrics};
+use gnomon_server::{activation, keyfile, metrics};
 use gnomon_server::{Engine, EngineConfig};
 use tracing_subscriber::filter::LevelFilter;
+
+use super::service::Service;
 
 /// `println!` that ignores a closed stdout: a server must not die because
 /// whoever started it stopped reading.
@@ -172,6 +174,9 @@ fn init_logging(log: &LogConfig) -> LevelHandle {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
+    // First, while this is the only thread: taking them clears LISTEN_*
+    // from the environment.
+    let passed = gnomon_server::sys::passed::take_passed();
     let config = match args.config.load() {
         Ok(c) => c,
         Err(e) => {
@@ -180,6 +185,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     };
     let log_level = init_logging(&config.log);
+    let passed = match passed
+        .map_err(|e| format!("socket activation: {e}"))
+        .and_then(|p| activation::classify(p, config.tcp.enable).map_err(|e| e.to_string()))
+    {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let activated = passed.is_some();
     // Before any key is read: a core file or a same-user ptrace must never
     // see a seed.
     if let Err(e) = gnomon_server::sys::set_non_dumpable() {
@@ -202,8 +218,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
     out!("public key (hex):    {}", hex::encode(public));
     let engine_config = engine_config(&config);
     let workers = engine_config.workers;
-    let engine = match Engine::start_with_clock(engine_config, sources, clock_reader()) {
+    let engine = match Engine::start_on(engine_config, sources, clock_reader(), passed) {
         Ok(e) => e,
+        Err(e) if activated => {
+            tracing::error!("cannot start on the sockets passed by the service manager: {e}");
+            return ExitCode::from(OS_ERROR);
+        }
         Err(e) => {
             tracing::error!("cannot start on {:?}: {e}", config.listen.addrs());
             return ExitCode::from(OS_ERROR);
@@ -242,12 +262,21 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let mut clock_report = ClockReport::read(&engine);
     clock_report.log_changes_from(&ClockReport::FINE);
+    let how = if activated {
+        " (socket passed by the service manager)"
+    } else {
+        ""
+    };
     for addr in &engine.local {
-        tracing::info!("listening on udp {addr} with {workers} workers");
+        tracing::info!("listening on udp {addr} with {workers} workers{how}");
     }
     for addr in engine.tcp_local() {
-        tracing::info!("listening on tcp {addr}");
+        tracing::info!("listening on tcp {addr}{how}");
     }
+    if activated && config.tcp.enable && engine.tcp_local().is_empty() {
+        tracing::info!("no TCP socket was passed: TCP is not served");
+    }
+    let mut service = Service::ready(&engine, config.profiles().iter().count());
     let mut last_summary = Instant::now();
     let mut last_horizon_warning: Option<Instant> = None;
     let mut previous = WorkerStats::default();
@@ -279,8 +308,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
             previous = now;
             last_summary = Instant::now();
         }
+        service.tick(&engine);
     }
     let failed = engine.failed();
+    service.stopping(failed);
     let result = engine.shutdown();
     if let Some(m) = metrics {
         let _ = m.join();
@@ -385,7 +416,9 @@ impl ClockReport {
 /// Debug builds only: `GNOMON_TEST_WORKER_FAULT=N` makes every UDP worker
 /// fail after N datagrams, so a test can watch a real process take itself
 /// down; `GNOMON_TEST_RECEIVE_ERRORS=N` makes the next N receives fail, so a
-/// test can watch it survive. Release builds never read either.
+/// test can watch it survive; `GNOMON_TEST_WORKER_STALL=N` makes one worker
+/// stop looping after N datagrams (not even compiled into release), so a
+/// test can watch the watchdog pings stop. Release builds read none.
 fn injected_fault() -> Option<u64> {
     if !cfg!(debug_assertions) {
         return None;
@@ -397,6 +430,15 @@ fn injected_fault() -> Option<u64> {
         // The next N receives fail (ENOBUFS): the workers must count them,
         // back off, and go on serving.
         gnomon_server::failure::inject_receive_errors(n);
+    }
+    #[cfg(debug_assertions)]
+    if let Some(n) = std::env::var("GNOMON_TEST_WORKER_STALL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        // One worker stops going round its loop after N datagrams: the
+        // watchdog pings must stop.
+        gnomon_server::failure::inject_stall_after(n);
     }
     std::env::var("GNOMON_TEST_WORKER_FAULT").ok()?.parse().ok()
 }

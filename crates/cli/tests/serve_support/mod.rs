@@ -49,63 +49,82 @@ pub fn start_serve_bin(bin: &Path, extra: &[&str], setup: impl FnOnce(&mut Comma
 }
 
 fn start_serve_command(
-    mut cmd: Command,
+    cmd: Command,
     listen: &str,
     extra: &[&str],
     setup: impl FnOnce(&mut Command),
 ) -> Started {
+    let mut cmd = serve_command(cmd, listen, extra);
     setup(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    Started::read(child, stderr)
+}
+
+/// `cmd` (the built gnomon, see [`gnomon_via`]) with the arguments of
+/// [`start_serve_via`], stdout and stderr piped.
+pub fn serve_command(mut cmd: Command, listen: &str, extra: &[&str]) -> Command {
     // A flag may be given once: `extra` may choose its own worker count.
     let workers: &[&str] = if extra.contains(&"--workers") {
         &[]
     } else {
         &["--workers", "2"]
     };
-    let mut child = cmd
-        .args(["serve", "--listen", listen, "--summary-interval", "0"])
+    cmd.args(["serve", "--listen", listen, "--summary-interval", "0"])
         .args(workers)
         .args(extra)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// The public key a spawned server prints first on stdout.
+pub fn read_public(child: &mut Child) -> [u8; 32] {
     let mut line = String::new();
-    out.read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let b64 = line
         .trim()
         .strip_prefix("public key (base64): ")
-        .expect("public key line")
-        .to_string();
-    let public: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .unwrap_or_else(|| panic!("public key line, not {line:?}"));
+    base64::engine::general_purpose::STANDARD
         .decode(b64)
         .unwrap()
         .try_into()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut startup = Vec::new();
-    let mut metrics = None;
-    let addr = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "server exited before listening: {startup:?}"
-        );
-        startup.push(line.clone());
-        if let Some((_, r)) = line.split_once("metrics on http://") {
-            metrics = r.split('/').next().and_then(|a| a.parse().ok());
+        .unwrap()
+}
+
+impl Started {
+    /// Read a spawned server's public key (stdout) and its log (`stderr`,
+    /// perhaps partly read already) up to "listening on udp".
+    pub fn read(mut child: Child, mut stderr: BufReader<ChildStderr>) -> Started {
+        let public = read_public(&mut child);
+        let mut line = String::new();
+        let mut startup = Vec::new();
+        let mut metrics = None;
+        let addr = loop {
+            line.clear();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "server exited before listening: {startup:?}"
+            );
+            startup.push(line.clone());
+            if let Some((_, r)) = line.split_once("metrics on http://") {
+                metrics = r.split('/').next().and_then(|a| a.parse().ok());
+            }
+            if let Some(rest) = line.split_once("listening on udp ").map(|(_, r)| r) {
+                break rest.split_whitespace().next().unwrap().parse().unwrap();
+            }
+        };
+        Started {
+            child,
+            addr,
+            public,
+            metrics,
+            stderr,
+            startup,
         }
-        if let Some(rest) = line.split_once("listening on udp ").map(|(_, r)| r) {
-            break rest.split_whitespace().next().unwrap().parse().unwrap();
-        }
-    };
-    Started {
-        child,
-        addr,
-        public,
-        metrics,
-        stderr,
-        startup,
     }
 }
 
