@@ -189,7 +189,8 @@ fn wait_bounded(child: &mut Child) -> ExitStatus {
 }
 
 /// READY=1 only once queries are answered on UDP and TCP, STATUS= lines
-/// with the summary, WATCHDOG=1 again and again, STOPPING=1 at SIGTERM.
+/// with the summary, WATCHDOG=1 again and again, RELOADING=1 and READY=1
+/// around a SIGHUP reload, STOPPING=1 at SIGTERM.
 fn notifications_follow_the_lifecycle(manager: Manager) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
@@ -223,6 +224,16 @@ fn notifications_follow_the_lifecycle(manager: Manager) {
     for _ in 0..3 {
         manager.wait_for("WATCHDOG=1");
     }
+    // A SIGHUP reload is bracketed: RELOADING=1, then READY=1 again.
+    let hup = Command::new("kill")
+        .args(["-HUP", &server.child().id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let reloading = manager.wait_for("RELOADING=1");
+    assert!(reloading.contains("MONOTONIC_USEC="), "{reloading}");
+    let again = manager.wait_for("READY=1");
+    assert!(again.contains("STATUS=answering "), "{again}");
     let (status, _) = sigterm_and_wait(server.child(), PATIENCE).expect("stops on SIGTERM");
     manager.wait_for("STOPPING=1");
     assert!(status.success(), "{status:?}");

@@ -283,7 +283,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(Duration::from_millis(50));
         if hangup.swap(false, Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+            service.reloading();
             reload::reload(&args, &mut running, &engine);
+            service.reloaded(&engine, running.applied.profiles().iter().count());
         }
         let report = ClockReport::read(&engine);
         report.log_changes_from(&clock_report);

@@ -1,6 +1,7 @@
 //! `gnomon serve` under a service manager (`Type=notify`): READY=1 once
 //! the engine runs, a STATUS= summary every few seconds, WATCHDOG=1 only
-//! while every worker goes round its loop, STOPPING=1 on the way out.
+//! while every worker goes round its loop, RELOADING=1 and READY=1 around
+//! a SIGHUP reload, STOPPING=1 on the way out.
 //! Everything here runs on the main thread's 50 ms poll, never on a
 //! worker. Without `NOTIFY_SOCKET` it sends nothing.
 
@@ -44,6 +45,15 @@ fn list(addrs: &[std::net::SocketAddr]) -> String {
         .join(", ")
 }
 
+/// "N versions on udp A and tcp B".
+fn serving(engine: &Engine, versions: usize) -> String {
+    let mut s = format!("{versions} versions on udp {}", list(&engine.local));
+    if !engine.tcp_local().is_empty() {
+        s += &format!(" and tcp {}", list(engine.tcp_local()));
+    }
+    s
+}
+
 impl Service {
     /// Everything is bound and the first key epoch is in place (the engine
     /// started): say READY=1 with the first status, and start watching
@@ -70,14 +80,10 @@ impl Service {
                 );
                 w
             });
-        let mut serving = format!("{versions} versions on udp {}", list(&engine.local));
-        if !engine.tcp_local().is_empty() {
-            serving += &format!(" and tcp {}", list(engine.tcp_local()));
-        }
         let mut service = Service {
             notifier,
             watchdog,
-            serving,
+            serving: serving(engine, versions),
             next_status: now + STATUS_EVERY,
             last: (responses(engine), now),
             stalled: Vec::new(),
@@ -86,6 +92,21 @@ impl Service {
         let status = service.status(engine, now);
         service.send(&[NotifyState::Ready, NotifyState::Status(&status)]);
         service
+    }
+
+    /// A SIGHUP reload begins (systemd shows "reloading" until READY=1).
+    pub(crate) fn reloading(&mut self) {
+        match NotifyState::monotonic_usec_now() {
+            Ok(now) => self.send(&[NotifyState::Reloading, now]),
+            Err(_) => self.send(&[NotifyState::Reloading]),
+        }
+    }
+
+    /// The reload is over, applied or refused: serving `versions` now.
+    pub(crate) fn reloaded(&mut self, engine: &Engine, versions: usize) {
+        self.serving = serving(engine, versions);
+        let status = self.status(engine, Instant::now());
+        self.send(&[NotifyState::Ready, NotifyState::Status(&status)]);
     }
 
     /// Called on every poll of the main loop.
