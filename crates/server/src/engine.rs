@@ -343,17 +343,15 @@ impl Engine {
         if let Some(k) = &self.keeper {
             k.thread().unpark();
         }
-        let publics = answer
-            .recv_timeout(RELOAD_PATIENCE)
-            .map_err(|_| {
-                // Busy past all reason (a hung delegation directory): the
-                // request stays queued and applies when it gets to it, but
-                // the settings below do not; a new SIGHUP then completes it.
-                io::Error::other(
-                    "the key thread did not answer in time; its keys may still change, \
+        let publics = answer.recv_timeout(RELOAD_PATIENCE).map_err(|_| {
+            // Busy past all reason (a hung delegation directory): the
+            // request stays queued and applies when it gets to it, but
+            // the settings below do not; a new SIGHUP then completes it.
+            io::Error::other(
+                "the key thread did not answer in time; its keys may still change, \
                      send SIGHUP again once it does",
-                )
-            })??;
+            )
+        })??;
         // Keys first, then settings: every pair a worker can see is one the
         // server could have been started with.
         if *running != worker {
