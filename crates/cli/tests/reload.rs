@@ -338,13 +338,21 @@ fn restart_only_settings_are_named_and_not_applied() {
     write_config(&config, &format!("{BASE}key-file = \"k\"\nworkers = 1\n"));
     let mut server = Server::start(&config);
     assert!(ask(server.addr, Profile::rfc()).is_some());
+    let (radius, expiry) = (
+        "gnomon_radius_seconds",
+        "gnomon_certificate_expiry_timestamp_seconds",
+    );
+    assert!(server.metric(radius) < 100);
+    let expires = server.metric(expiry);
     // New addresses and worker count wait for a restart; the versions
-    // answered change at once.
+    // answered, the radius (synchronized clock or not) and the online
+    // key's validity change at once.
     write_config(
         &config,
         "listen = [\"127.0.0.1:9\"]\nmetrics = \"127.0.0.1:0\"\nworkers = 2\n\
          clock.unsynchronized = \"answer-with-radius\"\nkey-file = \"k\"\n\
-         versions = [\"google\"]\n",
+         clock.radius-floor = \"100s\"\nclock.unsynchronized-radius = \"100s\"\n\
+         online-key.validity = \"3d\"\nversions = [\"google\"]\n",
     );
     server.reload(SUCCESS, 1);
     for key in ["listen", "workers"] {
@@ -353,6 +361,11 @@ fn restart_only_settings_are_named_and_not_applied() {
     }
     let line = server.wait_log("reloaded the configuration");
     assert!(line.contains("versions"), "{line}");
+    assert!(server.metric(radius) >= 100);
+    assert!(
+        server.metric(expiry) >= expires + 86_400,
+        "a 3-day delegation"
+    );
     let unsupported = "gnomon_dropped_total{reason=\"unsupported_version\"}";
     let before = server.metric(unsupported);
     assert!(
