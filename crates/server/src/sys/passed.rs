@@ -64,3 +64,29 @@ pub fn take_passed() -> io::Result<Vec<PassedFd>> {
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variables_are_cleared_once_read() {
+        // No descriptor, so nothing of the test process is taken over; no
+        // other test in this crate reads these variables.
+        std::env::set_var("LISTEN_PID", std::process::id().to_string());
+        std::env::set_var("LISTEN_FDS", "0");
+        std::env::set_var("LISTEN_FDNAMES", "");
+        assert!(take_passed().unwrap().is_empty());
+        for v in VARS {
+            assert!(std::env::var_os(v).is_none(), "{v} is still set");
+        }
+        // Another process's sockets are not ours, and their variables are
+        // not passed on either.
+        std::env::set_var("LISTEN_PID", "1");
+        std::env::set_var("LISTEN_FDS", "2");
+        assert!(take_passed().unwrap().is_empty());
+        for v in VARS {
+            assert!(std::env::var_os(v).is_none(), "{v} is still set");
+        }
+    }
+}
