@@ -32,6 +32,9 @@ enum Command {
     Config(commands::config::Args),
     /// Ask one server, or run the measurement sequence over a server list.
     Query(commands::query::Args),
+    /// Keep this machine's time proven by Roughtime: a service feeding
+    /// chrony, a boot-time step (--once --set-clock), a fleet check (--check).
+    Sync(commands::sync::Args),
     /// Check a malfeasance report offline.
     VerifyReport(commands::verify_report::Args),
     /// Decode a Roughtime request or response.
@@ -76,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Delegate(a) => commands::delegate::run(a),
         Command::Config(a) => commands::config::run(a),
         Command::Query(a) => commands::query::run(a),
+        Command::Sync(a) => commands::sync::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Bench(a) => commands::bench::run(a),

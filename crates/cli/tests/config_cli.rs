@@ -252,7 +252,10 @@ fn every_deploy_file_passes_config_check() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&deploy).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "toml") {
+        // gnomon-sync.toml is `gnomon sync`'s, checked by sync_cli.
+        if path.extension().is_none_or(|e| e != "toml")
+            || path.file_name().is_some_and(|n| n == "gnomon-sync.toml")
+        {
             continue;
         }
         let (code, out, err) = run(gnomon().args(["config", "check"]).arg(&path));

@@ -11,4 +11,5 @@ pub(crate) mod query;
 pub(crate) mod query_sequence;
 pub(crate) mod serve;
 pub(crate) mod service;
+pub(crate) mod sync;
 pub(crate) mod verify_report;

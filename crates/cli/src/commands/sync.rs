@@ -1,0 +1,504 @@
+//! `gnomon sync`: the arguments, the output and the signals. What sync
+//! decides is in gnomon-sync (crates/sync).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gnomon_client::{format_duration_us, format_utc};
+use gnomon_sync::config::{self as cfg, Layer, Settings};
+use gnomon_sync::decision::{clock_ok, plan_step, trusted};
+use gnomon_sync::state::{Loaded, Store};
+use gnomon_sync::{Control, Log, Outcome, Refusal, Service, StepPlan, StepRules};
+use serde_json::json;
+
+/// Exit codes of `gnomon sync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exit {
+    Ok = 0,
+    NoConsensus = 1,
+    Outside = 4,
+    Refused = 5,
+    Usage = 64,
+    Local = 70,
+    ClockNotSet = 71,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0   success: a consensus (--once); the clock stepped or already inside it (--set-clock);
+      the clock inside the consensus interval ± --max-offset (--check); the state printed (--status)
+  1   no consensus: too few servers answered or agreed (fewer than --quorum); --status: no state
+  4   --check: the local clock is outside the consensus interval ± --max-offset
+  5   --set-clock: step refused (consensus wider than --max-radius, or below the proven floor)
+  64  usage or configuration error, no usable server list
+  70  local failure (no socket, no random bytes)
+  71  --set-clock: the system refused to set the clock (CAP_SYS_TIME missing?)";
+
+/// Arguments. Every setting is also a key of the `[sync]` table of
+/// --config and a GNOMON_SYNC_* variable (deploy/gnomon-sync.toml).
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES)]
+pub(crate) struct Args {
+    /// A TOML file with a [sync] table (flags and GNOMON_SYNC_* win over it).
+    #[arg(long, env = "GNOMON_SYNC_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The server list (RFC 10049 §8.1 JSON, VERSIONS.md §6.5).
+    #[arg(long, env = "GNOMON_SYNC_SERVERS", value_name = "LIST.json")]
+    servers: Option<PathBuf>,
+    /// Where the floor, the last chain, the list cache and reports live
+    /// [default: /var/lib/gnomon].
+    #[arg(long, env = "GNOMON_SYNC_STATE_DIR", value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Time between rounds, 1s..=1d [default: 10m].
+    #[arg(long, env = "GNOMON_SYNC_INTERVAL", value_name = "DURATION", value_parser = cfg::parse_interval)]
+    interval: Option<Duration>,
+    /// Jitter of the interval, percent, 0..=50 [default: 10].
+    #[arg(long, env = "GNOMON_SYNC_JITTER", value_name = "PERCENT", value_parser = cfg::parse_jitter)]
+    jitter: Option<u8>,
+    /// Servers asked per round, at least [default: 3].
+    #[arg(long, env = "GNOMON_SYNC_MIN_SERVERS", value_name = "N", value_parser = cfg::parse_count)]
+    min_servers: Option<usize>,
+    /// Servers that must agree (besides a strict majority of those
+    /// answering) [default: 2].
+    #[arg(long, env = "GNOMON_SYNC_QUORUM", value_name = "K", value_parser = cfg::parse_count)]
+    quorum: Option<usize>,
+    /// Never set the clock from a consensus wider (radius) than this
+    /// [default: 10s].
+    #[arg(long, env = "GNOMON_SYNC_MAX_RADIUS", value_name = "DURATION", value_parser = cfg::parse_max_radius)]
+    max_radius: Option<Duration>,
+    /// --check: tolerance around the consensus interval [default: 0s].
+    #[arg(long, env = "GNOMON_SYNC_MAX_OFFSET", value_name = "DURATION", value_parser = cfg::parse_max_offset)]
+    max_offset: Option<Duration>,
+    /// First UDP wait per query; each retry waits 1.5 times longer
+    /// [default: 1s].
+    #[arg(long, env = "GNOMON_SYNC_TIMEOUT", value_name = "DURATION", value_parser = cfg::parse_timeout)]
+    timeout: Option<Duration>,
+    /// UDP attempts per query [default: 3].
+    #[arg(long, env = "GNOMON_SYNC_RETRIES", value_name = "N", value_parser = cfg::parse_retries)]
+    retries: Option<u32>,
+    /// POST malfeasance reports when a URL is known [default: true].
+    #[arg(long, env = "GNOMON_SYNC_REPORT", value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true", value_parser = clap::value_parser!(bool))]
+    report: Option<bool>,
+    /// Where to POST reports (https); default: the list's `reports`.
+    #[arg(long, env = "GNOMON_SYNC_REPORT_URL", value_name = "URL", value_parser = cfg::parse_report_url)]
+    report_url: Option<String>,
+    /// Measure once and exit.
+    #[arg(long)]
+    once: bool,
+    /// With --once: step the clock to the consensus when the local clock
+    /// is outside it (quorum, --max-radius and the floor permitting).
+    #[arg(long, requires = "once", conflicts_with = "check")]
+    set_clock: bool,
+    /// With --set-clock: print the step, make none.
+    #[arg(long, requires = "set_clock")]
+    dry_run: bool,
+    /// Measure once; exit 0 when the local clock is inside the consensus
+    /// interval (± --max-offset), 4 when outside.
+    #[arg(long)]
+    check: bool,
+    /// Print the last state saved in --state-dir and exit.
+    #[arg(long, conflicts_with_all = ["once", "check"])]
+    status: bool,
+    /// Print the effective settings as a [sync] table and exit.
+    #[arg(long)]
+    print_config: bool,
+    /// --once, --check, --status: one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Testing only: accept a plain-HTTP `reports` URL on loopback.
+    #[arg(long, hide = true)]
+    allow_loopback_http_reports: bool,
+}
+
+impl Args {
+    fn layer(&self) -> Layer {
+        Layer {
+            servers: self.servers.clone(),
+            state_dir: self.state_dir.clone(),
+            interval: self.interval,
+            jitter: self.jitter,
+            min_servers: self.min_servers,
+            quorum: self.quorum,
+            max_radius: self.max_radius,
+            max_offset: self.max_offset,
+            timeout: self.timeout,
+            retries: self.retries,
+            report: self.report,
+            report_url: self.report_url.clone(),
+        }
+    }
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    let file = match &args.config {
+        Some(p) => match Layer::from_file(p) {
+            Ok(l) => l,
+            Err(e) => return usage(e),
+        },
+        None => Layer::default(),
+    };
+    let settings = Settings::resolve(&file, &args.layer());
+    if args.print_config {
+        print!("{settings}");
+        return Exit::Ok.into();
+    }
+    if args.status {
+        return status(&settings, args.json);
+    }
+    let log: Log = Arc::new(|line: &str| {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "gnomon sync: {line}");
+    });
+    let mut service = match Service::new(settings, log.clone(), args.allow_loopback_http_reports) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    // Sinks (chrony's SOCK refclock for --chrony-sock) are added here, for
+    // every mode: service.add_sink(Box::new(…)).
+    if args.once || args.check {
+        return once(&mut service, &args);
+    }
+    serve_loop(service, &log)
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("gnomon sync: {msg}");
+    Exit::Usage.into()
+}
+
+/// The service: rounds until SIGTERM or SIGINT; SIGHUP re-reads the list.
+fn serve_loop(mut service: Service, log: &Log) -> ExitCode {
+    let (tx, rx) = mpsc::channel();
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = match signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
+        Ok(s) => s,
+        Err(e) => {
+            log(&format!("cannot handle signals: {e}"));
+            return Exit::Local.into();
+        }
+    };
+    let watch = log.clone();
+    let spawned = std::thread::Builder::new()
+        .name("gnomon-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if sig == SIGHUP {
+                    let _ = tx.send(Control::Reload);
+                    continue;
+                }
+                let _ = tx.send(Control::Stop);
+                // A round in progress may wait seconds on silent servers;
+                // everything it saves is written atomically, so stopping
+                // in the middle loses that round and nothing else.
+                std::thread::sleep(STOP_GRACE);
+                watch("stopped in the middle of a round");
+                std::process::exit(0);
+            }
+        });
+    if let Err(e) = spawned {
+        log(&format!("cannot start the signal thread: {e}"));
+        return Exit::Local.into();
+    }
+    let s = service.settings();
+    log(&format!(
+        "started: {} server(s), every {} ± {}%, quorum {}, state in {}",
+        service.servers().len(),
+        humanize(s.interval),
+        s.jitter,
+        s.quorum,
+        s.state_dir.display()
+    ));
+    service.run(&rx);
+    log("stopped");
+    Exit::Ok.into()
+}
+
+/// How long a stop waits for the round in progress.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+fn humanize(d: Duration) -> String {
+    format!("{:.0} s", d.as_secs_f64())
+}
+
+/// `--once`, `--check`, `--set-clock`.
+fn once(service: &mut Service, args: &Args) -> ExitCode {
+    let outcome = match service.round() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("gnomon sync: {e}");
+            return Exit::Local.into();
+        }
+    };
+    // The POST retries 10 s, then 15 s: a report gets its first two
+    // attempts before a one-shot run (at boot, from cron) exits.
+    service.wait_for_reports(Duration::from_secs(30));
+    let settings = service.settings().clone();
+    let round = &outcome.round;
+    let evidence = round.evidence();
+    let servers = service.servers();
+    let name = |i: usize| servers[i].name.clone();
+    let mut out = json!({
+        "consensus": round.consensus.as_ref().map(|c| json!({
+            "offset_low_us": c.low_us as i64,
+            "offset_high_us": c.high_us as i64,
+            "offset_us": c.midpoint_us() as i64,
+            "radius_us": c.radius_us() as i64,
+            "time_utc": format_utc((round.local_end_us + c.midpoint_us()).max(0) as u64),
+            "agreeing": c.agreeing.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            "answering": c.answering,
+        })),
+        "quorum": settings.quorum,
+        "quorum_met": round.quorum_met,
+        "local_time_utc": format_utc(round.local_end_us.max(0) as u64),
+        "outside": round.outside.iter().map(|&(i, _)| name(i))
+            .chain(round.still_out.iter().map(|&i| name(i))).collect::<Vec<_>>(),
+        "unreachable": round.unreachable.iter().map(|u| name(u.0)).collect::<Vec<_>>(),
+        "report_file": outcome.report_file.as_ref().map(|p| p.display().to_string()),
+        "floor_utc": service.state().floor_us.map(|f| format_utc(f.max(0) as u64)),
+    });
+    let mut text: Vec<String> = Vec::new();
+    let code = if args.check {
+        check(&settings, evidence.as_ref(), &mut out, &mut text)
+    } else if args.set_clock {
+        set_clock(&settings, &outcome, args.dry_run, &mut out, &mut text)
+    } else if trusted(evidence.as_ref(), settings.quorum).is_ok() {
+        Exit::Ok
+    } else {
+        Exit::NoConsensus
+    };
+    out["exit_code"] = json!(code as u8);
+    if args.json {
+        println!("{out}");
+    } else {
+        println!("{}", outcome.line);
+        for t in text {
+            println!("{t}");
+        }
+    }
+    code.into()
+}
+
+fn check(
+    settings: &Settings,
+    evidence: Option<&gnomon_sync::Evidence>,
+    out: &mut serde_json::Value,
+    text: &mut Vec<String>,
+) -> Exit {
+    let max = settings.max_offset.as_micros() as i128;
+    out["max_offset_us"] = json!(max as i64);
+    let e = match trusted(evidence, settings.quorum) {
+        Ok(e) => e,
+        Err(r) => {
+            out["inside"] = json!(null);
+            text.push(format!("check        no verdict: {}", refusal_words(&r)));
+            return Exit::NoConsensus;
+        }
+    };
+    let inside = clock_ok(e, max);
+    out["inside"] = json!(inside);
+    // How far the local clock is from the interval (0 inside it).
+    let off = if e.low_us > 0 {
+        e.low_us
+    } else if e.high_us < 0 {
+        e.high_us
+    } else {
+        0
+    };
+    out["outside_by_us"] = json!(off as i64);
+    text.push(format!(
+        "check        local clock {} the consensus interval [{}, {}] ± {}",
+        if inside { "inside" } else { "OUTSIDE" },
+        format_duration_us(e.low_us),
+        format_duration_us(e.high_us),
+        format_duration_us(max).trim_start_matches('+'),
+    ));
+    if inside {
+        Exit::Ok
+    } else {
+        Exit::Outside
+    }
+}
+
+fn set_clock(
+    settings: &Settings,
+    outcome: &Outcome,
+    dry_run: bool,
+    out: &mut serde_json::Value,
+    text: &mut Vec<String>,
+) -> Exit {
+    let round = &outcome.round;
+    let rules = StepRules {
+        quorum: settings.quorum,
+        max_radius_us: settings.max_radius.as_micros() as i128,
+        floor_us: outcome.floor_before_us,
+    };
+    let evidence = round.evidence();
+    let plan = plan_step(evidence.as_ref(), &rules, round.local_at(Instant::now()));
+    let (code, step) = match plan {
+        StepPlan::Inside => {
+            text.push("set-clock    the local clock is inside the consensus: no step".into());
+            (Exit::Ok, json!({ "action": "none" }))
+        }
+        StepPlan::Refused(r) => {
+            text.push(format!("set-clock    REFUSED: {}", refusal_words(&r)));
+            let code = match r {
+                Refusal::NoConsensus | Refusal::Quorum { .. } => Exit::NoConsensus,
+                _ => Exit::Refused,
+            };
+            (
+                code,
+                json!({ "action": "refused", "reason": refusal_key(&r), "message": refusal_words(&r) }),
+            )
+        }
+        StepPlan::Step { from_us, to_us } => {
+            let delta = to_us - from_us;
+            let mut step = json!({
+                "action": "step",
+                "from_utc": format_utc(from_us.max(0) as u64),
+                "to_utc": format_utc(to_us.max(0) as u64),
+                "delta_us": delta as i64,
+                "dry_run": dry_run,
+            });
+            if dry_run {
+                text.push(format!(
+                    "set-clock    would step the clock by {} from {} to {} (dry run: not stepped)",
+                    format_duration_us(delta),
+                    format_utc(from_us.max(0) as u64),
+                    format_utc(to_us.max(0) as u64)
+                ));
+                (Exit::Ok, step)
+            } else {
+                // The target again at the moment of the call: the plan
+                // was made a moment ago.
+                let now = round.local_at(Instant::now());
+                let delta_now = evidence.map_or(delta, |e| e.midpoint_us());
+                match gnomon_sync::clock::set_realtime(now + delta_now) {
+                    Ok(()) => {
+                        text.push(format!(
+                            "set-clock    stepped the clock by {} to {}",
+                            format_duration_us(delta_now),
+                            format_utc((now + delta_now).max(0) as u64)
+                        ));
+                        step["done"] = json!(true);
+                        (Exit::Ok, step)
+                    }
+                    Err(e) => {
+                        text.push(format!("set-clock    FAILED to set the clock: {e}"));
+                        step["done"] = json!(false);
+                        step["error"] = json!(e.to_string());
+                        (Exit::ClockNotSet, step)
+                    }
+                }
+            }
+        }
+    };
+    out["step"] = step;
+    code
+}
+
+fn refusal_key(r: &Refusal) -> &'static str {
+    match r {
+        Refusal::NoConsensus => "no_consensus",
+        Refusal::Quorum { .. } => "quorum",
+        Refusal::TooWide { .. } => "too_wide",
+        Refusal::BelowFloor { .. } => "below_floor",
+    }
+}
+
+fn refusal_words(r: &Refusal) -> String {
+    match r {
+        Refusal::NoConsensus => "no consensus (no majority of answering servers agrees)".into(),
+        Refusal::Quorum { agreeing, quorum } => {
+            format!("{agreeing} server(s) agree, fewer than the quorum of {quorum}")
+        }
+        Refusal::TooWide { radius_us, max_us } => format!(
+            "the consensus radius {} is wider than --max-radius {}",
+            format_duration_us(*radius_us).trim_start_matches('+'),
+            format_duration_us(*max_us).trim_start_matches('+')
+        ),
+        Refusal::BelowFloor {
+            target_us,
+            floor_us,
+        } => format!(
+            "the step would set the clock to {}, before {}, which this machine proved has passed",
+            format_utc((*target_us).max(0) as u64),
+            format_utc((*floor_us).max(0) as u64)
+        ),
+    }
+}
+
+/// `--status`: the last state, changing nothing.
+fn status(settings: &Settings, as_json: bool) -> ExitCode {
+    let store = Store::at(&settings.state_dir);
+    let state = match store.peek() {
+        Loaded::Ok(s) => s,
+        Loaded::Missing => {
+            eprintln!(
+                "gnomon sync: no state in {} yet",
+                settings.state_dir.display()
+            );
+            return Exit::NoConsensus.into();
+        }
+        Loaded::Warning(w) => {
+            eprintln!("gnomon sync: warning: {w}");
+            return Exit::NoConsensus.into();
+        }
+    };
+    if as_json {
+        println!("{}", serde_json::to_string(&state).unwrap_or_default());
+        return Exit::Ok.into();
+    }
+    let utc = |us: i64| format_utc(us.max(0) as u64);
+    println!("state        {}", settings.state_dir.display());
+    match state.floor_us {
+        Some(f) => println!("floor        {} (the last proven time)", utc(f)),
+        None => println!("floor        none"),
+    }
+    if let Some(l) = &state.last {
+        println!(
+            "last round   {} ({})",
+            utc(l.at_us),
+            if l.ok { "consensus" } else { "NO consensus" }
+        );
+        if let (Some(lo), Some(hi)) = (l.offset_low_us, l.offset_high_us) {
+            println!(
+                "offset       [{}, {}]",
+                format_duration_us(i128::from(lo)),
+                format_duration_us(i128::from(hi))
+            );
+        }
+        println!("agreeing     {}", list_or_none(&l.agreeing));
+        println!("outside      {}", list_or_none(&l.outside));
+        println!("unreachable  {}", list_or_none(&l.unreachable));
+        if let Some(r) = &l.report {
+            println!("report       {r}");
+        }
+    }
+    for e in &state.excluded {
+        println!(
+            "excluded     {} ({}) since {}",
+            e.name,
+            e.public_key,
+            utc(e.since_us)
+        );
+    }
+    Exit::Ok.into()
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}

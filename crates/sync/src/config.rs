@@ -1,0 +1,472 @@
+//! What `gnomon sync` is told, checked once.
+//!
+//! ```text
+//!  defaults ◀── file ([sync] table, --config) ◀── GNOMON_SYNC_* ◀── flags
+//!                          └──────── Settings::resolve ──▶ Settings
+//! ```
+//!
+//! The keys live in a `[sync]` table (deploy/gnomon-sync.toml shows them
+//! all); each is a flag of the same name and a `GNOMON_SYNC_*` variable
+//! (`max-radius` → `--max-radius`, `GNOMON_SYNC_MAX_RADIUS`). The CLI
+//! parses flags and variables with the parsers below, so a value is
+//! range-checked the same way wherever it came from. Unknown keys are an
+//! error. This is not the server's configuration: a machine that only
+//! syncs never runs `serve`, and the server crate stays out of the client
+//! side (ARCHITECTURE.md: arrows point down).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Where state lives unless told: the directory the systemd units give
+/// (`StateDirectory=gnomon`), shared by the service and the boot step so
+/// that both see the same floor.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/gnomon";
+
+/// Every key: (name, accepted values, default, help). The order is the
+/// order `--print-config` and deploy/gnomon-sync.toml use.
+pub const KEYS: &[(&str, &str, &str, &str)] = &[
+    (
+        "servers",
+        "a path",
+        "(none: required)",
+        "The server list (VERSIONS.md §6.5)",
+    ),
+    (
+        "state-dir",
+        "a path",
+        "\"/var/lib/gnomon\"",
+        "The floor, the last chain, the list cache and reports",
+    ),
+    (
+        "interval",
+        "a duration in 1s..=1d",
+        "\"10m\"",
+        "Time between rounds",
+    ),
+    (
+        "jitter",
+        "an integer in 0..=50 (percent)",
+        "10",
+        "Each wait is the interval ± this percent, at random",
+    ),
+    (
+        "min-servers",
+        "an integer in 1..=64",
+        "3",
+        "Servers asked per round, at least",
+    ),
+    (
+        "quorum",
+        "an integer in 1..=64",
+        "2",
+        "Servers that must agree (and a strict majority of those answering)",
+    ),
+    (
+        "max-radius",
+        "a duration in 1ms..=1d",
+        "\"10s\"",
+        "The clock is never set from a wider consensus",
+    ),
+    (
+        "max-offset",
+        "a duration in 0s..=1d",
+        "\"0s\"",
+        "--check: tolerance around the consensus interval",
+    ),
+    (
+        "timeout",
+        "a duration in 10ms..=1m",
+        "\"1s\"",
+        "First UDP wait per query (×1.5 per retry)",
+    ),
+    (
+        "retries",
+        "an integer in 1..=20",
+        "3",
+        "UDP attempts per query",
+    ),
+    (
+        "report",
+        "true or false",
+        "true",
+        "POST malfeasance reports when a URL is known",
+    ),
+    (
+        "report-url",
+        "an https:// URL",
+        "(the list's `reports`)",
+        "Where to POST reports",
+    ),
+];
+
+/// The checked settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// `servers`.
+    pub servers: Option<PathBuf>,
+    /// `state-dir`.
+    pub state_dir: PathBuf,
+    /// `interval`.
+    pub interval: Duration,
+    /// `jitter`, percent.
+    pub jitter: u8,
+    /// `min-servers`.
+    pub min_servers: usize,
+    /// `quorum`.
+    pub quorum: usize,
+    /// `max-radius`.
+    pub max_radius: Duration,
+    /// `max-offset`.
+    pub max_offset: Duration,
+    /// `timeout`.
+    pub timeout: Duration,
+    /// `retries`.
+    pub retries: u32,
+    /// `report`.
+    pub report: bool,
+    /// `report-url`.
+    pub report_url: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            servers: None,
+            state_dir: PathBuf::from(DEFAULT_STATE_DIR),
+            interval: Duration::from_secs(600),
+            jitter: 10,
+            min_servers: 3,
+            quorum: 2,
+            max_radius: Duration::from_secs(10),
+            max_offset: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            retries: 3,
+            report: true,
+            report_url: None,
+        }
+    }
+}
+
+/// One source's settings, each key present or not. The CLI fills one from
+/// flags and variables; [`Layer::from_file`] fills one from a file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct Layer {
+    pub servers: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub interval: Option<Duration>,
+    pub jitter: Option<u8>,
+    pub min_servers: Option<usize>,
+    pub quorum: Option<usize>,
+    pub max_radius: Option<Duration>,
+    pub max_offset: Option<Duration>,
+    pub timeout: Option<Duration>,
+    pub retries: Option<u32>,
+    pub report: Option<bool>,
+    pub report_url: Option<String>,
+}
+
+/// A file that does not load.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    sync: Option<FileTable>,
+}
+
+/// Values as TOML types them; checked by the same parsers as flags.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct FileTable {
+    servers: Option<String>,
+    state_dir: Option<String>,
+    interval: Option<String>,
+    jitter: Option<i64>,
+    min_servers: Option<i64>,
+    quorum: Option<i64>,
+    max_radius: Option<String>,
+    max_offset: Option<String>,
+    timeout: Option<String>,
+    retries: Option<i64>,
+    report: Option<bool>,
+    report_url: Option<String>,
+}
+
+impl Layer {
+    /// The `[sync]` table of a TOML file; relative paths are relative to
+    /// the file's directory.
+    pub fn from_file(path: &Path) -> Result<Layer, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        Layer::from_toml(&text, path)
+    }
+
+    /// As [`Layer::from_file`], from the text; `path` names it.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Layer, ConfigError> {
+        let doc: FileDoc =
+            toml::from_str(text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        let t = doc.sync.unwrap_or_default();
+        let bad = |key: &str, why: String| {
+            ConfigError(format!("{}: [sync] {key}: {why}", path.display()))
+        };
+        let base = path.parent().unwrap_or(Path::new(""));
+        let in_file = |p: String| base.join(p);
+        let int = |key: &str, v: Option<i64>, f: fn(&str) -> Result<i64, String>| {
+            v.map(|i| f(&i.to_string()).map_err(|e| bad(key, e)))
+                .transpose()
+        };
+        let dur = |key: &str, v: Option<String>, f: fn(&str) -> Result<Duration, String>| {
+            v.map(|s| f(&s).map_err(|e| bad(key, e))).transpose()
+        };
+        Ok(Layer {
+            servers: t.servers.map(in_file),
+            state_dir: t.state_dir.map(in_file),
+            interval: dur("interval", t.interval, parse_interval)?,
+            jitter: int("jitter", t.jitter, |s| parse_jitter(s).map(i64::from))?.map(|v| v as u8),
+            min_servers: int("min-servers", t.min_servers, |s| {
+                parse_count(s).map(|v| v as i64)
+            })?
+            .map(|v| v as usize),
+            quorum: int("quorum", t.quorum, |s| parse_count(s).map(|v| v as i64))?
+                .map(|v| v as usize),
+            max_radius: dur("max-radius", t.max_radius, parse_max_radius)?,
+            max_offset: dur("max-offset", t.max_offset, parse_max_offset)?,
+            timeout: dur("timeout", t.timeout, parse_timeout)?,
+            retries: int("retries", t.retries, |s| parse_retries(s).map(i64::from))?
+                .map(|v| v as u32),
+            report: t.report,
+            report_url: t
+                .report_url
+                .map(|u| parse_report_url(&u).map_err(|e| bad("report-url", e)))
+                .transpose()?,
+        })
+    }
+}
+
+impl Settings {
+    /// Defaults, then `file`, then `over` (variables and flags): later wins,
+    /// key by key.
+    pub fn resolve(file: &Layer, over: &Layer) -> Settings {
+        let d = Settings::default();
+        macro_rules! pick {
+            ($f:ident) => {
+                over.$f.clone().or_else(|| file.$f.clone())
+            };
+        }
+        Settings {
+            servers: pick!(servers),
+            state_dir: pick!(state_dir).unwrap_or(d.state_dir),
+            interval: pick!(interval).unwrap_or(d.interval),
+            jitter: pick!(jitter).unwrap_or(d.jitter),
+            min_servers: pick!(min_servers).unwrap_or(d.min_servers),
+            quorum: pick!(quorum).unwrap_or(d.quorum),
+            max_radius: pick!(max_radius).unwrap_or(d.max_radius),
+            max_offset: pick!(max_offset).unwrap_or(d.max_offset),
+            timeout: pick!(timeout).unwrap_or(d.timeout),
+            retries: pick!(retries).unwrap_or(d.retries),
+            report: pick!(report).unwrap_or(d.report),
+            report_url: pick!(report_url),
+        }
+    }
+}
+
+/// The effective settings as a `[sync]` table that loads back to the same
+/// value.
+impl fmt::Display for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
+        writeln!(f, "[sync]")?;
+        if let Some(p) = &self.servers {
+            writeln!(f, "servers = {}", q(&p.display().to_string()))?;
+        }
+        writeln!(
+            f,
+            "state-dir = {}",
+            q(&self.state_dir.display().to_string())
+        )?;
+        writeln!(f, "interval = \"{}\"", DurationText(self.interval))?;
+        writeln!(f, "jitter = {}", self.jitter)?;
+        writeln!(f, "min-servers = {}", self.min_servers)?;
+        writeln!(f, "quorum = {}", self.quorum)?;
+        writeln!(f, "max-radius = \"{}\"", DurationText(self.max_radius))?;
+        writeln!(f, "max-offset = \"{}\"", DurationText(self.max_offset))?;
+        writeln!(f, "timeout = \"{}\"", DurationText(self.timeout))?;
+        writeln!(f, "retries = {}", self.retries)?;
+        writeln!(f, "report = {}", self.report)?;
+        if let Some(u) = &self.report_url {
+            writeln!(f, "report-url = {}", q(u))?;
+        }
+        Ok(())
+    }
+}
+
+/// A duration in the largest unit that writes it exactly.
+struct DurationText(Duration);
+
+impl fmt::Display for DurationText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_millis();
+        for (unit, size) in [
+            ("d", 86_400_000),
+            ("h", 3_600_000),
+            ("m", 60_000),
+            ("s", 1000),
+        ] {
+            if ms >= size && ms.is_multiple_of(size) {
+                return write!(f, "{}{unit}", ms / size);
+            }
+        }
+        if ms == 0 {
+            return f.write_str("0s");
+        }
+        write!(f, "{ms}ms")
+    }
+}
+
+/// `500ms`, `10s`, `5m`, `12h`, `1d` (an integer and a unit; a bare
+/// integer is seconds).
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let ms = match unit.trim() {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.checked_mul(ms).map(Duration::from_millis)
+}
+
+fn duration_in(s: &str, lo: Duration, hi: Duration, what: &str) -> Result<Duration, String> {
+    match parse_duration(s) {
+        Some(d) if lo <= d && d <= hi => Ok(d),
+        _ => Err(format!("`{s}` is not {what}")),
+    }
+}
+
+fn int_in(s: &str, lo: i64, hi: i64, what: &str) -> Result<i64, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if lo <= v && v <= hi => Ok(v),
+        _ => Err(format!("`{s}` is not {what}")),
+    }
+}
+
+/// `interval`: 1 s to a day.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_secs(1),
+        Duration::from_secs(86_400),
+        KEYS[2].1,
+    )
+}
+
+/// `jitter`: 0..=50 percent.
+pub fn parse_jitter(s: &str) -> Result<u8, String> {
+    int_in(s, 0, 50, KEYS[3].1).map(|v| v as u8)
+}
+
+/// `min-servers`, `quorum`: 1..=64.
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    int_in(s, 1, 64, "an integer in 1..=64").map(|v| v as usize)
+}
+
+/// `max-radius`: 1 ms to a day.
+pub fn parse_max_radius(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_millis(1),
+        Duration::from_secs(86_400),
+        KEYS[6].1,
+    )
+}
+
+/// `max-offset`: 0 to a day.
+pub fn parse_max_offset(s: &str) -> Result<Duration, String> {
+    duration_in(s, Duration::ZERO, Duration::from_secs(86_400), KEYS[7].1)
+}
+
+/// `timeout`: 10 ms to a minute.
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_millis(10),
+        Duration::from_secs(60),
+        KEYS[8].1,
+    )
+}
+
+/// `retries`: 1..=20.
+pub fn parse_retries(s: &str) -> Result<u32, String> {
+    int_in(s, 1, 20, KEYS[9].1).map(|v| v as u32)
+}
+
+/// `report-url`: HTTPS only (tests put a loopback HTTP URL in the list's
+/// `reports`, which a hidden flag of the CLI accepts).
+pub fn parse_report_url(s: &str) -> Result<String, String> {
+    let lower = s.to_ascii_lowercase();
+    if lower.starts_with("https://") && lower.len() > "https://".len() {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` is not an https:// URL"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order_and_print_back() {
+        let file = Layer::from_toml(
+            "[sync]\nservers = \"list.json\"\ninterval = \"5m\"\nquorum = 3\n",
+            Path::new("/etc/gnomon/sync.toml"),
+        )
+        .unwrap();
+        let over = Layer {
+            quorum: Some(4),
+            ..Layer::default()
+        };
+        let s = Settings::resolve(&file, &over);
+        assert_eq!(
+            s.servers.as_deref(),
+            Some(Path::new("/etc/gnomon/list.json"))
+        );
+        assert_eq!(s.interval, Duration::from_secs(300));
+        assert_eq!(s.quorum, 4);
+        assert_eq!(s.min_servers, 3);
+        let again = Layer::from_toml(&s.to_string(), Path::new("/x.toml")).unwrap();
+        assert_eq!(Settings::resolve(&again, &Layer::default()), s);
+    }
+
+    #[test]
+    fn out_of_range_values_and_unknown_keys_are_errors() {
+        let p = Path::new("/s.toml");
+        let e = Layer::from_toml("[sync]\ninterval = \"500ms\"\n", p).unwrap_err();
+        assert!(e.0.contains("[sync] interval"), "{e}");
+        assert!(Layer::from_toml("[sync]\nquorum = 0\n", p).is_err());
+        assert!(Layer::from_toml("[sync]\nquorumm = 2\n", p).is_err());
+        assert!(Layer::from_toml("[other]\n", p).is_err());
+        assert!(Layer::from_toml("[sync]\nreport-url = \"http://x\"\n", p).is_err());
+        assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
+        assert!(parse_interval("0s").is_err());
+        assert!(parse_interval("2d").is_err());
+    }
+}

@@ -1,0 +1,511 @@
+//! The service: rounds on a jittered interval, servers that lie excluded
+//! until they agree again, servers that do not answer retried with
+//! backoff, the floor and the chain saved after every round, reports
+//! written and sent, and every round handed to the sinks (chrony's SOCK
+//! refclock is one).
+//!
+//! ```text
+//!  Control (Stop, Reload) ──▶ Service::run ──every interval ± jitter──▶ Service::round
+//!                                                   │ round::run (client sequence + consensus)
+//!                                                   ├─▶ state: floor, excluded, last round, chain
+//!                                                   ├─▶ report file + POST (own thread)
+//!                                                   ├─▶ one log line
+//!                                                   └─▶ sinks
+//! ```
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use gnomon_client::{
+    format_duration_us, format_utc, post_report, reports_url, Backoff, Flag, PostPolicy,
+    QueryError, Server, TcpMode,
+};
+
+use crate::config::Settings;
+use crate::decision::raise_floor;
+use crate::list;
+use crate::round::{self, Round};
+use crate::state::{self, Excluded, LastRound, Loaded, State, Store};
+
+/// What the process asks of a running service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Stop after the current round (SIGTERM, SIGINT).
+    Stop,
+    /// Read the server list again (SIGHUP).
+    Reload,
+}
+
+/// Where every round goes besides the log and the state: chrony's SOCK
+/// refclock, metrics. Called after each round, in order; an error is
+/// logged and the service goes on.
+pub trait Sink: Send {
+    /// A short name for the log.
+    fn name(&self) -> &str;
+    /// One round. `round.quorum_met` says whether its consensus may be
+    /// used; `round.evidence()` and `round.local_at()` give the numbers.
+    fn round(&mut self, round: &Round, servers: &[Server]) -> Result<(), String>;
+}
+
+/// Where log lines go (stderr in the CLI).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Longest a server that does not answer is left out: 2^6 rounds.
+const MAX_BACKOFF_SHIFT: u32 = 6;
+
+/// The running service.
+pub struct Service {
+    settings: Settings,
+    store: Store,
+    state: State,
+    list: list::Loaded,
+    /// Per list index: failures in a row and the first round to ask again.
+    backoff: Vec<(u32, u64)>,
+    round_no: u64,
+    sinks: Vec<Box<dyn Sink>>,
+    log: Log,
+    loopback_reports: bool,
+    /// Each report thread sends one message when it is done.
+    reports_done: (Sender<()>, Receiver<()>),
+    reports_pending: usize,
+}
+
+/// What one round did, for `--once`, `--check` and tests.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The round.
+    pub round: Round,
+    /// The floor before this round, Unix µs.
+    pub floor_before_us: Option<i128>,
+    /// The report file written.
+    pub report_file: Option<PathBuf>,
+    /// The summary line that was logged.
+    pub line: String,
+}
+
+impl Service {
+    /// Open the state directory and load the state and the list. Warnings
+    /// (state missing or corrupt, list from the cache) go to `log`; `Err`
+    /// only when no list loads.
+    pub fn new(settings: Settings, log: Log, loopback_reports: bool) -> Result<Service, String> {
+        let store = match Store::open(&settings.state_dir) {
+            Ok(s) => s,
+            Err(e) => {
+                log(&format!(
+                    "warning: cannot create the state directory {}: {e}; nothing will be saved",
+                    settings.state_dir.display()
+                ));
+                Store::at(&settings.state_dir)
+            }
+        };
+        let state = match store.load() {
+            Loaded::Ok(s) => s,
+            Loaded::Missing => State::default(),
+            Loaded::Warning(w) => {
+                log(&format!("warning: {w}"));
+                State::default()
+            }
+        };
+        let path = settings
+            .servers
+            .clone()
+            .ok_or("no server list: give --servers LIST.json (or `servers` in [sync])")?;
+        let list = list::load(&path, Some(&store))?;
+        for n in &list.notes {
+            log(&format!("note: {n}"));
+        }
+        let n = list.servers.len();
+        Ok(Service {
+            settings,
+            store,
+            state,
+            list,
+            backoff: vec![(0, 0); n],
+            round_no: 0,
+            sinks: Vec::new(),
+            log,
+            loopback_reports,
+            reports_done: mpsc::channel(),
+            reports_pending: 0,
+        })
+    }
+
+    /// Add a sink.
+    pub fn add_sink(&mut self, sink: Box<dyn Sink>) {
+        self.sinks.push(sink);
+    }
+
+    /// The state as loaded or last saved.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The servers of the current list.
+    pub fn servers(&self) -> &[Server] {
+        &self.list.servers
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Read the list again; a list that fails, or names fewer servers than
+    /// the quorum, keeps the old one and says so.
+    pub fn reload(&mut self) {
+        let Some(path) = self.settings.servers.clone() else {
+            return;
+        };
+        let fresh = std::fs::read(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|raw| list::parse(raw, &path.display().to_string()));
+        match fresh {
+            Ok(l) if l.servers.len() < self.settings.quorum => (self.log)(&format!(
+                "reload: {} names {} usable server(s), fewer than the quorum ({}); keeping the old list",
+                path.display(),
+                l.servers.len(),
+                self.settings.quorum
+            )),
+            Ok(l) => {
+                if let Err(e) = self.store.write(state::LIST_CACHE, &l.raw) {
+                    (self.log)(&format!("note: cannot cache the list: {e}"));
+                }
+                (self.log)(&format!(
+                    "reload: {} usable server(s) from {}",
+                    l.servers.len(),
+                    path.display()
+                ));
+                self.backoff = vec![(0, 0); l.servers.len()];
+                self.list = l;
+            }
+            Err(e) => (self.log)(&format!("reload: {e}; keeping the old list")),
+        }
+    }
+
+    /// Rounds until `Stop` (or the sender goes away).
+    pub fn run(&mut self, control: &Receiver<Control>) {
+        loop {
+            if let Err(e) = self.round() {
+                (self.log)(&format!("round failed: {e}"));
+            }
+            let wait = self.next_wait();
+            let until = Instant::now() + wait;
+            loop {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match control.recv_timeout(left) {
+                    Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                    Ok(Control::Reload) => self.reload(),
+                    Err(RecvTimeoutError::Timeout) => break,
+                }
+            }
+        }
+    }
+
+    /// The interval ± jitter.
+    fn next_wait(&self) -> Duration {
+        let base = self.settings.interval.as_secs_f64();
+        let mut b = [0u8; 4];
+        let r = if getrandom::getrandom(&mut b).is_ok() {
+            f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX)
+        } else {
+            0.5
+        };
+        let spread = base * f64::from(self.settings.jitter) / 100.0;
+        Duration::from_secs_f64((base + spread * (2.0 * r - 1.0)).max(1.0))
+    }
+
+    /// Whom to ask this round: every server not backing off; when that is
+    /// fewer than `min-servers`, those backing off too, soonest due first.
+    fn choose(&self) -> Vec<usize> {
+        let n = self.list.servers.len();
+        let mut ask: Vec<usize> = (0..n)
+            .filter(|&i| self.backoff[i].1 <= self.round_no)
+            .collect();
+        if ask.len() < self.settings.min_servers {
+            let mut waiting: Vec<usize> = (0..n).filter(|i| !ask.contains(i)).collect();
+            waiting.sort_by_key(|&i| self.backoff[i].1);
+            let missing = self.settings.min_servers - ask.len();
+            ask.extend(waiting.into_iter().take(missing));
+            ask.sort_unstable();
+        }
+        ask
+    }
+
+    fn client_config(&self) -> gnomon_client::Config {
+        gnomon_client::Config {
+            backoff: Backoff {
+                initial: self.settings.timeout,
+                attempts: self.settings.retries,
+                ..Backoff::QUERY
+            },
+            tcp: TcpMode::Fallback,
+            ..gnomon_client::Config::default()
+        }
+    }
+
+    fn excluded_key(&self, i: usize) -> bool {
+        let key = B64.encode(self.list.servers[i].public_key);
+        self.state.excluded.iter().any(|e| e.public_key == key)
+    }
+
+    /// One round: measure, decide, save, report, log, sinks.
+    pub fn round(&mut self) -> Result<Outcome, QueryError> {
+        let ask = self.choose();
+        let excluded: Vec<bool> = (0..self.list.servers.len())
+            .map(|i| self.excluded_key(i))
+            .collect();
+        let round = round::run(
+            self.client_config(),
+            &self.list.servers,
+            &ask,
+            &|i| excluded[i],
+            self.settings.quorum,
+        )?;
+        self.round_no += 1;
+        let servers = self.list.servers.clone();
+        let name = |i: usize| servers[i].name.clone();
+
+        // Backoff for the silent, forgiveness for the rest.
+        for &i in &ask {
+            let b = &mut self.backoff[i];
+            if round.unreachable.iter().any(|u| u.0 == i) {
+                b.0 = b.0.saturating_add(1);
+                b.1 = self.round_no + (1u64 << (b.0 - 1).min(MAX_BACKOFF_SHIFT)) - 1;
+            } else {
+                *b = (0, 0);
+            }
+        }
+        // Liars out, the reformed back in.
+        let now_us = round.local_end_us;
+        for &(i, _) in &round.outside {
+            let key = B64.encode(servers[i].public_key);
+            if !self.state.excluded.iter().any(|e| e.public_key == key) {
+                self.state.excluded.push(Excluded {
+                    name: name(i),
+                    public_key: key,
+                    since_us: now_us as i64,
+                });
+            }
+        }
+        for &i in &round.rejoined {
+            let key = B64.encode(servers[i].public_key);
+            self.state.excluded.retain(|e| e.public_key != key);
+        }
+
+        let floor_before_us = self.state.floor_us.map(i128::from);
+        let mut warnings = Vec::new();
+        if let (true, Some(e)) = (round.quorum_met, round.evidence()) {
+            if let Some(f) = floor_before_us {
+                if now_us + e.high_us < f {
+                    warnings.push(format!(
+                        "the consensus lies below the proven floor {}: the servers agree on a time \
+                         this machine proved has passed",
+                        format_utc(f.max(0) as u64)
+                    ));
+                }
+            }
+            self.state.floor_us = Some(raise_floor(floor_before_us, &e, now_us) as i64);
+        }
+
+        // A liar already excluded is still asked and still contradicts the
+        // others; it was reported when it was caught. A report is made
+        // when the chain proves a lie by a server not excluded before.
+        let fresh_liar = round
+            .sequence
+            .suspects()
+            .iter()
+            .any(|&p| !excluded[round.asked[p]]);
+        let report_file = round.report.as_ref().filter(|_| fresh_liar).and_then(|r| {
+            let body = r.to_json();
+            let file = format!("{}/report-{}.json", state::REPORTS_DIR, now_us);
+            match self.store.write(&file, body.as_bytes()) {
+                Ok(p) => {
+                    self.send_report(body);
+                    Some(p)
+                }
+                Err(e) => {
+                    warnings.push(format!("cannot write the report: {e}"));
+                    self.send_report(body);
+                    None
+                }
+            }
+        });
+
+        let outside: Vec<String> = round
+            .outside
+            .iter()
+            .map(|&(i, f)| format!("{} ({})", name(i), flag_words(f)))
+            .chain(
+                round
+                    .still_out
+                    .iter()
+                    .map(|&i| format!("{} (excluded, still outside)", name(i))),
+            )
+            .collect();
+        let c = round.consensus.as_ref();
+        self.state.last = Some(LastRound {
+            at_us: now_us as i64,
+            ok: round.quorum_met,
+            offset_low_us: c.map(|c| c.low_us as i64),
+            offset_high_us: c.map(|c| c.high_us as i64),
+            agreeing: c
+                .map(|c| c.agreeing.iter().map(|&i| name(i)).collect())
+                .unwrap_or_default(),
+            outside: outside.clone(),
+            unreachable: round.unreachable.iter().map(|u| name(u.0)).collect(),
+            report: report_file.as_ref().map(|p| p.display().to_string()),
+        });
+        if let Err(e) = self.store.save(&self.state) {
+            warnings.push(format!("cannot save the state: {e}"));
+        }
+        if let Err(e) = self
+            .store
+            .write(state::CHAIN_FILE, round.chain.to_json().as_bytes())
+        {
+            warnings.push(format!("cannot save the chain: {e}"));
+        }
+
+        let line = self.summary(&round, &outside, report_file.as_ref());
+        (self.log)(&line);
+        for w in warnings {
+            (self.log)(&format!("warning: {w}"));
+        }
+        for sink in &mut self.sinks {
+            if let Err(e) = sink.round(&round, &self.list.servers) {
+                (self.log)(&format!("{}: {e}", sink.name()));
+            }
+        }
+        Ok(Outcome {
+            round,
+            floor_before_us,
+            report_file,
+            line,
+        })
+    }
+
+    fn summary(&self, round: &Round, outside: &[String], report: Option<&PathBuf>) -> String {
+        let servers = &self.list.servers;
+        let names = |v: &mut dyn Iterator<Item = usize>| {
+            let v: Vec<String> = v.map(|i| servers[i].name.clone()).collect();
+            if v.is_empty() {
+                "none".into()
+            } else {
+                v.join(", ")
+            }
+        };
+        let head = match (&round.consensus, round.quorum_met) {
+            (Some(c), met) => format!(
+                "consensus {} ±{:.3} s (offset {}); {} of {} answering agree{}",
+                format_utc((round.local_end_us + c.midpoint_us()).max(0) as u64),
+                c.radius_us() as f64 / 1e6,
+                format_duration_us(c.midpoint_us()),
+                c.agreeing.len(),
+                c.answering,
+                if met {
+                    String::new()
+                } else {
+                    format!(
+                        ", fewer than the quorum ({}): NOT USED",
+                        self.settings.quorum
+                    )
+                }
+            ),
+            (None, _) => format!(
+                "no consensus: no majority of the {} answering server(s)",
+                round.asked.len() - round.unreachable.len()
+            ),
+        };
+        let mut line = format!(
+            "round {}: {head}; out: {}; unreachable: {}",
+            self.round_no,
+            if outside.is_empty() {
+                "none".into()
+            } else {
+                outside.join(", ")
+            },
+            names(&mut round.unreachable.iter().map(|u| u.0)),
+        );
+        if !round.rejoined.is_empty() {
+            line.push_str(&format!(
+                "; agree again: {}",
+                names(&mut round.rejoined.iter().copied())
+            ));
+        }
+        if let Some(p) = report {
+            line.push_str(&format!("; report {}", p.display()));
+        }
+        line
+    }
+
+    /// POST on a thread of its own: the RFC's backoff takes minutes, and
+    /// the rounds must not wait for it.
+    fn send_report(&mut self, body: String) {
+        if !self.settings.report {
+            return;
+        }
+        let url = self
+            .settings
+            .report_url
+            .clone()
+            .or_else(|| reports_url(&self.list.raw, &self.list.list, self.loopback_reports));
+        let Some(url) = url else {
+            (self.log)("a server lied; the list names no `reports` URL: the report is only kept");
+            return;
+        };
+        let policy = PostPolicy {
+            allow_loopback_http: self.loopback_reports,
+            ..PostPolicy::default()
+        };
+        let log = self.log.clone();
+        let done = self.reports_done.0.clone();
+        let spawned = std::thread::Builder::new()
+            .name("gnomon-report".into())
+            .spawn(move || {
+                match post_report(&url, &body, &policy) {
+                    Ok(p) => log(&format!(
+                        "report posted to {url} (HTTP {}, attempt {})",
+                        p.status, p.attempts
+                    )),
+                    Err(e) => log(&format!("report NOT delivered to {url}: {e}")),
+                }
+                let _ = done.send(());
+            });
+        match spawned {
+            Ok(_) => self.reports_pending += 1,
+            Err(e) => (self.log)(&format!("cannot start the report thread: {e}")),
+        }
+    }
+
+    /// Wait up to `patience` for the reports being sent (before a one-shot
+    /// run exits); says when some are left behind.
+    pub fn wait_for_reports(&mut self, patience: Duration) {
+        let until = Instant::now() + patience;
+        while self.reports_pending > 0 {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.reports_done.1.recv_timeout(left) {
+                Ok(()) => self.reports_pending -= 1,
+                Err(_) => {
+                    (self.log)(&format!(
+                        "{} report(s) still being sent; leaving them (they are kept in the state directory)",
+                        self.reports_pending
+                    ));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn flag_words(f: Flag) -> &'static str {
+    match f {
+        Flag::OutsideConsensus => "outside the consensus",
+        Flag::SelfContradiction => "contradicts itself",
+    }
+}
