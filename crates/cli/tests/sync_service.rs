@@ -1,0 +1,79 @@
+//! `gnomon sync` as a service: rounds on its interval, SIGTERM ends it
+//! promptly even in the middle of an hour-long wait, SIGHUP re-reads the
+//! list (keeping the old one when the new one is unusable).
+
+mod serve_support;
+mod sync_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use sync_support::{start_servers, state, tempdir, Service, FAST};
+
+const HONEST: [(&str, Option<&str>); 3] = [("alpha", None), ("bravo", None), ("charlie", None)];
+/// Bounds on waits that take a fraction of this.
+const PATIENCE: Duration = Duration::from_secs(30);
+/// How long SIGTERM may take, mid-round or mid-wait.
+const STOP: Duration = Duration::from_secs(10);
+
+fn service_args<'a>(list: &'a Path, dir: &'a Path, interval: &'a str) -> Vec<&'a str> {
+    let mut args = vec![
+        "--servers",
+        list.to_str().unwrap(),
+        "--state-dir",
+        dir.to_str().unwrap(),
+        "--interval",
+        interval,
+    ];
+    args.extend_from_slice(&FAST);
+    args
+}
+
+#[test]
+fn the_service_runs_a_round_every_interval_and_stops_on_sigterm() {
+    let test = "sync_loop";
+    let servers = start_servers(test, &HONEST, None);
+    let dir = tempdir(test);
+    let mut s = Service::start(&service_args(&servers.list, &dir, "1s"));
+    assert!(s.wait_for("round 1: consensus", PATIENCE), "{}", s.log);
+    assert!(s.wait_for("round 2: consensus", PATIENCE), "{}", s.log);
+    assert!(
+        s.log.contains("3 of 3 answering agree; out: none"),
+        "{}",
+        s.log
+    );
+    s.stop_cleanly(STOP);
+    assert_eq!(state(&dir)["last"]["ok"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sighup_rereads_the_list_and_sigterm_ends_an_hour_long_wait() {
+    let test = "sync_signals";
+    let servers = start_servers(test, &HONEST, None);
+    let dir = tempdir(test);
+    let list = servers.list.clone();
+    let mut s = Service::start(&service_args(&list, &dir, "1h"));
+    assert!(s.wait_for("round 1: consensus", PATIENCE), "{}", s.log);
+
+    let good = std::fs::read_to_string(&list).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let one = serde_json::json!({ "servers": [doc["servers"][0].clone()] });
+    std::fs::write(&list, one.to_string()).unwrap();
+    s.signal("-HUP");
+    assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
+    std::fs::write(&list, b"{ not json").unwrap();
+    s.signal("-HUP");
+    assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
+    std::fs::write(&list, &good).unwrap();
+    s.signal("-HUP");
+    assert!(
+        s.wait_for("reload: 3 usable server(s)", PATIENCE),
+        "{}",
+        s.log
+    );
+
+    // An hour before the next round: SIGTERM must not wait for it.
+    s.stop_cleanly(STOP);
+    let _ = std::fs::remove_dir_all(&dir);
+}

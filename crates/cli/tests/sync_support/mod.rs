@@ -1,0 +1,259 @@
+//! Real `gnomon serve` processes for `gnomon sync` to measure, some of
+//! them lying through libfaketime, and `gnomon sync` itself run with its
+//! own clock shifted the same way.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::serve_support::start_serve;
+
+pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// Short waits for loopback servers.
+pub const FAST: [&str; 4] = ["--timeout", "200ms", "--retries", "2"];
+
+/// Servers that are stopped when dropped (a failing test too).
+pub struct Servers {
+    children: Vec<Child>,
+    pub names: Vec<String>,
+    /// A server list naming them all.
+    pub list: PathBuf,
+    /// A directory of the test's own.
+    pub dir: PathBuf,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A fresh directory.
+pub fn tempdir(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let d = std::env::temp_dir().join(format!("gnomon-sync-{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Whether libfaketime is here; records the skip when not.
+pub fn have_faketime(test: &str) -> bool {
+    if Path::new(LIBFAKETIME).exists() {
+        return true;
+    }
+    gnomon_testkit::skip(
+        test,
+        &format!("{LIBFAKETIME} missing (package libfaketime)"),
+    );
+    false
+}
+
+/// Run `cmd` with its wall clock at real time + `offset` (libfaketime's
+/// syntax: "+300", "-300"); the monotonic clock stays real.
+pub fn shift_clock(cmd: &mut Command, offset: &str) {
+    cmd.env("LD_PRELOAD", LIBFAKETIME)
+        .env("FAKETIME", offset)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+}
+
+/// `gnomon serve` processes, one per (name, clock offset), answering with
+/// a 3 s radius on an unsynchronized kernel clock; the list names them
+/// (with `reports` when given).
+pub fn start_servers(test: &str, spec: &[(&str, Option<&str>)], reports: Option<&str>) -> Servers {
+    let dir = tempdir(test);
+    let mut children = Vec::new();
+    let mut entries = Vec::new();
+    for (name, offset) in spec {
+        let started = start_serve(
+            &[
+                "--workers",
+                "1",
+                "--clock-unsynchronized",
+                "answer-with-radius",
+                "--clock-unsynchronized-radius",
+                "3s",
+            ],
+            |c| {
+                if let Some(o) = offset {
+                    shift_clock(c, o);
+                }
+            },
+        );
+        entries.push(format!(
+            r#"{{"name":"{name}","version":1,"publicKeyType":"ed25519","publicKey":"{key}","addresses":[{{"protocol":"udp","address":"{addr}"}},{{"protocol":"tcp","address":"{addr}"}}]}}"#,
+            key = gnomon_testkit::base64(&started.public),
+            addr = started.addr,
+        ));
+        // The server's log must not fill its pipe: read it away.
+        let mut stderr = started.stderr;
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        children.push(started.child);
+    }
+    let reports = reports
+        .map(|r| format!(r#","reports":"{r}""#))
+        .unwrap_or_default();
+    let list = dir.join("servers.json");
+    std::fs::write(
+        &list,
+        format!(r#"{{"servers":[{}]{reports}}}"#, entries.join(",")),
+    )
+    .unwrap();
+    Servers {
+        children,
+        names: spec.iter().map(|s| s.0.to_string()).collect(),
+        list,
+        dir,
+    }
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}{}", self.stdout, self.stderr))
+    }
+}
+
+/// `gnomon sync ARGS`, its clock shifted by `offset` when given.
+pub fn sync(args: &[&str], offset: Option<&str>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gnomon"));
+    cmd.arg("sync").args(args);
+    if let Some(o) = offset {
+        shift_clock(&mut cmd, o);
+    }
+    let out = cmd.output().expect("run gnomon sync");
+    Run {
+        code: out.status.code().expect("exit code"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `gnomon sync` as a service, stopped when dropped.
+pub struct Service {
+    pub child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    pub log: String,
+}
+
+impl Service {
+    pub fn start(args: &[&str]) -> Service {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .arg("sync")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Service {
+            child,
+            lines,
+            log: String::new(),
+        }
+    }
+
+    /// Read the log until a line contains `what`, for at most `patience`.
+    pub fn wait_for(&mut self, what: &str, patience: Duration) -> bool {
+        let until = Instant::now() + patience;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.log.push_str(&line);
+                    self.log.push('\n');
+                    if line.contains(what) {
+                        return true;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    /// SIGTERM, then wait at most `patience`: the exit code, or `None`
+    /// (after killing it) when it did not stop in time.
+    pub fn terminate(&mut self, patience: Duration) -> Option<i32> {
+        self.signal("-TERM");
+        let t = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                // The rest of the log.
+                while self.wait_for("\u{0}", Duration::from_millis(200)) {}
+                return s.code();
+            }
+            if t.elapsed() > patience {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return None;
+            }
+            std::thread::park_timeout(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Service {
+    /// SIGTERM: it must exit 0 within `patience`, stopped by its loop
+    /// (not by the signal thread's last resort).
+    pub fn stop_cleanly(&mut self, patience: Duration) {
+        let code = self.terminate(patience);
+        assert_eq!(code, Some(0), "{}", self.log);
+        assert!(
+            self.log.lines().any(|l| l == "gnomon sync: stopped"),
+            "{}",
+            self.log
+        );
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn real_now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64
+}
+
+/// The state file as JSON.
+pub fn state(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("sync-state.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
