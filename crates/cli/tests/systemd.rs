@@ -9,6 +9,7 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use gnomon_protocol::{verify_response, Offer, Profile};
@@ -67,15 +68,34 @@ fn tempdir(name: &str) -> PathBuf {
     d
 }
 
-/// A loopback port free for both UDP and TCP just now.
+/// A loopback port free for both UDP and TCP just now, for a launcher or
+/// a server to bind. It is below the kernel's ephemeral range (32768 and
+/// up by default), so no other process on this busy machine is handed it
+/// for an outgoing socket before then.
 fn free_port() -> u16 {
-    loop {
-        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = u.local_addr().unwrap().port();
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let seed = (std::process::id() % 12_000) as u16;
+    for _ in 0..12_000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + (seed + n.wrapping_mul(97) % 12_000) % 12_000;
+        let free = UdpSocket::bind(("127.0.0.1", port)).is_ok()
+            && TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if free {
             return port;
         }
     }
+    panic!("no free port between 20000 and 32000");
+}
+
+/// A loopback port the test holds for both UDP and TCP.
+fn held_port() -> (UdpSocket, TcpListener) {
+    for _ in 0..1000 {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        if let Ok(t) = TcpListener::bind(u.local_addr().unwrap()) {
+            return (u, t);
+        }
+    }
+    panic!("no port free for both UDP and TCP");
 }
 
 /// The service manager's end of NOTIFY_SOCKET.
@@ -192,31 +212,35 @@ fn wait_bounded(child: &mut Child) -> ExitStatus {
 /// with the summary, WATCHDOG=1 again and again, RELOADING=1 and READY=1
 /// around a SIGHUP reload, STOPPING=1 at SIGTERM.
 fn notifications_follow_the_lifecycle(manager: Manager) {
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut cmd = serve_command(gnomon_via(&WITH_WATCHDOG_PID), &listen, &[]);
+    let mut cmd = serve_command(gnomon_via(&WITH_WATCHDOG_PID), "127.0.0.1:0", &[]);
     cmd.env("NOTIFY_SOCKET", &manager.env)
         .env("WATCHDOG_USEC", "1000000");
     let mut server = Reaper::new(cmd.spawn().unwrap());
     // Printed before the engine starts: known before READY=1.
     let public = read_public(server.child());
     let ready = manager.wait_for("READY=1");
-    // Nothing read from the log: READY=1 alone says the sockets are
-    // bound and the keys in place. TCP first: a connection to a port not
-    // yet listening is refused at once.
-    let addr: SocketAddr = listen.parse().unwrap();
-    query_tcp(addr, &public);
-    query_udp(addr, &public);
     let status = ready
         .lines()
         .find_map(|l| l.strip_prefix("STATUS="))
         .unwrap_or_else(|| panic!("no STATUS= with READY=1: {ready:?}"));
     assert!(
-        status.starts_with("answering ")
-            && status.contains(&format!("on udp {listen} and tcp {listen}"))
-            && status.contains("online key valid until"),
+        status.starts_with("answering ") && status.contains("online key valid until"),
         "{status}"
     );
+    // "… on udp A and tcp B; …": where it listens, from the notification.
+    let addr = |after: &str| -> SocketAddr {
+        let rest = status
+            .split_once(after)
+            .unwrap_or_else(|| panic!("{status}"))
+            .1;
+        rest.split([' ', ';']).next().unwrap().parse().unwrap()
+    };
+    let (udp, tcp) = (addr(" on udp "), addr(" and tcp "));
+    // Nothing read from the log: READY=1 alone says the sockets are
+    // bound and the keys in place. TCP first: a connection to a port not
+    // yet listening is refused at once.
+    query_tcp(tcp, &public);
+    query_udp(udp, &public);
     // A periodic refresh, which counts the two answers.
     let later = manager.wait_for("STATUS=");
     assert!(later.contains("2 responses"), "{later}");
@@ -296,23 +320,39 @@ fn a_stalled_worker_stops_the_watchdog_pings() {
 
 /// `systemd-socket-activate` with `args`, then gnomon serve on `listen`
 /// with `extra`; its stderr, read up to the launcher's first "Listening
-/// on" line.
-fn activate(args: &[&str], listen: &str, extra: &[&str]) -> (Reaper, BufReader<ChildStderr>) {
+/// on" line. `None` when the launcher ended before that (it could not
+/// bind).
+fn launch(args: &[&str], listen: &str, extra: &[&str]) -> Option<(Reaper, BufReader<ChildStderr>)> {
     let mut launcher = vec![ACTIVATE];
     launcher.extend_from_slice(args);
     let mut cmd = serve_command(gnomon_via(&launcher), listen, extra);
     cmd.stdin(Stdio::null());
     let mut child = Reaper::new(cmd.spawn().unwrap());
     let mut stderr = BufReader::new(child.child().stderr.take().unwrap());
+    read_until(&mut stderr, "Listening on ").then_some((child, stderr))
+}
+
+/// Read lines until one contains `what`; false at the end of the stream.
+fn read_until(stderr: &mut BufReader<ChildStderr>, what: &str) -> bool {
     let mut line = String::new();
-    while !line.starts_with("Listening on ") {
+    while !line.contains(what) {
         line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the launcher ended before listening"
-        );
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            return false;
+        }
     }
-    (child, stderr)
+    true
+}
+
+/// `attempt` on a fresh port until it works, five times at most: another
+/// process may bind the port between `free_port` and the launcher.
+fn on_a_free_port<T>(mut attempt: impl FnMut(u16) -> Option<T>) -> T {
+    for _ in 0..5 {
+        if let Some(t) = attempt(free_port()) {
+            return t;
+        }
+    }
+    panic!("the launcher could not bind a free port in five tries");
 }
 
 fn have_activate(test: &str) -> bool {
@@ -333,25 +373,30 @@ fn serves_the_udp_and_tcp_sockets_systemd_socket_activate_passes() {
     }
     // The configured address is held by the test: binding it would fail,
     // so a server that starts did not bind it.
-    let held_udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (held_udp, _held_tcp) = held_port();
     let configured = held_udp.local_addr().unwrap();
-    let _held_tcp = TcpListener::bind(configured).unwrap();
-    let port = free_port();
-    let passed: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let l = passed.to_string();
-    // A datagram launcher running a stream launcher: the second passes the
-    // first's socket on (fd 3) with its own (fd 4), LISTEN_FDS=2.
-    let (server, stderr) = activate(
-        &["--datagram", "-l", &l, ACTIVATE, "-l", &l],
-        &configured.to_string(),
-        &["--workers", "3"],
-    );
-    // Sent before gnomon runs: the launcher starts it on this datagram,
-    // which waits in the passed socket and is answered.
-    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-    c.set_read_timeout(Some(PATIENCE)).unwrap();
-    let req = request(Profile::rfc(), 7);
-    c.send_to(&req, passed).unwrap();
+    let (server, stderr, passed, c, req) = on_a_free_port(|port| {
+        let passed: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let l = passed.to_string();
+        // A datagram launcher running a stream launcher: the second passes
+        // the first's socket on (fd 3) with its own (fd 4), LISTEN_FDS=2.
+        let (server, mut stderr) = launch(
+            &["--datagram", "-l", &l, ACTIVATE, "-l", &l],
+            &configured.to_string(),
+            // The waiting datagram is as old as gnomon's start, which on a
+            // loaded machine can pass the 500 ms default and would be
+            // dropped as stale (rightly: its client has likely gone).
+            &["--workers", "3", "--max-queue-delay", "1m"],
+        )?;
+        // Sent before gnomon runs: the launcher starts it on this datagram,
+        // which waits in the passed socket and is answered.
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.set_read_timeout(Some(PATIENCE)).unwrap();
+        let req = request(Profile::rfc(), 7);
+        c.send_to(&req, passed).unwrap();
+        // The stream launcher binds its socket now.
+        read_until(&mut stderr, " as 4.").then_some((server, stderr, passed, c, req))
+    });
     let mut server = server.started(stderr);
     let s = &mut server.0;
     assert_eq!(s.addr, passed, "{:?}", s.startup);
@@ -381,11 +426,11 @@ fn serves_the_udp_and_tcp_sockets_systemd_socket_activate_passes() {
     assert!(!rest.contains("notify"), "{rest}");
 }
 
-/// Start gnomon under `systemd-socket-activate args`, wake it with
-/// `trigger`, and expect it to refuse the sockets: exit 64 and a log line
-/// containing `why`.
-fn refuses(args: &[&str], trigger: impl FnOnce(), why: &str) {
-    let (mut server, mut stderr) = activate(args, "127.0.0.1:0", &[]);
+/// gnomon started by `launched` (see `launch`): wake it with `trigger`,
+/// and expect it to refuse the sockets: exit 64 and a log line containing
+/// `why`.
+fn refuses(launched: (Reaper, BufReader<ChildStderr>), trigger: impl FnOnce(), why: &str) {
+    let (mut server, mut stderr) = launched;
     trigger();
     let status = wait_bounded(server.child());
     let mut log = String::new();
@@ -400,14 +445,21 @@ fn a_udp_socket_named_tcp_is_a_startup_error() {
     if !have_activate("a_udp_socket_named_tcp_is_a_startup_error") {
         return;
     }
-    let l = format!("127.0.0.1:{}", free_port());
-    let to = l.clone();
+    let (launched, port) = on_a_free_port(|port| {
+        let l = format!("127.0.0.1:{port}");
+        launch(
+            &["--datagram", "--fdname=tcp", "-l", &l],
+            "127.0.0.1:0",
+            &[],
+        )
+        .map(|x| (x, port))
+    });
     refuses(
-        &["--datagram", "--fdname=tcp", "-l", &l],
+        launched,
         || {
             UdpSocket::bind("127.0.0.1:0")
                 .unwrap()
-                .send_to(b"wake", &to)
+                .send_to(b"wake", ("127.0.0.1", port))
                 .unwrap();
         },
         "descriptor 3 (named \"tcp\") is a UDP socket, but its name says a listening TCP socket",
@@ -422,8 +474,9 @@ fn a_unix_socket_is_a_startup_error() {
     let dir = tempdir("unix");
     let path = dir.join("passed");
     let p = path.to_str().unwrap().to_string();
+    let launched = launch(&["--datagram", "-l", &p], "127.0.0.1:0", &[]).expect("launched");
     refuses(
-        &["--datagram", "-l", &p],
+        launched,
         || {
             UnixDatagram::unbound()
                 .unwrap()
@@ -440,10 +493,12 @@ fn a_stream_socket_alone_is_a_startup_error() {
     if !have_activate("a_stream_socket_alone_is_a_startup_error") {
         return;
     }
-    let port = free_port();
-    let l = format!("127.0.0.1:{port}");
+    let (launched, port) = on_a_free_port(|port| {
+        let l = format!("127.0.0.1:{port}");
+        launch(&["-l", &l], "127.0.0.1:0", &[]).map(|x| (x, port))
+    });
     refuses(
-        &["-l", &l],
+        launched,
         || {
             let _ = TcpStream::connect(("127.0.0.1", port)).unwrap();
         },
