@@ -143,6 +143,8 @@ struct Image {
     user: String,
     exposed: Vec<String>,
     healthcheck: Vec<String>,
+    /// The engine's own limit on one check (`HEALTHCHECK --timeout=`).
+    healthcheck_timeout: Option<String>,
     entrypoint: Vec<String>,
     cmd: Vec<String>,
 }
@@ -158,6 +160,7 @@ fn image() -> Image {
         user: String::new(),
         exposed: Vec::new(),
         healthcheck: Vec::new(),
+        healthcheck_timeout: None,
         entrypoint: Vec::new(),
         cmd: Vec::new(),
     };
@@ -175,8 +178,12 @@ fn image() -> Image {
             "USER" => image.user = rest,
             "EXPOSE" => image.exposed = rest.split_whitespace().map(String::from).collect(),
             "HEALTHCHECK" => {
-                let (_, cmd) = rest.split_once(" CMD ").expect("HEALTHCHECK … CMD [...]");
+                let (options, cmd) = rest.split_once(" CMD ").expect("HEALTHCHECK … CMD [...]");
                 image.healthcheck = exec_form(cmd.trim());
+                image.healthcheck_timeout = options
+                    .split_whitespace()
+                    .find_map(|o| o.strip_prefix("--timeout="))
+                    .map(String::from);
             }
             "ENTRYPOINT" => image.entrypoint = exec_form(&rest),
             "CMD" => image.cmd = exec_form(&rest),
@@ -248,6 +255,27 @@ fn containerfile_agrees_with_the_build_and_the_configuration() {
     assert_eq!(
         url,
         format!("http://{}/health", toml["metrics"].as_str().unwrap())
+    );
+
+    // The engine gives the check more time than the check gives the
+    // server, so an unhealthy verdict comes with gnomon's reason rather
+    // than the engine's kill.
+    let seconds = |s: &str| -> u64 { s.strip_suffix('s').unwrap().parse().unwrap() };
+    let ours = image
+        .healthcheck
+        .windows(2)
+        .find(|w| w[0] == "--timeout")
+        .map(|w| seconds(&w[1]))
+        .expect("the health check names its --timeout");
+    let engines = seconds(
+        image
+            .healthcheck_timeout
+            .as_deref()
+            .expect("HEALTHCHECK --timeout="),
+    );
+    assert!(
+        engines > ours,
+        "HEALTHCHECK --timeout={engines}s, gnomon health --timeout {ours}s"
     );
 
     // The health check's arguments parse: against a port where nothing
