@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod chrony;
 pub mod clock;
 pub mod config;
 pub mod decision;

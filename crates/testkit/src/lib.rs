@@ -10,6 +10,7 @@
 //! fraction of a second, never a hang.
 #![forbid(unsafe_code)]
 
+pub mod chrony;
 mod http;
 mod icmp;
 pub mod raw;
