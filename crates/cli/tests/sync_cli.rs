@@ -165,6 +165,10 @@ fn set_clock_dry_run_plans_steps_and_refuses_what_is_unsafe() {
     let (code, j) = plan(list, d, Some("+300"), &[]);
     assert_eq!((code, &j["step"]["action"]), (0, &"step".into()), "{j}");
     assert!(near(&j["step"]["delta_us"], -300 * S), "{j}");
+    // A board without an RTC, booted in 1971: forward by decades.
+    let (code, j) = plan(list, d, Some("@1971-01-01 00:00:00"), &[]);
+    assert_eq!((code, &j["step"]["action"]), (0, &"step".into()), "{j}");
+    assert!(near(&j["step"]["delta_us"], real_now_us() - 31_536_000 * S), "{j}");
     // A clock 300 s ahead proved nothing beyond the real time: the floor
     // is the consensus's lower bound in real time, not local time.
     let floor = state(&dir)["floor_us"].as_i64().unwrap();

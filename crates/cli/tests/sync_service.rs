@@ -77,3 +77,40 @@ fn sighup_rereads_the_list_and_sigterm_ends_an_hour_long_wait() {
     s.stop_cleanly(STOP);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_silent_server_is_retried_with_backoff() {
+    let test = "sync_backoff";
+    let servers = start_servers(test, &HONEST, None);
+    let dir = tempdir(test);
+    // A fourth server on a port nobody listens on: refused at once.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = std::fs::read_to_string(&servers.list).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut dead = doc["servers"][0].clone();
+    dead["name"] = "dead".into();
+    dead["publicKey"] = gnomon_testkit::base64(&[7; 32]).into();
+    dead["addresses"] = serde_json::json!([{ "protocol": "udp", "address": format!("127.0.0.1:{port}") }]);
+    doc["servers"].as_array_mut().unwrap().push(dead);
+    let list = dir.join("with-dead.json");
+    std::fs::write(&list, doc.to_string()).unwrap();
+
+    let mut s = Service::start(&service_args(&list, &dir, "1s"));
+    // Asked in rounds 1 and 2, left out of round 3 (one round of backoff
+    // after the second failure), asked again in round 4.
+    for (round, unreachable) in [(1, "dead"), (2, "dead"), (3, "none"), (4, "dead")] {
+        let head = format!("round {round}: consensus");
+        assert!(s.wait_for(&head, PATIENCE), "{}", s.log);
+        let line = s.log.lines().last().unwrap().to_string();
+        assert!(
+            line.ends_with(&format!("unreachable: {unreachable}")),
+            "round {round}: {line}"
+        );
+    }
+    s.stop_cleanly(STOP);
+    let _ = std::fs::remove_dir_all(&dir);
+}
