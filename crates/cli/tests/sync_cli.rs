@@ -168,7 +168,10 @@ fn set_clock_dry_run_plans_steps_and_refuses_what_is_unsafe() {
     // A board without an RTC, booted in 1971: forward by decades.
     let (code, j) = plan(list, d, Some("@1971-01-01 00:00:00"), &[]);
     assert_eq!((code, &j["step"]["action"]), (0, &"step".into()), "{j}");
-    assert!(near(&j["step"]["delta_us"], real_now_us() - 31_536_000 * S), "{j}");
+    assert!(
+        near(&j["step"]["delta_us"], real_now_us() - 31_536_000 * S),
+        "{j}"
+    );
     // A clock 300 s ahead proved nothing beyond the real time: the floor
     // is the consensus's lower bound in real time, not local time.
     let floor = state(&dir)["floor_us"].as_i64().unwrap();
@@ -318,4 +321,35 @@ fn deploy_sync_toml_loads_and_prints_back() {
     assert_eq!(r.code, 64, "{}", r.stderr);
     assert!(r.stderr.contains("[sync] interval"), "{}", r.stderr);
     let _ = Duration::ZERO;
+}
+
+#[test]
+fn the_bootstrap_units_command_line_is_what_sync_accepts() {
+    let unit =
+        std::fs::read_to_string(serve_support::repo().join("deploy/gnomon-bootstrap.service"))
+            .unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    let mut words = exec.split_whitespace();
+    assert!(words.next().unwrap().ends_with("/gnomon"), "{exec}");
+    assert_eq!(words.next(), Some("sync"), "{exec}");
+    let mut args: Vec<&str> = words.collect();
+    for flag in ["--once", "--set-clock"] {
+        assert!(args.contains(&flag), "{exec}");
+    }
+    args.push("--print-config");
+    let r = sync(&args, None);
+    assert_eq!(r.code, 0, "{exec}: {}", r.stderr);
+    assert!(
+        r.stdout.contains("servers = \"/etc/gnomon/servers.json\""),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("state-dir = \"/var/lib/gnomon\""),
+        "{}",
+        r.stdout
+    );
 }

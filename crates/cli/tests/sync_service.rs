@@ -94,7 +94,8 @@ fn a_silent_server_is_retried_with_backoff() {
     let mut dead = doc["servers"][0].clone();
     dead["name"] = "dead".into();
     dead["publicKey"] = gnomon_testkit::base64(&[7; 32]).into();
-    dead["addresses"] = serde_json::json!([{ "protocol": "udp", "address": format!("127.0.0.1:{port}") }]);
+    dead["addresses"] =
+        serde_json::json!([{ "protocol": "udp", "address": format!("127.0.0.1:{port}") }]);
     doc["servers"].as_array_mut().unwrap().push(dead);
     let list = dir.join("with-dead.json");
     std::fs::write(&list, doc.to_string()).unwrap();
