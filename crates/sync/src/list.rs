@@ -51,7 +51,7 @@ pub fn parse(raw: Vec<u8>, what: &str) -> Result<Loaded, String> {
 /// why. `Err` when neither loads.
 pub fn load(path: &Path, store: Option<&Store>) -> Result<Loaded, String> {
     let what = path.display().to_string();
-    let fresh = std::fs::read(path)
+    let fresh = crate::state::read_bounded(path)
         .map_err(|e| format!("{what}: {e}"))
         .and_then(|raw| parse(raw, &what));
     match fresh {

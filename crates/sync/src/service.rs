@@ -119,6 +119,19 @@ impl Service {
             log(&format!("note: {n}"));
         }
         let n = list.servers.len();
+        if n < settings.quorum {
+            log(&format!(
+                "warning: the list has {n} usable server(s), fewer than the quorum ({}): \
+                 no consensus can be used",
+                settings.quorum
+            ));
+        } else if n < settings.min_servers {
+            log(&format!(
+                "note: the list has {n} usable server(s), fewer than min-servers ({}); \
+                 RFC 10049 §8.2 asks for at least 3",
+                settings.min_servers
+            ));
+        }
         Ok(Service {
             settings,
             store,
@@ -160,7 +173,7 @@ impl Service {
         let Some(path) = self.settings.servers.clone() else {
             return;
         };
-        let fresh = std::fs::read(&path)
+        let fresh = state::read_bounded(&path)
             .map_err(|e| format!("{}: {e}", path.display()))
             .and_then(|raw| list::parse(raw, &path.display().to_string()));
         match fresh {

@@ -200,7 +200,9 @@ impl Store {
     }
 }
 
-fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
+/// Read a whole file of at most 16 MiB: a list or state larger than that
+/// is not one of ours.
+pub(crate) fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
     let f = File::open(path)?;
     let mut out = Vec::new();
     f.take(MAX_FILE + 1).read_to_end(&mut out)?;
