@@ -315,6 +315,23 @@ fn deploy_sync_toml_loads_and_prints_back() {
         None,
     );
     assert!(r.stdout.contains("quorum = 3"), "{}", r.stdout);
+    // GNOMON_SYNC_* over the file, flags over both.
+    let env = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .args(["sync", "--config", file.to_str().unwrap(), "--print-config"])
+            .args(extra)
+            .env("GNOMON_SYNC_QUORUM", "4")
+            .env("GNOMON_SYNC_INTERVAL", "90s")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = env(&[]);
+    assert!(
+        out.contains("quorum = 4") && out.contains("interval = \"90s\""),
+        "{out}"
+    );
+    assert!(env(&["--quorum", "5"]).contains("quorum = 5"));
     let bad = tempdir("sync_toml").join("bad.toml");
     std::fs::write(&bad, "[sync]\ninterval = \"0s\"\n").unwrap();
     let r = sync(&["--config", bad.to_str().unwrap(), "--print-config"], None);
