@@ -29,6 +29,21 @@ fn service_args<'a>(list: &'a Path, dir: &'a Path, interval: &'a str) -> Vec<&'a
     args
 }
 
+/// A copy of `list` in `dir` with one more server, `name` at UDP `addr`
+/// (a key nobody holds).
+fn with_one_more(list: &Path, dir: &Path, name: &str, addr: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(list).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut extra = doc["servers"][0].clone();
+    extra["name"] = name.into();
+    extra["publicKey"] = gnomon_testkit::base64(&[7; 32]).into();
+    extra["addresses"] = serde_json::json!([{ "protocol": "udp", "address": addr }]);
+    doc["servers"].as_array_mut().unwrap().push(extra);
+    let out = dir.join(format!("with-{name}.json"));
+    std::fs::write(&out, doc.to_string()).unwrap();
+    out
+}
+
 #[test]
 fn the_service_runs_a_round_every_interval_and_stops_on_sigterm() {
     let test = "sync_loop";
@@ -89,16 +104,7 @@ fn a_silent_server_is_retried_with_backoff() {
         .local_addr()
         .unwrap()
         .port();
-    let text = std::fs::read_to_string(&servers.list).unwrap();
-    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let mut dead = doc["servers"][0].clone();
-    dead["name"] = "dead".into();
-    dead["publicKey"] = gnomon_testkit::base64(&[7; 32]).into();
-    dead["addresses"] =
-        serde_json::json!([{ "protocol": "udp", "address": format!("127.0.0.1:{port}") }]);
-    doc["servers"].as_array_mut().unwrap().push(dead);
-    let list = dir.join("with-dead.json");
-    std::fs::write(&list, doc.to_string()).unwrap();
+    let list = with_one_more(&servers.list, &dir, "dead", &format!("127.0.0.1:{port}"));
 
     let mut s = Service::start(&service_args(&list, &dir, "1s"));
     // Asked in rounds 1 and 2, left out of round 3 (one round of backoff
@@ -113,5 +119,37 @@ fn a_silent_server_is_retried_with_backoff() {
         );
     }
     s.stop_cleanly(STOP);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_in_the_middle_of_a_round_ends_it_within_the_grace() {
+    let test = "sync_mid_round";
+    let servers = start_servers(test, &HONEST, None);
+    let dir = tempdir(test);
+    // A fourth server that reads nothing: with a 10 s first wait, the
+    // round cannot end before 10 s.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let list = with_one_more(&servers.list, &dir, "quiet", &addr);
+
+    let mut s = Service::start(&[
+        "--servers",
+        list.to_str().unwrap(),
+        "--state-dir",
+        dir.to_str().unwrap(),
+        "--timeout",
+        "10s",
+    ]);
+    assert!(s.wait_for("started:", PATIENCE), "{}", s.log);
+    let code = s.terminate(STOP);
+    assert_eq!(code, Some(0), "{}", s.log);
+    assert!(
+        s.log.contains("stopped in the middle of a round"),
+        "{}",
+        s.log
+    );
+    assert!(!s.log.contains("round 1:"), "{}", s.log);
+    drop(silent);
     let _ = std::fs::remove_dir_all(&dir);
 }
