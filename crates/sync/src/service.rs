@@ -72,6 +72,8 @@ pub struct Service {
     /// Each report thread sends one message when it is done.
     reports_done: (Sender<()>, Receiver<()>),
     reports_pending: usize,
+    /// Log the round's summary line (a one-shot run prints it itself).
+    log_rounds: bool,
 }
 
 /// What one round did, for `--once`, `--check` and tests.
@@ -144,7 +146,13 @@ impl Service {
             loopback_reports,
             reports_done: mpsc::channel(),
             reports_pending: 0,
+            log_rounds: true,
         })
+    }
+
+    /// Leave the round's summary line to the caller ([`Outcome::line`]).
+    pub fn quiet_rounds(&mut self) {
+        self.log_rounds = false;
     }
 
     /// Add a sink.
@@ -386,7 +394,9 @@ impl Service {
         }
 
         let line = self.summary(&round, &outside, report_file.as_ref());
-        (self.log)(&line);
+        if self.log_rounds {
+            (self.log)(&line);
+        }
         for w in warnings {
             (self.log)(&format!("warning: {w}"));
         }

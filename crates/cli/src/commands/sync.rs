@@ -166,6 +166,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // Sinks (chrony's SOCK refclock for --chrony-sock) are added here, for
     // every mode: service.add_sink(Box::new(…)).
     if args.once || args.check {
+        // The summary goes to stdout with the verdict, not twice.
+        service.quiet_rounds();
         return once(&mut service, &args);
     }
     serve_loop(service, &log)
