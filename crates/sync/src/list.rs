@@ -24,7 +24,12 @@ pub struct Loaded {
 /// Parse `raw`; an error says why in words.
 pub fn parse(raw: Vec<u8>, what: &str) -> Result<Loaded, String> {
     let list = ServerList::parse(&raw).map_err(|e| format!("{what}: not a server list ({e:?})"))?;
-    let servers = Server::from_list(&list);
+    let mut servers = Server::from_list(&list);
+    // Names go into every log line and the state: one line of printable
+    // text each, whoever wrote the list.
+    for s in &mut servers {
+        s.name = printable(&s.name);
+    }
     let mut notes = Vec::new();
     for (i, s) in list.servers.iter().enumerate() {
         if let Err(why) = &s.status {
@@ -77,5 +82,30 @@ pub fn load(path: &Path, store: Option<&Store>) -> Result<Loaded, String> {
                 .push(format!("{why}; using the cached list {cache}"));
             Ok(l)
         }
+    }
+}
+
+/// `name` with control characters (newlines, terminal escapes) shown as
+/// `?`, cut to 64 characters.
+fn printable(name: &str) -> String {
+    name.chars()
+        .take(64)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_one_printable_line() {
+        let key = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+        let doc = format!(
+            r#"{{"servers":[{{"name":"a\nround 9: consensus\u001b[31m","version":1,"publicKeyType":"ed25519","publicKey":"{key}","addresses":[{{"protocol":"udp","address":"127.0.0.1:5319"}}]}}]}}"#
+        );
+        let l = parse(doc.into_bytes(), "test").unwrap();
+        assert_eq!(l.servers[0].name, "a?round 9: consensus?[31m");
+        assert_eq!(printable(&"x".repeat(100)).len(), 64);
     }
 }
