@@ -12,8 +12,9 @@ use crate::serve_support::start_serve;
 
 pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
-/// Short waits for loopback servers.
-pub const FAST: [&str; 4] = ["--timeout", "200ms", "--retries", "2"];
+/// Waits for loopback servers: short, yet long enough for a server slowed
+/// by a busy machine (a silent one costs 2.4 s per ask).
+pub const FAST: [&str; 4] = ["--timeout", "500ms", "--retries", "3"];
 
 /// Servers that are stopped when dropped (a failing test too).
 pub struct Servers {
