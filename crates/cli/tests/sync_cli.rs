@@ -291,7 +291,6 @@ fn corrupt_state_and_a_missing_list_are_warnings_not_crashes() {
     assert!(r.stderr.contains("no cached list"), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&empty);
-    let _ = LIBFAKETIME;
 }
 
 #[test]
@@ -369,4 +368,68 @@ fn the_bootstrap_units_command_line_is_what_sync_accepts() {
         "{}",
         r.stdout
     );
+}
+
+/// The one real `--set-clock` this suite makes: as `nobody` with every
+/// capability dropped, where the kernel refuses it (EPERM), so the system
+/// call is made and this machine's clock cannot move. Root is needed to
+/// drop to `nobody`; without root or setpriv the test says so and stops.
+#[test]
+fn set_clock_without_cap_sys_time_exits_71_and_moves_nothing() {
+    let test = "sync_set_clock_eperm";
+    if !gnomon_testkit::is_root() {
+        gnomon_testkit::skip(
+            test,
+            "needs root to run sync as nobody without capabilities",
+        );
+        return;
+    }
+    if !std::path::Path::new("/usr/bin/setpriv").exists() {
+        gnomon_testkit::skip(test, "/usr/bin/setpriv missing (package util-linux)");
+        return;
+    }
+    let Some((servers, dir)) = honest_under_faketime(test) else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut cmd = std::process::Command::new("/usr/bin/setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--bounding-set=-all",
+        "--inh-caps=-all",
+        "--no-new-privs",
+        // libfaketime in gnomon only: preloaded into setpriv (root), it
+        // makes a semaphore the dropped process may not open.
+        "/usr/bin/env",
+        &format!("LD_PRELOAD={LIBFAKETIME}"),
+        "FAKETIME=-300",
+        "FAKETIME_DONT_FAKE_MONOTONIC=1",
+        env!("CARGO_BIN_EXE_gnomon"),
+        "sync",
+    ])
+    // 300 s behind (FAKETIME above): a step is planned and attempted.
+    .args(args(
+        servers.list.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        &["--once", "--set-clock", "--json", "--max-radius", "1m"],
+    ));
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(71),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(j["step"]["action"], "step", "{j}");
+    assert_eq!(j["step"]["done"], false, "{j}");
+    assert!(
+        j["step"]["error"].as_str().unwrap().contains("ermitted"),
+        "{j}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
