@@ -100,6 +100,12 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "(the list's `reports`)",
         "Where to POST reports",
     ),
+    (
+        "chrony-sock",
+        "a path of 1..=107 bytes",
+        "(none: no samples)",
+        "chrony's `refclock SOCK` socket: every consensus is sent there as a sample",
+    ),
 ];
 
 /// The checked settings.
@@ -129,6 +135,8 @@ pub struct Settings {
     pub report: bool,
     /// `report-url`.
     pub report_url: Option<String>,
+    /// `chrony-sock`.
+    pub chrony_sock: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -146,6 +154,7 @@ impl Default for Settings {
             retries: 3,
             report: true,
             report_url: None,
+            chrony_sock: None,
         }
     }
 }
@@ -167,6 +176,7 @@ pub struct Layer {
     pub retries: Option<u32>,
     pub report: Option<bool>,
     pub report_url: Option<String>,
+    pub chrony_sock: Option<PathBuf>,
 }
 
 /// A file that does not load.
@@ -203,6 +213,7 @@ struct FileTable {
     retries: Option<i64>,
     report: Option<bool>,
     report_url: Option<String>,
+    chrony_sock: Option<String>,
 }
 
 impl Layer {
@@ -252,6 +263,11 @@ impl Layer {
                 .report_url
                 .map(|u| parse_report_url(&u).map_err(|e| bad("report-url", e)))
                 .transpose()?,
+            chrony_sock: t
+                .chrony_sock
+                .map(|p| parse_chrony_sock(&p).map_err(|e| bad("chrony-sock", e)))
+                .transpose()?
+                .map(|p| base.join(p)),
         })
     }
 }
@@ -279,6 +295,7 @@ impl Settings {
             retries: pick!(retries).unwrap_or(d.retries),
             report: pick!(report).unwrap_or(d.report),
             report_url: pick!(report_url),
+            chrony_sock: pick!(chrony_sock),
         }
     }
 }
@@ -308,6 +325,9 @@ impl fmt::Display for Settings {
         writeln!(f, "report = {}", self.report)?;
         if let Some(u) = &self.report_url {
             writeln!(f, "report-url = {}", q(u))?;
+        }
+        if let Some(p) = &self.chrony_sock {
+            writeln!(f, "chrony-sock = {}", q(&p.display().to_string()))?;
         }
         Ok(())
     }
@@ -429,6 +449,16 @@ pub fn parse_report_url(s: &str) -> Result<String, String> {
     }
 }
 
+/// `chrony-sock`: a path that fits a Unix socket address (sun_path holds
+/// 108 bytes with the terminating NUL), so a typo'd long path is an error
+/// at start, not a failure at every sample.
+pub fn parse_chrony_sock(s: &str) -> Result<PathBuf, String> {
+    if s.is_empty() || s.len() > 107 || s.contains('\0') {
+        return Err(format!("`{s}` is not {}", KEYS[12].1));
+    }
+    Ok(PathBuf::from(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,5 +498,25 @@ mod tests {
         assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
         assert!(parse_interval("0s").is_err());
         assert!(parse_interval("2d").is_err());
+    }
+
+    #[test]
+    fn chrony_sock_is_a_path_that_fits_a_unix_socket_address() {
+        let p = Path::new("/etc/gnomon/sync.toml");
+        let l = Layer::from_toml("[sync]\nchrony-sock = \"/run/chrony/gnomon.sock\"\n", p).unwrap();
+        let s = Settings::resolve(&l, &Layer::default());
+        assert_eq!(
+            s.chrony_sock.as_deref(),
+            Some(Path::new("/run/chrony/gnomon.sock"))
+        );
+        assert!(s
+            .to_string()
+            .contains("chrony-sock = \"/run/chrony/gnomon.sock\""));
+        assert_eq!(Settings::default().chrony_sock, None);
+        let long = format!("[sync]\nchrony-sock = \"/{}\"\n", "x".repeat(107));
+        let e = Layer::from_toml(&long, p).unwrap_err();
+        assert!(e.0.contains("[sync] chrony-sock"), "{e}");
+        assert!(parse_chrony_sock("").is_err());
+        assert!(parse_chrony_sock(&format!("/{}", "x".repeat(106))).is_ok());
     }
 }

@@ -20,6 +20,19 @@ pub struct Chronyd {
     log: Arc<Mutex<String>>,
 }
 
+/// What `chronyc -c tracking` says about the clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tracking {
+    /// The source chrony follows (a refclock's refid), empty when none.
+    pub reference: String,
+    /// How far chrony believes the system clock is behind true time,
+    /// seconds ("slow of NTP time" when positive). With -x chronyd never
+    /// corrects the clock, so this is the whole offset of the source.
+    pub behind: f64,
+    /// `Normal`, or `Not synchronised`.
+    pub leap: String,
+}
+
 /// One line of `chronyc -c sources`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Source {
@@ -42,10 +55,10 @@ pub struct Source {
 
 impl Chronyd {
     /// Start chronyd for `test` with `refclock SOCK DIR/gnomon.sock refid
-    /// RTIM` followed by `options` (such as `poll 0 noselect`). `None`,
-    /// after recording why, where chronyd is not installed or cannot run as
-    /// this user.
-    pub fn start(test: &str, options: &str) -> Option<Chronyd> {
+    /// RTIM` followed by `options` (such as `poll 0 noselect`), and the
+    /// lines `conf` (such as `maxdistance 16`). `None`, after recording
+    /// why, where chronyd is not installed or cannot run as this user.
+    pub fn start(test: &str, options: &str, conf: &str) -> Option<Chronyd> {
         let Some(chronyd) = find(&["/usr/sbin/chronyd", "/usr/bin/chronyd", "/sbin/chronyd"])
         else {
             crate::skip(
@@ -72,7 +85,8 @@ impl Chronyd {
              port 0\n\
              pidfile {d}/chronyd.pid\n\
              driftfile {d}/drift\n\
-             logdir {d}/log\n"
+             logdir {d}/log\n\
+             {conf}\n"
         );
         std::fs::write(dir.join("chronyd.conf"), conf).expect("chronyd.conf");
         let root = crate::is_root();
@@ -152,6 +166,12 @@ impl Chronyd {
             let f: Vec<&str> = l.split(',').collect();
             (f.first() == Some(&REFID)).then(|| f.get(1)?.parse().ok())?
         })
+    }
+
+    /// `chronyc -c tracking`, if chronyc answers.
+    pub fn tracking(&self) -> Option<Tracking> {
+        let out = self.chronyc(&["-c", "tracking"])?;
+        parse_tracking(out.lines().next()?)
     }
 
     /// Ask chronyc until `done` holds for the refclock's line and its
@@ -234,6 +254,21 @@ fn parse_source(line: &str) -> Option<Source> {
     })
 }
 
+/// `5254494D,RTIM,1,1795503071.93,300.000000000,…,Normal`: refid (hex),
+/// name, stratum, reference time, system time (positive: slow), …, leap
+/// status last.
+fn parse_tracking(line: &str) -> Option<Tracking> {
+    let f: Vec<&str> = line.split(',').collect();
+    if f.len() < 14 {
+        return None;
+    }
+    Some(Tracking {
+        reference: f[1].to_string(),
+        behind: f[4].parse().ok()?,
+        leap: f.last()?.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +283,15 @@ mod tests {
         let never = parse_source("#,?,RTIM,0,0,0,4294967295,0.0,0.0,0.0").unwrap();
         assert_eq!(never.last_rx, None);
         assert!(parse_source("^,*,ntp.example,2,6,377,12,0.1,0.1,0.01").is_none());
+        let t = parse_tracking("5254494D,RTIM,1,1795503071.933168969,300.000000000,0.000000000,0.000000000,-0.000,0.000,0.000,6.000000000,0.000001594,1.0,Normal").unwrap();
+        assert_eq!(
+            (t.reference.as_str(), t.behind, t.leap.as_str()),
+            ("RTIM", 300.0, "Normal")
+        );
+        let none = parse_tracking("00000000,,0,0.000000000,0.000000000,0.000000000,0.000000000,0.000,0.000,0.000,1.000000000,1.000000000,0.0,Not synchronised").unwrap();
+        assert_eq!(
+            (none.reference.as_str(), none.leap.as_str()),
+            ("", "Not synchronised")
+        );
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gnomon_client::{format_duration_us, format_utc};
+use gnomon_sync::chrony::ChronySock;
 use gnomon_sync::config::{self as cfg, Layer, Settings};
 use gnomon_sync::decision::{clock_ok, plan_step, trusted};
 use gnomon_sync::state::{Loaded, Store};
@@ -92,6 +93,10 @@ pub(crate) struct Args {
     /// Where to POST reports (https); default: the list's `reports`.
     #[arg(long, env = "GNOMON_SYNC_REPORT_URL", value_name = "URL", value_parser = cfg::parse_report_url)]
     report_url: Option<String>,
+    /// Send every consensus to chrony's `refclock SOCK` at this path
+    /// (docs/SYNC.md has the chrony.conf lines).
+    #[arg(long, env = "GNOMON_SYNC_CHRONY_SOCK", value_name = "PATH", value_parser = cfg::parse_chrony_sock)]
+    chrony_sock: Option<PathBuf>,
     /// Measure once and exit.
     #[arg(long)]
     once: bool,
@@ -135,6 +140,7 @@ impl Args {
             retries: self.retries,
             report: self.report,
             report_url: self.report_url.clone(),
+            chrony_sock: self.chrony_sock.clone(),
         }
     }
 }
@@ -159,12 +165,15 @@ pub(crate) fn run(args: Args) -> ExitCode {
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr(), "gnomon sync: {line}");
     });
+    let chrony_sock = settings.chrony_sock.clone();
     let mut service = match Service::new(settings, log.clone(), args.allow_loopback_http_reports) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
-    // Sinks (chrony's SOCK refclock for --chrony-sock) are added here, for
-    // every mode: service.add_sink(Box::new(…)).
+    // Sinks, for every mode: a --once round feeds chrony too.
+    if let Some(path) = chrony_sock {
+        service.add_sink(Box::new(ChronySock::new(path, log.clone())));
+    }
     if args.once || args.check {
         // The summary goes to stdout with the verdict, not twice.
         service.quiet_rounds();

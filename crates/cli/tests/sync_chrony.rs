@@ -1,0 +1,190 @@
+//! `gnomon sync --chrony-sock` feeding a real chronyd (Debian's package)
+//! from real `gnomon serve` processes on loopback: chrony uses Roughtime
+//! as its source, or measures it without steering by it (`noselect`), with
+//! the chrony.conf lines docs/SYNC.md gives (a faster poll for the test).
+//! chronyd runs with -x: it never touches this machine's clock, and with
+//! -x a selected source's offset shows in `tracking` as how far chrony
+//! believes the clock is behind.
+//!
+//! Where chrony is not installed or cannot run, the chrony tests skip and
+//! say so; the hostile-path test needs no chrony.
+
+mod serve_support;
+mod sync_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use gnomon_testkit::chrony::{Chronyd, Source, REFID};
+use sync_support::{have_faketime, start_servers, sync, tempdir, Servers, Service, FAST};
+
+/// docs/SYNC.md's refclock options, but polled every second (`poll 0`)
+/// to match `--interval 1s`: one sample per poll is enough (`filter 1`),
+/// and the delay says the samples are seconds wide.
+const REFCLOCK: &str = "poll 0 filter 1 delay 6";
+/// docs/SYNC.md: a source with that delay must still be selectable.
+const CONF: &str = "maxdistance 16";
+/// Beyond the consensus radius: chronyc prints nanoseconds, and rounds
+/// are sent a moment after they are measured.
+const MARGIN: f64 = 0.5;
+
+/// Three servers with their clocks at real time + `offset` ("+300"), and
+/// `gnomon sync` sending every round to chronyd's refclock socket.
+fn feed(test: &str, offset: Option<&str>, chronyd: &Chronyd) -> (Servers, Service) {
+    let spec = [("alpha", offset), ("bravo", offset), ("charlie", offset)];
+    let servers = start_servers(test, &spec, None);
+    let service = every_second(&servers.list, &servers.dir.join("state"), &chronyd.sock());
+    (servers, service)
+}
+
+/// `gnomon sync` as a service, a round a second, feeding `sock`.
+fn every_second(list: &Path, state: &Path, sock: &Path) -> Service {
+    let mut args = vec![
+        "--servers",
+        list.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--interval",
+        "1s",
+        "--jitter",
+        "0",
+        "--chrony-sock",
+        sock.to_str().unwrap(),
+    ];
+    args.extend_from_slice(&FAST);
+    Service::start(&args)
+}
+
+/// The widest consensus radius `gnomon sync` logged ("… ±1.234 s …"),
+/// seconds; panics when it logged none.
+fn widest_radius(log: &str) -> f64 {
+    log.lines()
+        .filter(|l| l.contains("consensus"))
+        .filter_map(|l| l.split_once('±')?.1.split_once(" s")?.0.parse().ok())
+        .fold(None, |w: Option<f64>, r| Some(w.map_or(r, |w| w.max(r))))
+        .unwrap_or_else(|| panic!("no consensus logged:\n{log}"))
+}
+
+fn stop(mut service: Service) -> String {
+    service.stop_cleanly(Duration::from_secs(30));
+    std::mem::take(&mut service.log)
+}
+
+/// chrony selects the refclock and believes the clock is `expected_s`
+/// behind true time, within the consensus radius.
+fn chrony_follows(test: &str, offset: Option<&str>, expected_s: f64) {
+    if offset.is_some() && !have_faketime(test) {
+        return;
+    }
+    let Some(chronyd) = Chronyd::start(test, REFCLOCK, CONF) else {
+        return;
+    };
+    let (_servers, mut service) = feed(test, offset, &chronyd);
+    let source = chronyd.wait_for(
+        "the Roughtime refclock selected",
+        Duration::from_secs(90),
+        |s, n| {
+            // Keep sync's log flowing so its pipe never fills.
+            service.wait_for("\u{0}", Duration::ZERO);
+            s.state == '*' && n >= 3
+        },
+    );
+    let tracking = chronyd.tracking().expect("chronyc tracking");
+    let log = stop(service);
+    let bound = widest_radius(&log) + MARGIN;
+    assert_eq!(tracking.reference, REFID, "{tracking:?}\n{log}");
+    assert!(
+        (tracking.behind - expected_s).abs() <= bound,
+        "chrony believes the clock is {} s behind, expected {expected_s} ± {bound}; {source:?}\n{log}",
+        tracking.behind
+    );
+    assert!(!log.contains("chrony: cannot"), "a sample failed:\n{log}");
+}
+
+#[test]
+fn chrony_uses_roughtime_as_its_source_and_agrees_with_the_servers() {
+    chrony_follows("sync_chrony_source", None, 0.0);
+}
+
+#[test]
+fn servers_300_s_ahead_put_chrony_300_s_ahead() {
+    chrony_follows("sync_chrony_source_300", Some("+300"), 300.0);
+}
+
+#[test]
+fn with_noselect_chrony_measures_roughtime_and_never_follows_it() {
+    let test = "sync_chrony_noselect";
+    if !have_faketime(test) {
+        return;
+    }
+    let options = format!("{REFCLOCK} noselect");
+    let Some(chronyd) = Chronyd::start(test, &options, CONF) else {
+        return;
+    };
+    let (_servers, mut service) = feed(test, Some("+300"), &chronyd);
+    let source: Source = chronyd.wait_for("three samples", Duration::from_secs(90), |s, n| {
+        service.wait_for("\u{0}", Duration::ZERO);
+        s.last_rx.is_some() && n >= 3
+    });
+    let tracking = chronyd.tracking().expect("chronyc tracking");
+    let log = stop(service);
+    let bound = widest_radius(&log) + MARGIN;
+    // chronyc prints the local clock minus the source: a source ahead of
+    // us is negative.
+    assert!(
+        (source.measured_offset + 300.0).abs() <= bound,
+        "{source:?}, expected -300 ± {bound}\n{log}"
+    );
+    assert_ne!(source.state, '*', "{source:?}");
+    assert_eq!(tracking.reference, "", "{tracking:?}");
+    assert_eq!(tracking.leap, "Not synchronised", "{tracking:?}");
+}
+
+#[test]
+fn hostile_chrony_paths_never_stop_or_slow_sync() {
+    let test = "sync_chrony_hostile";
+    let servers = start_servers(
+        test,
+        &[("alpha", None), ("bravo", None), ("charlie", None)],
+        None,
+    );
+    let dir = tempdir(test);
+    let file = dir.join("regular-file");
+    std::fs::write(&file, b"not a socket").unwrap();
+    let state = dir.join("state");
+
+    // A service whose socket path is a regular file: it keeps measuring,
+    // and says so once, not every round.
+    let mut service = every_second(&servers.list, &state, &file);
+    for round in 0..4 {
+        assert!(
+            service.wait_for("consensus", Duration::from_secs(30)),
+            "round {round} never came:\n{}",
+            service.log
+        );
+    }
+    let log = stop(service);
+    let warnings = log.lines().filter(|l| l.contains("chrony: cannot")).count();
+    assert_eq!(warnings, 1, "{log}");
+    assert!(log.contains("nothing reads this path"), "{log}");
+
+    let (list, state) = (servers.list.to_str().unwrap(), state.to_str().unwrap());
+    // --once with a directory, and with no socket at all (chronyd not
+    // started yet): the round succeeds, the failure is said.
+    for (path, hint) in [
+        (dir.clone(), "nothing reads this path"),
+        (dir.join("missing.sock"), "is chronyd running"),
+    ] {
+        let mut args = vec!["--servers", list, "--state-dir", state, "--once"];
+        args.extend_from_slice(&FAST);
+        args.extend_from_slice(&["--chrony-sock", path.to_str().unwrap()]);
+        let r = sync(&args, None);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(hint), "{}", r.stderr);
+    }
+    // A path no socket address can hold is refused at start.
+    let long = format!("/{}", "x".repeat(200));
+    let r = sync(&["--servers", list, "--once", "--chrony-sock", &long], None);
+    assert_eq!(r.code, 64, "{}{}", r.stdout, r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
