@@ -15,6 +15,7 @@
 //! side (ARCHITECTURE.md: arrows point down).
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -106,6 +107,36 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "(none: no samples)",
         "chrony's `refclock SOCK` socket: every consensus is sent there as a sample",
     ),
+    (
+        "servers-url",
+        "an https:// URL",
+        "(the list's `sources`)",
+        "Where the list is refreshed from",
+    ),
+    (
+        "list-refresh",
+        "a duration in 1s..=30d",
+        "\"1d\"",
+        "Time between list refreshes (± jitter)",
+    ),
+    (
+        "list-timeout",
+        "a duration in 1s..=5m",
+        "\"30s\"",
+        "One list download, connect to last byte",
+    ),
+    (
+        "list-ca",
+        "a path (PEM certificates)",
+        "(Mozilla's roots)",
+        "Trust only these CAs for list downloads",
+    ),
+    (
+        "metrics",
+        "a socket address",
+        "(none: off)",
+        "Serve Prometheus /metrics here",
+    ),
 ];
 
 /// The checked settings.
@@ -137,6 +168,16 @@ pub struct Settings {
     pub report_url: Option<String>,
     /// `chrony-sock`.
     pub chrony_sock: Option<PathBuf>,
+    /// `servers-url`.
+    pub servers_url: Option<String>,
+    /// `list-refresh`.
+    pub list_refresh: Duration,
+    /// `list-timeout`.
+    pub list_timeout: Duration,
+    /// `list-ca`.
+    pub list_ca: Option<PathBuf>,
+    /// `metrics`.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl Default for Settings {
@@ -155,6 +196,11 @@ impl Default for Settings {
             report: true,
             report_url: None,
             chrony_sock: None,
+            servers_url: None,
+            list_refresh: Duration::from_secs(86_400),
+            list_timeout: Duration::from_secs(30),
+            list_ca: None,
+            metrics: None,
         }
     }
 }
@@ -177,6 +223,11 @@ pub struct Layer {
     pub report: Option<bool>,
     pub report_url: Option<String>,
     pub chrony_sock: Option<PathBuf>,
+    pub servers_url: Option<String>,
+    pub list_refresh: Option<Duration>,
+    pub list_timeout: Option<Duration>,
+    pub list_ca: Option<PathBuf>,
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A file that does not load.
@@ -214,6 +265,11 @@ struct FileTable {
     report: Option<bool>,
     report_url: Option<String>,
     chrony_sock: Option<String>,
+    servers_url: Option<String>,
+    list_refresh: Option<String>,
+    list_timeout: Option<String>,
+    list_ca: Option<String>,
+    metrics: Option<String>,
 }
 
 impl Layer {
@@ -268,6 +324,17 @@ impl Layer {
                 .map(|p| parse_chrony_sock(&p).map_err(|e| bad("chrony-sock", e)))
                 .transpose()?
                 .map(|p| base.join(p)),
+            servers_url: t
+                .servers_url
+                .map(|u| parse_servers_url(&u).map_err(|e| bad("servers-url", e)))
+                .transpose()?,
+            list_refresh: dur("list-refresh", t.list_refresh, parse_list_refresh)?,
+            list_timeout: dur("list-timeout", t.list_timeout, parse_list_timeout)?,
+            list_ca: t.list_ca.map(in_file),
+            metrics: t
+                .metrics
+                .map(|a| parse_metrics(&a).map_err(|e| bad("metrics", e)))
+                .transpose()?,
         })
     }
 }
@@ -296,6 +363,11 @@ impl Settings {
             report: pick!(report).unwrap_or(d.report),
             report_url: pick!(report_url),
             chrony_sock: pick!(chrony_sock),
+            servers_url: pick!(servers_url),
+            list_refresh: pick!(list_refresh).unwrap_or(d.list_refresh),
+            list_timeout: pick!(list_timeout).unwrap_or(d.list_timeout),
+            list_ca: pick!(list_ca),
+            metrics: pick!(metrics),
         }
     }
 }
@@ -328,6 +400,17 @@ impl fmt::Display for Settings {
         }
         if let Some(p) = &self.chrony_sock {
             writeln!(f, "chrony-sock = {}", q(&p.display().to_string()))?;
+        }
+        if let Some(u) = &self.servers_url {
+            writeln!(f, "servers-url = {}", q(u))?;
+        }
+        writeln!(f, "list-refresh = \"{}\"", DurationText(self.list_refresh))?;
+        writeln!(f, "list-timeout = \"{}\"", DurationText(self.list_timeout))?;
+        if let Some(p) = &self.list_ca {
+            writeln!(f, "list-ca = {}", q(&p.display().to_string()))?;
+        }
+        if let Some(a) = &self.metrics {
+            writeln!(f, "metrics = {}", q(&a.to_string()))?;
         }
         Ok(())
     }
@@ -459,6 +542,46 @@ pub fn parse_chrony_sock(s: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(s))
 }
 
+/// `servers-url`: HTTPS only. A list fetched in the clear could be
+/// replaced by anyone on the path, and with it the keys sync trusts.
+pub fn parse_servers_url(s: &str) -> Result<String, String> {
+    let lower = s.to_ascii_lowercase();
+    if lower.starts_with("http://") {
+        return Err(format!(
+            "`{s}` is plain HTTP: a server list names the keys sync trusts, and anyone on the \
+             path could replace it; use an https:// URL"
+        ));
+    }
+    parse_report_url(s)
+}
+
+/// `list-refresh`: 1 s to 30 days.
+pub fn parse_list_refresh(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_secs(1),
+        Duration::from_secs(30 * 86_400),
+        "a duration in 1s..=30d",
+    )
+}
+
+/// `list-timeout`: 1 s to 5 minutes.
+pub fn parse_list_timeout(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_secs(1),
+        Duration::from_secs(300),
+        "a duration in 1s..=5m",
+    )
+}
+
+/// `metrics`: `127.0.0.1:9102`, `[::1]:9102`.
+pub fn parse_metrics(s: &str) -> Result<SocketAddr, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a socket address (like 127.0.0.1:9102)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +621,13 @@ mod tests {
         assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
         assert!(parse_interval("0s").is_err());
         assert!(parse_interval("2d").is_err());
+        let e = Layer::from_toml("[sync]\nservers-url = \"http://lists.example/l.json\"\n", p)
+            .unwrap_err();
+        assert!(e.0.contains("plain HTTP"), "{e}");
+        assert!(parse_servers_url("https://lists.example/l.json").is_ok());
+        assert!(parse_list_refresh("31d").is_err());
+        assert!(parse_metrics("127.0.0.1:9102").is_ok());
+        assert!(parse_metrics("localhost").is_err());
     }
 
     #[test]

@@ -28,6 +28,7 @@ use gnomon_client::{
 use crate::config::Settings;
 use crate::decision::raise_floor;
 use crate::list;
+use crate::refresh::{self, Refresher};
 use crate::round::{self, Round};
 use crate::state::{self, Excluded, LastRound, Loaded, State, Store};
 
@@ -74,6 +75,11 @@ pub struct Service {
     reports_pending: usize,
     /// Log the round's summary line (a one-shot run prints it itself).
     log_rounds: bool,
+    /// The list refresh, when the list has `sources` or a URL is given.
+    refresher: Option<Refresher>,
+    /// The operator's list file as last read: what a refreshed cache
+    /// descends from.
+    seed: Option<Vec<u8>>,
 }
 
 /// What one round did, for `--once`, `--check` and tests.
@@ -112,11 +118,50 @@ impl Service {
                 State::default()
             }
         };
-        let path = settings
+        let fetcher = refresh::Fetcher::new(settings.list_ca.as_deref(), settings.list_timeout)
+            .map_err(|e| format!("list-ca: {e}"))?;
+        let list = match (&settings.servers, &settings.servers_url) {
+            (Some(path), _) => match refresh::cached_refresh(&store, Some(path)) {
+                Some(l) => l,
+                None => list::load(path, Some(&store))?,
+            },
+            // No file of the operator's: the last list fetched, or one
+            // fetched now.
+            (None, Some(url)) => match refresh::cached_refresh(&store, None) {
+                Some(l) => l,
+                None => {
+                    let a = refresh::attempt(&fetcher, std::slice::from_ref(url), settings.quorum);
+                    let Some((_, l)) = a.fresh else {
+                        let why: Vec<String> =
+                            a.failed.iter().map(|(u, f)| format!("{u}: {f}")).collect();
+                        return Err(format!("no server list: {}", why.join("; ")));
+                    };
+                    if let Err(e) = refresh::cache(&store, &l.raw, None) {
+                        log(&format!("note: cannot cache the list: {e}"));
+                    }
+                    l
+                }
+            },
+            (None, None) => {
+                return Err(
+                    "no server list: give --servers LIST.json or --servers-url URL (or `servers` in [sync])"
+                        .into(),
+                )
+            }
+        };
+        let seed = settings
             .servers
-            .clone()
-            .ok_or("no server list: give --servers LIST.json (or `servers` in [sync])")?;
-        let list = list::load(&path, Some(&store))?;
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok());
+        let refresher =
+            (settings.servers_url.is_some() || !list.list.sources.is_empty()).then(|| {
+                Refresher::new(
+                    fetcher,
+                    settings.servers_url.clone(),
+                    settings.list_refresh,
+                    settings.jitter,
+                )
+            });
         for n in &list.notes {
             log(&format!("note: {n}"));
         }
@@ -147,6 +192,8 @@ impl Service {
             reports_done: mpsc::channel(),
             reports_pending: 0,
             log_rounds: true,
+            refresher,
+            seed,
         })
     }
 
@@ -195,6 +242,8 @@ impl Service {
                 if let Err(e) = self.store.write(state::LIST_CACHE, &l.raw) {
                     (self.log)(&format!("note: cannot cache the list: {e}"));
                 }
+                let _ = std::fs::remove_file(self.store.path(refresh::SEED_FILE));
+                self.seed = Some(l.raw.clone());
                 (self.log)(&format!(
                     "reload: {} usable server(s) from {}",
                     l.servers.len(),
@@ -231,13 +280,37 @@ impl Service {
 
     /// The interval ± jitter.
     fn next_wait(&self) -> Duration {
-        let mut b = [0u8; 4];
-        let r = if getrandom::getrandom(&mut b).is_ok() {
-            f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX)
-        } else {
-            0.5
+        jittered(self.settings.interval, self.settings.jitter, unit_random())
+    }
+
+    /// The list refresh's counters (metrics).
+    pub fn refresh_counts(&self) -> Option<Arc<refresh::Counts>> {
+        self.refresher.as_ref().map(|r| r.counts.clone())
+    }
+
+    /// Take a finished refresh (installing a good list) and start the
+    /// next one when due. Never waits for a download.
+    fn poll_refresh(&mut self) {
+        let quorum = self.settings.quorum;
+        let Some(r) = self.refresher.as_mut() else {
+            return;
         };
-        jittered(self.settings.interval, self.settings.jitter, r)
+        let Some(attempt) = r.poll(&self.list.list.sources, quorum) else {
+            return;
+        };
+        (self.log)(&r.account(&attempt));
+        let Some((_, l)) = attempt.fresh else { return };
+        if l.raw == self.list.raw {
+            return;
+        }
+        if let Err(e) = refresh::cache(&self.store, &l.raw, self.seed.as_deref()) {
+            (self.log)(&format!("note: cannot cache the refreshed list: {e}"));
+        }
+        for n in &l.notes {
+            (self.log)(&format!("note: {n}"));
+        }
+        self.backoff = vec![(0, 0); l.servers.len()];
+        self.list = l;
     }
 
     /// Whom to ask this round: every server not backing off; when that is
@@ -276,6 +349,7 @@ impl Service {
 
     /// One round: measure, decide, save, report, log, sinks.
     pub fn round(&mut self) -> Result<Outcome, QueryError> {
+        self.poll_refresh();
         let ask = self.choose();
         let excluded: Vec<bool> = (0..self.list.servers.len())
             .map(|i| self.excluded_key(i))
@@ -524,9 +598,19 @@ impl Service {
     }
 }
 
+/// A random number in [0, 1] (0.5 when no random bytes are to be had).
+pub(crate) fn unit_random() -> f64 {
+    let mut b = [0u8; 4];
+    if getrandom::getrandom(&mut b).is_ok() {
+        f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX)
+    } else {
+        0.5
+    }
+}
+
 /// `interval` moved by up to `percent` % either way, `r` in [0, 1] saying
 /// where; never under a second.
-fn jittered(interval: Duration, percent: u8, r: f64) -> Duration {
+pub(crate) fn jittered(interval: Duration, percent: u8, r: f64) -> Duration {
     let base = interval.as_secs_f64();
     let spread = base * f64::from(percent) / 100.0;
     Duration::from_secs_f64((base + spread * (2.0 * r.clamp(0.0, 1.0) - 1.0)).max(1.0))

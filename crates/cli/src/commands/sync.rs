@@ -97,6 +97,24 @@ pub(crate) struct Args {
     /// (docs/SYNC.md has the chrony.conf lines).
     #[arg(long, env = "GNOMON_SYNC_CHRONY_SOCK", value_name = "PATH", value_parser = cfg::parse_chrony_sock)]
     chrony_sock: Option<PathBuf>,
+    /// Where to refresh the server list from (https only); default: the
+    /// list's own `sources`.
+    #[arg(long, env = "GNOMON_SYNC_SERVERS_URL", value_name = "URL", value_parser = cfg::parse_servers_url)]
+    servers_url: Option<String>,
+    /// Time between list refreshes, 1s..=30d, ± --jitter [default: 1d].
+    #[arg(long, env = "GNOMON_SYNC_LIST_REFRESH", value_name = "DURATION", value_parser = cfg::parse_list_refresh)]
+    list_refresh: Option<Duration>,
+    /// Longest one list download may take, connect to last byte,
+    /// 1s..=5m [default: 30s].
+    #[arg(long, env = "GNOMON_SYNC_LIST_TIMEOUT", value_name = "DURATION", value_parser = cfg::parse_list_timeout)]
+    list_timeout: Option<Duration>,
+    /// PEM file of the CA certificates trusted for list downloads, instead
+    /// of Mozilla's roots (a private list server).
+    #[arg(long, env = "GNOMON_SYNC_LIST_CA", value_name = "FILE")]
+    list_ca: Option<PathBuf>,
+    /// Serve Prometheus text on http://ADDR/metrics.
+    #[arg(long, env = "GNOMON_SYNC_METRICS", value_name = "ADDR", value_parser = cfg::parse_metrics)]
+    metrics: Option<std::net::SocketAddr>,
     /// Measure once and exit.
     #[arg(long)]
     once: bool,
@@ -141,6 +159,11 @@ impl Args {
             report: self.report,
             report_url: self.report_url.clone(),
             chrony_sock: self.chrony_sock.clone(),
+            servers_url: self.servers_url.clone(),
+            list_refresh: self.list_refresh,
+            list_timeout: self.list_timeout,
+            list_ca: self.list_ca.clone(),
+            metrics: self.metrics,
         }
     }
 }

@@ -1,0 +1,240 @@
+//! `gnomon sync` refreshes its server list over HTTPS (the list's own
+//! `sources`, or --servers-url) from a real TLS server on loopback whose
+//! CA the test made: a good list replaces the old one and survives a
+//! restart; garbage, too few servers, a huge body, a redirect, an error
+//! status, an untrusted certificate and a download that never ends keep
+//! the old list, each said in the log, and the rounds go on meanwhile.
+
+mod https_support;
+mod serve_support;
+mod sync_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use https_support::{Answer, HttpsServer};
+use serde_json::{json, Value};
+use sync_support::{start_servers, sync, tempdir, Service, FAST};
+
+const THREE: [(&str, Option<&str>); 3] = [("alpha", None), ("bravo", None), ("charlie", None)];
+const PATIENCE: Duration = Duration::from_secs(30);
+const STOP: Duration = Duration::from_secs(10);
+
+fn list_of(full: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(full).unwrap()).unwrap()
+}
+
+/// The list with only the first `n` servers and `sources`.
+fn list_with(full: &Value, n: usize, sources: &[String]) -> Vec<u8> {
+    let servers: Vec<Value> = full["servers"].as_array().unwrap()[..n].to_vec();
+    serde_json::to_vec(&json!({ "servers": servers, "sources": sources })).unwrap()
+}
+
+fn args<'a>(list: &'a str, dir: &'a str, ca: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "--servers",
+        list,
+        "--state-dir",
+        dir,
+        "--interval",
+        "1s",
+        "--list-refresh",
+        "1s",
+        "--list-ca",
+        ca,
+        "--quorum",
+        "2",
+        "--min-servers",
+        "2",
+    ];
+    a.extend_from_slice(extra);
+    a.extend_from_slice(&FAST);
+    a
+}
+
+fn last_line(s: &Service) -> &str {
+    s.log.lines().last().unwrap_or("")
+}
+
+#[test]
+fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
+    let test = "sync_list_good";
+    let servers = start_servers(test, &THREE, None);
+    let dir = tempdir(test);
+    let full = list_of(&servers.list);
+    let https = HttpsServer::start(Answer::Status(503));
+    let sources = vec![https.url("/servers.json")];
+    let three = list_with(&full, 3, &sources);
+    https.set(Answer::Body(three.clone()));
+    // The operator's file names two servers and where the list lives.
+    let seed = dir.join("seed.json");
+    std::fs::write(&seed, list_with(&full, 2, &sources)).unwrap();
+    let ca = dir.join("ca.pem");
+    https.write_ca(&ca);
+    let state = dir.join("state");
+    let (seed_s, state_s, ca_s) = (
+        seed.to_str().unwrap(),
+        state.to_str().unwrap(),
+        ca.to_str().unwrap(),
+    );
+
+    let mut s = Service::start(&args(seed_s, state_s, ca_s, &[]));
+    assert!(s.wait_for("started: 2 server(s)", PATIENCE), "{}", s.log);
+    assert!(
+        s.wait_for("list refresh: 3 usable server(s) from https://", PATIENCE),
+        "{}",
+        s.log
+    );
+    assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    assert_eq!(
+        std::fs::read(state.join("sync-servers.json")).unwrap(),
+        three
+    );
+    s.stop_cleanly(STOP);
+
+    // After a restart the refreshed list is used though the file names
+    // two, and garbage from the source does not replace it.
+    https.set(Answer::Body(b"<html>maintenance</html>".to_vec()));
+    let mut s = Service::start(&args(seed_s, state_s, ca_s, &[]));
+    assert!(s.wait_for("started: 3 server(s)", PATIENCE), "{}", s.log);
+    assert!(
+        s.log
+            .contains("using the list last refreshed from its sources"),
+        "{}",
+        s.log
+    );
+    assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
+    assert!(s.log.contains("not a server list"), "{}", s.log);
+    assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    s.stop_cleanly(STOP);
+
+    // The operator edits the file: theirs wins again.
+    std::fs::write(&seed, list_with(&full, 2, &[])).unwrap();
+    let mut s = Service::start(&args(seed_s, state_s, ca_s, &[]));
+    assert!(s.wait_for("started: 2 server(s)", PATIENCE), "{}", s.log);
+    s.stop_cleanly(STOP);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn lists_that_fail_keep_the_old_one_and_rounds_go_on_during_a_hung_download() {
+    let test = "sync_list_bad";
+    let servers = start_servers(test, &THREE, None);
+    let dir = tempdir(test);
+    let full = list_of(&servers.list);
+    let https = HttpsServer::start(Answer::Status(404));
+    let ca = dir.join("ca.pem");
+    https.write_ca(&ca);
+    let url = https.url("/list");
+    let state = dir.join("state");
+    let (list_s, state_s, ca_s) = (
+        servers.list.to_str().unwrap(),
+        state.to_str().unwrap(),
+        ca.to_str().unwrap(),
+    );
+    let mut s = Service::start(&args(
+        list_s,
+        state_s,
+        ca_s,
+        &["--servers-url", &url, "--list-timeout", "5s"],
+    ));
+    assert!(s.wait_for("started: 3 server(s)", PATIENCE), "{}", s.log);
+    let one = list_with(&full, 1, &[]);
+    for (answer, says) in [
+        (Answer::Status(404), "HTTP 404".to_string()),
+        (
+            Answer::Body(b"{\"servers\": 7}".to_vec()),
+            "not a server list".into(),
+        ),
+        (
+            Answer::Body(one),
+            "1 usable server(s), fewer than the quorum (2)".into(),
+        ),
+        (Answer::Huge(2 << 20), "larger than 1048576 bytes".into()),
+        (
+            Answer::Redirect("http://127.0.0.1:9/list".into()),
+            "redirected (HTTP 302) to http://127.0.0.1:9/list".into(),
+        ),
+    ] {
+        https.set(answer);
+        assert!(s.wait_for(&says, PATIENCE), "{says}: {}", s.log);
+        assert!(last_line(&s).contains("keeping the old list"), "{}", s.log);
+    }
+    // A download that never ends: rounds are logged while it hangs (the
+    // server still sending), and it ends at --list-timeout.
+    https.set(Answer::Trickle);
+    assert!(https.wait_trickle("start", PATIENCE), "{}", s.log);
+    let before = s.log.len();
+    assert!(s.wait_for(": consensus", PATIENCE), "{}", s.log);
+    assert!(s.wait_for(": consensus", PATIENCE), "{}", s.log);
+    assert!(
+        !s.log[before..].contains("timed out"),
+        "the rounds waited for the download: {}",
+        s.log
+    );
+    assert!(
+        s.wait_for("timed out); keeping the old list", PATIENCE),
+        "{}",
+        s.log
+    );
+    https.set(Answer::Status(404));
+    assert!(https.wait_trickle("end", PATIENCE));
+    assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    s.stop_cleanly(STOP);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_untrusted_certificate_keeps_the_old_list_and_http_urls_are_refused() {
+    let test = "sync_list_tls";
+    let servers = start_servers(test, &THREE, None);
+    let dir = tempdir(test);
+    let https = HttpsServer::start(Answer::Body(std::fs::read(&servers.list).unwrap()));
+    let url = https.url("/list");
+    let state = dir.join("state");
+    // No --list-ca: Mozilla's roots, which do not know the test's CA.
+    let mut s = Service::start(&[
+        "--servers",
+        servers.list.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--interval",
+        "1s",
+        "--list-refresh",
+        "1s",
+        "--servers-url",
+        &url,
+        FAST[0],
+        FAST[1],
+        FAST[2],
+        FAST[3],
+    ]);
+    assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
+    assert!(s.log.contains("TLS: "), "{}", s.log);
+    s.stop_cleanly(STOP);
+
+    for bad in [
+        vec!["--servers-url", "http://127.0.0.1:9/list.json"],
+        vec!["--servers-url", "HTTP://127.0.0.1:9/list.json"],
+    ] {
+        let mut a = vec!["--servers", servers.list.to_str().unwrap(), "--once"];
+        a.extend(bad);
+        let r = sync(&a, None);
+        assert_eq!(r.code, 64, "{}", r.stderr);
+        assert!(r.stderr.contains("plain HTTP"), "{}", r.stderr);
+    }
+    let conf = dir.join("sync.toml");
+    std::fs::write(
+        &conf,
+        "[sync]\nservers-url = \"http://lists.example/servers.json\"\n",
+    )
+    .unwrap();
+    let r = sync(
+        &["--config", conf.to_str().unwrap(), "--print-config"],
+        None,
+    );
+    assert_eq!(r.code, 64, "{}", r.stderr);
+    assert!(r.stderr.contains("[sync] servers-url"), "{}", r.stderr);
+    assert!(r.stderr.contains("plain HTTP"), "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
