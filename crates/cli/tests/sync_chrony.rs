@@ -188,3 +188,78 @@ fn hostile_chrony_paths_never_stop_or_slow_sync() {
     assert_eq!(r.code, 64, "{}{}", r.stdout, r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `gnomon sync --once` as `nobody` (group `nogroup`), feeding `sock`.
+fn once_as_nobody(servers: &Servers, state: &Path, sock: &Path) -> std::process::Output {
+    let mut cmd = std::process::Command::new("/usr/bin/setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--no-new-privs",
+        env!("CARGO_BIN_EXE_gnomon"),
+        "sync",
+        "--once",
+        "--servers",
+        servers.list.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--chrony-sock",
+        sock.to_str().unwrap(),
+    ])
+    .args(FAST);
+    cmd.output().unwrap()
+}
+
+/// chronyd makes its refclock socket as root, writable by root only: the
+/// unprivileged user sync runs as is refused (and told why) until the
+/// socket's group is its own and may write, as docs/SYNC.md's chrony
+/// drop-in arranges.
+#[test]
+fn the_socket_chronyd_makes_needs_its_group_opened_to_the_sync_user() {
+    let test = "sync_chrony_permissions";
+    if !gnomon_testkit::is_root() {
+        gnomon_testkit::skip(test, "needs root to run sync as another user");
+        return;
+    }
+    if !Path::new("/usr/bin/setpriv").exists() {
+        gnomon_testkit::skip(test, "/usr/bin/setpriv missing (package util-linux)");
+        return;
+    }
+    let Some(chronyd) = Chronyd::start(test, &format!("{REFCLOCK} noselect"), CONF) else {
+        return;
+    };
+    let servers = start_servers(
+        test,
+        &[("alpha", None), ("bravo", None), ("charlie", None)],
+        None,
+    );
+    let state = tempdir(test);
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let sock = chronyd.sock();
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o022,
+        0,
+        "chronyd's socket is writable by others: {mode:o}"
+    );
+
+    let out = once_as_nobody(&servers, &state, &sock);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert!(stderr.contains("writable by this user"), "{stderr}");
+
+    // The drop-in's chgrp and chmod g+w, with nogroup for the gnomon group.
+    std::os::unix::fs::chown(&sock, None, Some(65534)).unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(mode | 0o020)).unwrap();
+    let out = once_as_nobody(&servers, &state, &sock);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("chrony: cannot"), "{stderr}");
+    chronyd.wait_for("the sample", Duration::from_secs(30), |s, _| {
+        s.last_rx.is_some()
+    });
+    let _ = std::fs::remove_dir_all(&state);
+}

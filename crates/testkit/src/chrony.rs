@@ -74,13 +74,16 @@ impl Chronyd {
         let dir =
             std::env::temp_dir().join(format!("gnomon-chronyd-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temporary directory");
-        // chronyd refuses a command socket in a directory others can enter.
-        set_mode(&dir, 0o700);
+        // The refclock socket in a directory others may enter (a test may
+        // send as another user); chronyd refuses a command socket in one,
+        // so that goes one level down.
+        std::fs::create_dir_all(dir.join("cmd")).expect("temporary directory");
+        set_mode(&dir, 0o755);
+        set_mode(&dir.join("cmd"), 0o700);
         let d = dir.display();
         let conf = format!(
             "refclock SOCK {d}/gnomon.sock refid {REFID} {options}\n\
-             bindcmdaddress {d}/chronyd.sock\n\
+             bindcmdaddress {d}/cmd/chronyd.sock\n\
              cmdport 0\n\
              port 0\n\
              pidfile {d}/chronyd.pid\n\
@@ -123,7 +126,7 @@ impl Chronyd {
         let mut chronyd = Chronyd { child, dir, log };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if chronyd.sock().exists() && chronyd.dir.join("chronyd.sock").exists() {
+            if chronyd.sock().exists() && chronyd.dir.join("cmd/chronyd.sock").exists() {
                 return Some(chronyd);
             }
             let exited = !matches!(chronyd.child.try_wait(), Ok(None));
@@ -206,7 +209,7 @@ impl Chronyd {
     pub fn chronyc(&self, args: &[&str]) -> Option<String> {
         let out = Command::new("chronyc")
             .arg("-h")
-            .arg(self.dir.join("chronyd.sock"))
+            .arg(self.dir.join("cmd/chronyd.sock"))
             .args(args)
             .stdin(Stdio::null())
             .output()
