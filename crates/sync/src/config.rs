@@ -633,15 +633,15 @@ mod tests {
     #[test]
     fn chrony_sock_is_a_path_that_fits_a_unix_socket_address() {
         let p = Path::new("/etc/gnomon/sync.toml");
-        let l = Layer::from_toml("[sync]\nchrony-sock = \"/run/chrony/gnomon.sock\"\n", p).unwrap();
+        let l = Layer::from_toml("[sync]\nchrony-sock = \"/run/chrony.gnomon.sock\"\n", p).unwrap();
         let s = Settings::resolve(&l, &Layer::default());
         assert_eq!(
             s.chrony_sock.as_deref(),
-            Some(Path::new("/run/chrony/gnomon.sock"))
+            Some(Path::new("/run/chrony.gnomon.sock"))
         );
         assert!(s
             .to_string()
-            .contains("chrony-sock = \"/run/chrony/gnomon.sock\""));
+            .contains("chrony-sock = \"/run/chrony.gnomon.sock\""));
         assert_eq!(Settings::default().chrony_sock, None);
         let long = format!("[sync]\nchrony-sock = \"/{}\"\n", "x".repeat(107));
         let e = Layer::from_toml(&long, p).unwrap_err();
