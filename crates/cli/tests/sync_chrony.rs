@@ -189,6 +189,52 @@ fn hostile_chrony_paths_never_stop_or_slow_sync() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The shell command of the chrony drop-in docs/SYNC.md gives.
+fn drop_in_command() -> String {
+    let doc = std::fs::read_to_string(serve_support::repo().join("docs/SYNC.md")).unwrap();
+    let line = doc
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ExecStartPost=+/bin/sh -c '"))
+        .expect("SYNC.md's chrony drop-in");
+    line.strip_suffix('\'').expect("quoted").to_string()
+}
+
+/// The chrony drop-in docs/SYNC.md gives is a valid unit file section,
+/// where `systemd-analyze` exists.
+#[test]
+fn the_chrony_drop_in_verifies() {
+    let test = "sync_chrony_drop_in";
+    let analyze = std::process::Command::new("systemd-analyze")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status();
+    if !analyze.is_ok_and(|s| s.success()) {
+        gnomon_testkit::skip(
+            test,
+            "no systemd-analyze: the drop-in's syntax was not verified",
+        );
+        return;
+    }
+    let dir = tempdir(test);
+    let unit = dir.join("chrony-like.service");
+    std::fs::write(
+        &unit,
+        format!(
+            "[Service]\nType=oneshot\nExecStart=/bin/true\nExecStartPost=+/bin/sh -c '{}'\n",
+            drop_in_command()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&unit)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `gnomon sync --once` as `nobody` (group `nogroup`), feeding `sock`.
 fn once_as_nobody(servers: &Servers, state: &Path, sock: &Path) -> std::process::Output {
     let mut cmd = std::process::Command::new("/usr/bin/setpriv");
@@ -251,9 +297,15 @@ fn the_socket_chronyd_makes_needs_its_group_opened_to_the_sync_user() {
     assert!(stderr.contains("Permission denied"), "{stderr}");
     assert!(stderr.contains("writable by this user"), "{stderr}");
 
-    // The drop-in's chgrp and chmod g+w, with nogroup for the gnomon group.
-    std::os::unix::fs::chown(&sock, None, Some(65534)).unwrap();
-    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(mode | 0o020)).unwrap();
+    // The drop-in's own command, with nogroup for the gnomon group.
+    let command = drop_in_command()
+        .replace("/run/chrony.gnomon.sock", sock.to_str().unwrap())
+        .replace("chgrp gnomon", "chgrp nogroup");
+    let status = std::process::Command::new("/bin/sh")
+        .args(["-c", &command])
+        .status()
+        .unwrap();
+    assert!(status.success(), "{command}");
     let out = once_as_nobody(&servers, &state, &sock);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
