@@ -33,12 +33,17 @@ const MARGIN: f64 = 0.5;
 fn feed(test: &str, offset: Option<&str>, chronyd: &Chronyd) -> (Servers, Service) {
     let spec = [("alpha", offset), ("bravo", offset), ("charlie", offset)];
     let servers = start_servers(test, &spec, None);
-    let service = every_second(&servers.list, &servers.dir.join("state"), &chronyd.sock());
+    let service = every_second(
+        &servers.list,
+        &servers.dir.join("state"),
+        &chronyd.sock(),
+        &[],
+    );
     (servers, service)
 }
 
 /// `gnomon sync` as a service, a round a second, feeding `sock`.
-fn every_second(list: &Path, state: &Path, sock: &Path) -> Service {
+fn every_second(list: &Path, state: &Path, sock: &Path, extra: &[&str]) -> Service {
     let mut args = vec![
         "--servers",
         list.to_str().unwrap(),
@@ -52,6 +57,7 @@ fn every_second(list: &Path, state: &Path, sock: &Path) -> Service {
         sock.to_str().unwrap(),
     ];
     args.extend_from_slice(&FAST);
+    args.extend_from_slice(extra);
     Service::start(&args)
 }
 
@@ -140,6 +146,34 @@ fn with_noselect_chrony_measures_roughtime_and_never_follows_it() {
     assert_eq!(tracking.leap, "Not synchronised", "{tracking:?}");
 }
 
+/// A round whose consensus is not used (fewer than the quorum agree) is
+/// not sent: chrony hears nothing rather than a guess.
+#[test]
+fn a_round_without_the_quorum_sends_chrony_nothing() {
+    let test = "sync_chrony_no_quorum";
+    let options = format!("{REFCLOCK} noselect");
+    let Some(chronyd) = Chronyd::start(test, &options, CONF) else {
+        return;
+    };
+    // One server that answers, a quorum of two.
+    let servers = start_servers(test, &[("alpha", None)], None);
+    let extra = ["--min-servers", "1", "--quorum", "2"];
+    let state = servers.dir.join("state");
+    let mut service = every_second(&servers.list, &state, &chronyd.sock(), &extra);
+    for round in 0..3 {
+        assert!(
+            service.wait_for("NOT USED", Duration::from_secs(30)),
+            "round {round}:\n{}",
+            service.log
+        );
+    }
+    let source = chronyd.source().expect("chronyc sources");
+    let samples = chronyd.samples().expect("chronyc sourcestats");
+    let log = stop(service);
+    assert_eq!((source.last_rx, samples), (None, 0), "{source:?}\n{log}");
+    assert!(!log.contains("chrony:"), "{log}");
+}
+
 #[test]
 fn hostile_chrony_paths_never_stop_or_slow_sync() {
     let test = "sync_chrony_hostile";
@@ -155,7 +189,7 @@ fn hostile_chrony_paths_never_stop_or_slow_sync() {
 
     // A service whose socket path is a regular file: it keeps measuring,
     // and says so once, not every round.
-    let mut service = every_second(&servers.list, &state, &file);
+    let mut service = every_second(&servers.list, &state, &file, &[]);
     for round in 0..4 {
         assert!(
             service.wait_for("consensus", Duration::from_secs(30)),
