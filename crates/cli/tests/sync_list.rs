@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use https_support::{Answer, HttpsServer};
 use serde_json::{json, Value};
-use sync_support::{start_servers, sync, tempdir, Service, FAST};
+use sync_support::{
+    every_second, metrics_addr, scrape, start_servers, sync, tempdir, value, Service, FAST,
+};
 
 const THREE: [(&str, Option<&str>); 3] = [("alpha", None), ("bravo", None), ("charlie", None)];
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -32,12 +34,6 @@ fn list_with(full: &Value, n: usize, sources: &[String]) -> Vec<u8> {
 
 fn args<'a>(list: &'a str, dir: &'a str, ca: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec![
-        "--servers",
-        list,
-        "--state-dir",
-        dir,
-        "--interval",
-        "1s",
         "--list-refresh",
         "1s",
         "--list-ca",
@@ -46,10 +42,11 @@ fn args<'a>(list: &'a str, dir: &'a str, ca: &'a str, extra: &[&'a str]) -> Vec<
         "2",
         "--min-servers",
         "2",
+        "--metrics",
+        "127.0.0.1:0",
     ];
     a.extend_from_slice(extra);
-    a.extend_from_slice(&FAST);
-    a
+    every_second(list, dir, &a)
 }
 
 fn last_line(s: &Service) -> &str {
@@ -79,6 +76,7 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
     );
 
     let mut s = Service::start(&args(seed_s, state_s, ca_s, &[]));
+    let metrics = metrics_addr(&mut s);
     assert!(s.wait_for("started: 2 server(s)", PATIENCE), "{}", s.log);
     assert!(
         s.wait_for("list refresh: 3 usable server(s) from https://", PATIENCE),
@@ -86,6 +84,10 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
         s.log
     );
     assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    let text = scrape(metrics, PATIENCE).expect("a scrape");
+    let ok = "gnomon_sync_list_refreshes_total{result=\"ok\"}";
+    assert!(value(&text, ok) >= 1.0, "{text}");
+    assert_eq!(value(&text, "gnomon_sync_listed_servers"), 3.0);
     assert_eq!(
         std::fs::read(state.join("sync-servers.json")).unwrap(),
         three
@@ -138,6 +140,7 @@ fn lists_that_fail_keep_the_old_one_and_rounds_go_on_during_a_hung_download() {
         ca_s,
         &["--servers-url", &url, "--list-timeout", "5s"],
     ));
+    let metrics = metrics_addr(&mut s);
     assert!(s.wait_for("started: 3 server(s)", PATIENCE), "{}", s.log);
     let one = list_with(&full, 1, &[]);
     for (answer, says) in [
@@ -180,6 +183,17 @@ fn lists_that_fail_keep_the_old_one_and_rounds_go_on_during_a_hung_download() {
     https.set(Answer::Status(404));
     assert!(https.wait_trickle("end", PATIENCE));
     assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    // Every class counted, the list never replaced.
+    let text = scrape(metrics, PATIENCE).expect("a scrape");
+    for class in [
+        "status", "parse", "too_few", "too_big", "redirect", "timeout",
+    ] {
+        let series = format!("gnomon_sync_list_refreshes_total{{result=\"{class}\"}}");
+        assert!(value(&text, &series) >= 1.0, "{series}: {text}");
+    }
+    let ok = "gnomon_sync_list_refreshes_total{result=\"ok\"}";
+    assert_eq!(value(&text, ok), 0.0, "{text}");
+    assert_eq!(value(&text, "gnomon_sync_listed_servers"), 3.0);
     s.stop_cleanly(STOP);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -204,13 +218,19 @@ fn an_untrusted_certificate_keeps_the_old_list_and_http_urls_are_refused() {
         "1s",
         "--servers-url",
         &url,
+        "--metrics",
+        "127.0.0.1:0",
         FAST[0],
         FAST[1],
         FAST[2],
         FAST[3],
     ]);
+    let metrics = metrics_addr(&mut s);
     assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
     assert!(s.log.contains("TLS: "), "{}", s.log);
+    let text = scrape(metrics, PATIENCE).expect("a scrape");
+    let tls = "gnomon_sync_list_refreshes_total{result=\"tls\"}";
+    assert!(value(&text, tls) >= 1.0, "{text}");
     s.stop_cleanly(STOP);
 
     for bad in [

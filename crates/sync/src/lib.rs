@@ -25,6 +25,7 @@ pub mod clock;
 pub mod config;
 pub mod decision;
 pub mod list;
+pub mod metrics;
 pub mod refresh;
 pub mod round;
 pub mod service;

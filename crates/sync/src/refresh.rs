@@ -296,7 +296,13 @@ pub struct Refresher {
 impl Refresher {
     /// Refreshes from `url`, or the list's `sources` when `None`, every
     /// `every` ± `jitter` percent, the first one after the first wait.
-    pub fn new(fetcher: Fetcher, url: Option<String>, every: Duration, jitter: u8) -> Refresher {
+    pub fn new(
+        fetcher: Fetcher,
+        counts: Arc<Counts>,
+        url: Option<String>,
+        every: Duration,
+        jitter: u8,
+    ) -> Refresher {
         Refresher {
             fetcher,
             url,
@@ -304,7 +310,7 @@ impl Refresher {
             jitter,
             next: Instant::now() + jittered(every, jitter, unit_random()),
             pending: None,
-            counts: Arc::new(Counts::default()),
+            counts,
         }
     }
 

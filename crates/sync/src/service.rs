@@ -28,6 +28,7 @@ use gnomon_client::{
 use crate::config::Settings;
 use crate::decision::raise_floor;
 use crate::list;
+use crate::metrics::SyncMetrics;
 use crate::refresh::{self, Refresher};
 use crate::round::{self, Round};
 use crate::state::{self, Excluded, LastRound, Loaded, State, Store};
@@ -77,6 +78,8 @@ pub struct Service {
     log_rounds: bool,
     /// The list refresh, when the list has `sources` or a URL is given.
     refresher: Option<Refresher>,
+    /// What `--metrics` shows.
+    metrics: Arc<SyncMetrics>,
     /// The operator's list file as last read: what a refreshed cache
     /// descends from.
     seed: Option<Vec<u8>>,
@@ -153,10 +156,12 @@ impl Service {
             .servers
             .as_ref()
             .and_then(|p| std::fs::read(p).ok());
+        let metrics = Arc::new(SyncMetrics::default());
         let refresher =
             (settings.servers_url.is_some() || !list.list.sources.is_empty()).then(|| {
                 Refresher::new(
                     fetcher,
+                    metrics.refresh.clone(),
                     settings.servers_url.clone(),
                     settings.list_refresh,
                     settings.jitter,
@@ -193,6 +198,7 @@ impl Service {
             reports_pending: 0,
             log_rounds: true,
             refresher,
+            metrics,
             seed,
         })
     }
@@ -260,6 +266,7 @@ impl Service {
     pub fn run(&mut self, control: &Receiver<Control>) {
         loop {
             if let Err(e) = self.round() {
+                self.metrics.round_failed();
                 (self.log)(&format!("round failed: {e}"));
             }
             let wait = self.next_wait();
@@ -283,9 +290,9 @@ impl Service {
         jittered(self.settings.interval, self.settings.jitter, unit_random())
     }
 
-    /// The list refresh's counters (metrics).
-    pub fn refresh_counts(&self) -> Option<Arc<refresh::Counts>> {
-        self.refresher.as_ref().map(|r| r.counts.clone())
+    /// What `--metrics` shows.
+    pub fn metrics(&self) -> Arc<SyncMetrics> {
+        self.metrics.clone()
     }
 
     /// Take a finished refresh (installing a good list) and start the
@@ -465,6 +472,9 @@ impl Service {
             warnings.push(format!("cannot save the chain: {e}"));
         }
 
+        // Before the line is logged: whoever reads the log and then
+        // scrapes sees this round counted.
+        self.metrics.record_round(&round, self.list.servers.len());
         let line = self.summary(&round, &outside, report_file.as_ref());
         if self.log_rounds {
             (self.log)(&line);
@@ -560,10 +570,13 @@ impl Service {
         };
         let log = self.log.clone();
         let done = self.reports_done.0.clone();
+        let metrics = self.metrics.clone();
         let spawned = std::thread::Builder::new()
             .name("gnomon-report".into())
             .spawn(move || {
-                match post_report(&url, &body, &policy) {
+                let posted = post_report(&url, &body, &policy);
+                metrics.report(posted.is_ok());
+                match posted {
                     Ok(p) => log(&format!(
                         "report posted to {url} (HTTP {}, attempt {})",
                         p.status, p.attempts

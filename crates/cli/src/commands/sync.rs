@@ -189,18 +189,29 @@ pub(crate) fn run(args: Args) -> ExitCode {
         let _ = writeln!(std::io::stderr(), "gnomon sync: {line}");
     });
     let chrony_sock = settings.chrony_sock.clone();
+    let metrics_addr = settings.metrics;
     let mut service = match Service::new(settings, log.clone(), args.allow_loopback_http_reports) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
     // Sinks, for every mode: a --once round feeds chrony too.
     if let Some(path) = chrony_sock {
-        service.add_sink(Box::new(ChronySock::new(path, log.clone())));
+        let sock = ChronySock::new(path, log.clone());
+        service.metrics().set_chrony(sock.counters());
+        service.add_sink(Box::new(sock));
     }
     if args.once || args.check {
         // The summary goes to stdout with the verdict, not twice.
         service.quiet_rounds();
         return once(&mut service, &args);
+    }
+    // The endpoint lives as long as the process: it stops with it.
+    if let Some(addr) = metrics_addr {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        match gnomon_sync::metrics::serve(addr, service.metrics(), stop) {
+            Ok((bound, _)) => log(&format!("metrics on http://{bound}/metrics")),
+            Err(e) => return usage(format!("--metrics {addr}: {e}")),
+        }
     }
     serve_loop(service, &log)
 }

@@ -258,3 +258,47 @@ pub fn state(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("sync-state.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
+
+/// `--servers LIST --state-dir DIR --interval 1s`, then `extra`, then the
+/// short loopback waits.
+pub fn every_second<'a>(list: &'a str, dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["--servers", list, "--state-dir", dir, "--interval", "1s"];
+    a.extend_from_slice(extra);
+    a.extend_from_slice(&FAST);
+    a
+}
+
+// `--metrics`: the bound address from the log, a scrape, one value.
+
+/// The address from "metrics on http://ADDR/metrics".
+pub fn metrics_addr(s: &mut Service) -> std::net::SocketAddr {
+    assert!(
+        s.wait_for("metrics on http://", Duration::from_secs(30)),
+        "{}",
+        s.log
+    );
+    let line = s.log.lines().last().unwrap();
+    let rest = line.split("http://").nth(1).unwrap();
+    rest.trim_end_matches("/metrics").parse().unwrap()
+}
+
+/// GET /metrics; `None` when the endpoint does not answer within `within`
+/// (refused at the cap, or the connection closed).
+pub fn scrape(addr: std::net::SocketAddr, within: Duration) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).ok()?;
+    c.set_read_timeout(Some(within)).unwrap();
+    write!(c, "GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
+    let mut s = String::new();
+    c.read_to_string(&mut s).ok()?;
+    s.starts_with("HTTP/1.1 200").then_some(s)
+}
+
+pub fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}

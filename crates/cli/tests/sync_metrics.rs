@@ -1,0 +1,194 @@
+//! `gnomon sync --metrics`: Prometheus text scraped from a real
+//! `gnomon sync --interval 1s` measuring real `gnomon serve` processes
+//! (one lying through libfaketime), consistent with the rounds it logs;
+//! and the endpoint's limits (the server's: connection cap, a deadline per
+//! connection) keep slow and piled-up clients from stopping the rounds.
+
+mod serve_support;
+mod sync_support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gnomon_testkit::ReportSink;
+use sync_support::{
+    every_second, have_faketime, metrics_addr, real_now_us, scrape, start_servers, tempdir, value,
+    Service,
+};
+
+const PATIENCE: Duration = Duration::from_secs(30);
+const STOP: Duration = Duration::from_secs(10);
+
+fn args<'a>(list: &'a str, dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["--metrics", "127.0.0.1:0"];
+    a.extend_from_slice(extra);
+    every_second(list, dir, &a)
+}
+
+#[test]
+fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
+    let test = "sync_metrics_round";
+    if !have_faketime(test) {
+        return;
+    }
+    let sink = ReportSink::start(0);
+    let spec = [
+        ("alpha", None),
+        ("bravo", None),
+        ("charlie", None),
+        ("liar", Some("+3600")),
+    ];
+    let servers = start_servers(test, &spec, Some(&sink.url()));
+    let dir = tempdir(test);
+    let mut s = Service::start(&args(
+        servers.list.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        &["--allow-loopback-http-reports"],
+    ));
+    let addr = metrics_addr(&mut s);
+    assert!(s.wait_for("round 2: consensus", PATIENCE), "{}", s.log);
+    assert!(s.log.contains("out: liar"), "{}", s.log);
+    // The POST has its own thread: before or after the round's line.
+    assert!(
+        s.log.contains("report posted to") || s.wait_for("report posted to", PATIENCE),
+        "{}",
+        s.log
+    );
+    let text = scrape(addr, PATIENCE).expect("a scrape");
+
+    for (series, want) in [
+        ("gnomon_sync_servers{state=\"agreeing\"}", 3.0),
+        ("gnomon_sync_servers{state=\"disagreeing\"}", 1.0),
+        ("gnomon_sync_servers{state=\"unreachable\"}", 0.0),
+        ("gnomon_sync_quorum_met", 1.0),
+        ("gnomon_sync_listed_servers", 4.0),
+        ("gnomon_sync_rounds_total{result=\"failed\"}", 0.0),
+        ("gnomon_sync_reports_total{result=\"sent\"}", 1.0),
+        ("gnomon_sync_list_refreshes_total{result=\"ok\"}", 0.0),
+    ] {
+        assert_eq!(value(&text, series), want, "{series}: {text}");
+    }
+    assert!(value(&text, "gnomon_sync_rounds_total{result=\"consensus\"}") >= 2.0);
+    assert_eq!(sink.received().len(), 1);
+    // sync's clock is real: the consensus offset is within its radius of
+    // zero, and the radius is the honest servers' (3 s, or the kernel's
+    // error estimate on an unsynchronized host) plus round trips.
+    let (offset, radius) = (
+        value(&text, "gnomon_sync_offset_seconds"),
+        value(&text, "gnomon_sync_radius_seconds"),
+    );
+    assert!(radius > 0.0 && radius <= 60.0, "{text}");
+    assert!(offset.abs() <= radius, "{text}");
+    let last = value(&text, "gnomon_sync_last_success_timestamp_seconds");
+    let now = real_now_us() as f64 / 1e6;
+    assert!((now - last).abs() < 60.0, "{last} vs {now}");
+    // The endpoint's own counters; no chrony.
+    assert!(text.contains("gnomon_http_connections_total{outcome=\"served\"}"));
+    assert!(!text.contains("gnomon_sync_chrony_samples_total"), "{text}");
+
+    // The servers gone: the next round counts them unreachable, and the
+    // offset stays that of the last good round.
+    drop(servers);
+    assert!(s.wait_for("no consensus", PATIENCE), "{}", s.log);
+    let text = scrape(addr, PATIENCE).expect("a scrape");
+    assert_eq!(
+        value(&text, "gnomon_sync_servers{state=\"unreachable\"}"),
+        4.0
+    );
+    assert_eq!(value(&text, "gnomon_sync_quorum_met"), 0.0);
+    assert!(value(&text, "gnomon_sync_rounds_total{result=\"no_consensus\"}") >= 1.0);
+    assert_eq!(value(&text, "gnomon_sync_offset_seconds"), offset);
+    s.stop_cleanly(STOP);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client that opens a connection and trickles an endless request head,
+/// one byte every 200 ms, until the endpoint closes it or `stop` is set
+/// (at most a minute). Returns how long it was let go on, `None` when
+/// it was never closed.
+fn slowloris(to: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Option<Duration>> {
+    std::thread::spawn(move || {
+        let Ok(mut c) = TcpStream::connect(to) else {
+            return Some(Duration::ZERO);
+        };
+        c.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let started = Instant::now();
+        let mut bytes = b"GET /metrics HTTP/1.1\r\nx-slow: "
+            .iter()
+            .chain(std::iter::repeat(&b'a'));
+        while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
+            let b = bytes.next().unwrap();
+            if c.write_all(&[*b]).is_err() {
+                return Some(started.elapsed());
+            }
+            let mut buf = [0u8; 64];
+            match c.read(&mut buf) {
+                Ok(_) => return Some(started.elapsed()),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Some(started.elapsed())
+                }
+                Err(_) => {}
+            }
+        }
+        None
+    })
+}
+
+#[test]
+fn slow_and_piled_up_scrapers_stop_neither_rounds_nor_sigterm() {
+    let test = "sync_metrics_hostile";
+    let honest = [("alpha", None), ("bravo", None), ("charlie", None)];
+    let servers = start_servers(test, &honest, None);
+    let dir = tempdir(test);
+    let mut s = Service::start(&args(
+        servers.list.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        &[],
+    ));
+    let addr = metrics_addr(&mut s);
+    assert!(s.wait_for("round 1: consensus", PATIENCE), "{}", s.log);
+    // Twice the connection cap of slow clients, and more idle connections
+    // that send nothing at all.
+    let stop = Arc::new(AtomicBool::new(false));
+    let slow: Vec<_> = (0..32).map(|_| slowloris(addr, stop.clone())).collect();
+    let idle: Vec<TcpStream> = (0..64)
+        .filter_map(|_| TcpStream::connect(addr).ok())
+        .collect();
+    // The rounds go on.
+    let before = s.log.lines().filter(|l| l.contains(": consensus")).count();
+    let mut seen = before;
+    let until = Instant::now() + PATIENCE;
+    while seen < before + 3 && Instant::now() < until {
+        assert!(s.wait_for(": consensus", PATIENCE), "{}", s.log);
+        seen += 1;
+    }
+    assert!(seen >= before + 3, "{}", s.log);
+    // Every slow client is cut off (the deadline from accept), and then a
+    // scrape is served and counts what happened.
+    for h in slow {
+        let lasted = h.join().unwrap().expect("a slow client was never closed");
+        assert!(lasted < PATIENCE, "closed only after {lasted:?}");
+    }
+    drop(idle);
+    let until = Instant::now() + PATIENCE;
+    let text = loop {
+        if let Some(t) = scrape(addr, Duration::from_secs(3)) {
+            break t;
+        }
+        assert!(Instant::now() < until, "no scrape served after the flood");
+    };
+    assert!(value(&text, "gnomon_http_connections_total{outcome=\"refused\"}") >= 1.0);
+    assert!(value(&text, "gnomon_sync_rounds_total{result=\"consensus\"}") >= 4.0);
+    // SIGTERM with slow clients connected again: no wait for them.
+    let more: Vec<_> = (0..8).map(|_| slowloris(addr, stop.clone())).collect();
+    s.stop_cleanly(STOP);
+    stop.store(true, Ordering::Relaxed);
+    for h in more {
+        let _ = h.join();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

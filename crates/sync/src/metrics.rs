@@ -1,0 +1,213 @@
+//! `--metrics ADDR`: what the service did, in Prometheus text, served by
+//! gnomon-metrics-http (the endpoint `gnomon serve` uses: one thread, a
+//! connection cap, a deadline per connection), so a hostile scraper holds
+//! only itself and never a round.
+//!
+//! ```text
+//!  Service::round ──record_round──▶ SyncMetrics ◀──render── /metrics (own thread)
+//!  report thread ──report()──────────▲    ▲ refresh::Counts (list refresh thread)
+//!                                         └ chrony::Counters (the SOCK sink)
+//! ```
+//!
+//! The offset and radius are those of the last round the quorum agreed on
+//! (the consensus sync used); the server counts are the last round's,
+//! whatever it found; `gnomon_sync_last_success_timestamp_seconds` says
+//! how old the offset is.
+
+use std::fmt::Write as _;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use gnomon_metrics_http::Reply;
+
+use crate::chrony;
+use crate::refresh;
+use crate::round::Round;
+
+/// Round results, the `result` label of `gnomon_sync_rounds_total`.
+const ROUND_RESULTS: [&str; 4] = ["consensus", "no_quorum", "no_consensus", "failed"];
+
+#[derive(Default)]
+struct Last {
+    /// Consensus midpoint and radius, seconds, of the last good round.
+    offset_s: Option<f64>,
+    radius_s: Option<f64>,
+    /// Local clock at the end of the last good round, Unix seconds.
+    success_s: Option<f64>,
+    /// The last round's servers.
+    agreeing: usize,
+    disagreeing: usize,
+    unreachable: usize,
+    quorum_met: bool,
+    /// Servers in the list now.
+    listed: usize,
+}
+
+/// Everything `/metrics` shows; shared between the service and the
+/// endpoint's thread.
+#[derive(Default)]
+pub struct SyncMetrics {
+    last: Mutex<Last>,
+    rounds: [AtomicU64; 4],
+    reports_sent: AtomicU64,
+    reports_failed: AtomicU64,
+    /// The list refresh's results.
+    pub refresh: Arc<refresh::Counts>,
+    chrony: Mutex<Option<Arc<chrony::Counters>>>,
+}
+
+impl SyncMetrics {
+    /// One round as the service saw it.
+    pub fn record_round(&self, round: &Round, listed: usize) {
+        let result = match (&round.consensus, round.quorum_met) {
+            (Some(_), true) => 0,
+            (Some(_), false) => 1,
+            (None, _) => 2,
+        };
+        self.rounds[result].fetch_add(1, Ordering::Relaxed);
+        let mut l = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        l.agreeing = round.consensus.as_ref().map_or(0, |c| c.agreeing.len());
+        l.disagreeing = round.outside.len() + round.still_out.len();
+        l.unreachable = round.unreachable.len();
+        l.quorum_met = round.quorum_met;
+        l.listed = listed;
+        if let (true, Some(c)) = (round.quorum_met, &round.consensus) {
+            l.offset_s = Some(c.midpoint_us() as f64 / 1e6);
+            l.radius_s = Some(c.radius_us() as f64 / 1e6);
+            l.success_s = Some(round.local_end_us as f64 / 1e6);
+        }
+    }
+
+    /// A round that could not be run at all (no socket, no random bytes).
+    pub fn round_failed(&self) {
+        self.rounds[3].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A malfeasance report delivered (`true`) or given up on.
+    pub fn report(&self, delivered: bool) {
+        let c = if delivered {
+            &self.reports_sent
+        } else {
+            &self.reports_failed
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The chrony sink's counters.
+    pub fn set_chrony(&self, counters: Arc<chrony::Counters>) {
+        *self.chrony.lock().unwrap_or_else(|p| p.into_inner()) = Some(counters);
+    }
+
+    /// Prometheus text.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let l = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut gauge = |name: &str, help: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+            }
+        };
+        gauge(
+            "gnomon_sync_offset_seconds",
+            "Consensus midpoint minus the local clock, of the last round the quorum agreed on.",
+            l.offset_s,
+        );
+        gauge(
+            "gnomon_sync_radius_seconds",
+            "Half the width of that consensus interval.",
+            l.radius_s,
+        );
+        gauge(
+            "gnomon_sync_last_success_timestamp_seconds",
+            "Local clock at the end of the last round the quorum agreed on, Unix seconds.",
+            l.success_s,
+        );
+        gauge(
+            "gnomon_sync_quorum_met",
+            "1 when the last round's consensus had the quorum.",
+            Some(f64::from(u8::from(l.quorum_met))),
+        );
+        gauge(
+            "gnomon_sync_listed_servers",
+            "Usable servers in the current list.",
+            Some(l.listed as f64),
+        );
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_sync_servers The last round's servers, by state.\n# TYPE gnomon_sync_servers gauge"
+        );
+        for (state, n) in [
+            ("agreeing", l.agreeing),
+            ("disagreeing", l.disagreeing),
+            ("unreachable", l.unreachable),
+        ] {
+            let _ = writeln!(o, "gnomon_sync_servers{{state=\"{state}\"}} {n}");
+        }
+        drop(l);
+        counter(
+            &mut o,
+            "gnomon_sync_rounds_total",
+            "Rounds, by result.",
+            "result",
+            ROUND_RESULTS
+                .iter()
+                .zip(&self.rounds)
+                .map(|(r, c)| (*r, c.load(Ordering::Relaxed))),
+        );
+        counter(
+            &mut o,
+            "gnomon_sync_reports_total",
+            "Malfeasance reports POSTed, by result.",
+            "result",
+            [
+                ("sent", self.reports_sent.load(Ordering::Relaxed)),
+                ("failed", self.reports_failed.load(Ordering::Relaxed)),
+            ],
+        );
+        counter(
+            &mut o,
+            "gnomon_sync_list_refreshes_total",
+            "Server list downloads, by result (anything but ok kept the old list).",
+            "result",
+            self.refresh.get(),
+        );
+        if let Some(c) = &*self.chrony.lock().unwrap_or_else(|p| p.into_inner()) {
+            counter(
+                &mut o,
+                "gnomon_sync_chrony_samples_total",
+                "Samples for chrony's SOCK refclock, by result.",
+                "result",
+                [("sent", c.sent()), ("failed", c.failed())],
+            );
+        }
+        o
+    }
+}
+
+fn counter<'a>(
+    o: &mut String,
+    name: &str,
+    help: &str,
+    label: &str,
+    values: impl IntoIterator<Item = (&'a str, u64)>,
+) {
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (v, n) in values {
+        let _ = writeln!(o, "{name}{{{label}=\"{v}\"}} {n}");
+    }
+}
+
+/// Serve `metrics` on `http://addr/metrics` until `stop` is set.
+pub fn serve(
+    addr: SocketAddr,
+    metrics: Arc<SyncMetrics>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<(SocketAddr, JoinHandle<()>)> {
+    gnomon_metrics_http::spawn(addr, "gnomon-sync-metrics", stop, move |path| match path {
+        "/metrics" => Reply::metrics(metrics.render()),
+        _ => Reply::text(404, "try /metrics\n"),
+    })
+}
