@@ -233,6 +233,29 @@ fn an_untrusted_certificate_keeps_the_old_list_and_http_urls_are_refused() {
     assert!(value(&text, tls) >= 1.0, "{text}");
     s.stop_cleanly(STOP);
 
+    // With only a URL: the first list is downloaded at start; one that
+    // cannot be is a usage error naming why.
+    let ca = dir.join("ca.pem");
+    https.write_ca(&ca);
+    let only_url = ["--servers-url", &url, "--once", "--quorum", "2"];
+    let fresh = tempdir("sync_list_url_only");
+    let mut a = vec!["--state-dir", fresh.to_str().unwrap()];
+    a.extend(only_url);
+    let r = sync(&a, None);
+    assert_eq!(r.code, 64, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no server list") && r.stderr.contains("TLS: "),
+        "{}",
+        r.stderr
+    );
+    a.extend(["--list-ca", ca.to_str().unwrap()]);
+    a.extend(FAST);
+    let r = sync(&a, None);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("3 of 3 answering agree"), "{}", r.stdout);
+    assert!(fresh.join("sync-servers.json").exists());
+    let _ = std::fs::remove_dir_all(&fresh);
+
     for bad in [
         vec!["--servers-url", "http://127.0.0.1:9/list.json"],
         vec!["--servers-url", "HTTP://127.0.0.1:9/list.json"],
@@ -256,5 +279,50 @@ fn an_untrusted_certificate_keeps_the_old_list_and_http_urls_are_refused() {
     assert_eq!(r.code, 64, "{}", r.stderr);
     assert!(r.stderr.contains("[sync] servers-url"), "{}", r.stderr);
     assert!(r.stderr.contains("plain HTTP"), "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn with_only_a_url_sighup_downloads_the_list_again() {
+    let test = "sync_list_hup";
+    let servers = start_servers(test, &THREE, None);
+    let dir = tempdir(test);
+    let full = list_of(&servers.list);
+    let https = HttpsServer::start(Answer::Body(list_with(&full, 3, &[])));
+    let ca = dir.join("ca.pem");
+    https.write_ca(&ca);
+    let url = https.url("/list");
+    let state = dir.join("state");
+    let mut s = Service::start(&[
+        "--servers-url",
+        &url,
+        "--list-ca",
+        ca.to_str().unwrap(),
+        "--list-refresh",
+        "30d",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--interval",
+        "1s",
+        "--quorum",
+        "2",
+        "--min-servers",
+        "2",
+        FAST[0],
+        FAST[1],
+        FAST[2],
+        FAST[3],
+    ]);
+    assert!(s.wait_for("started: 3 server(s)", PATIENCE), "{}", s.log);
+    https.set(Answer::Body(list_with(&full, 2, &[])));
+    // A month before the next refresh: only SIGHUP brings the new list.
+    s.signal("-HUP");
+    assert!(
+        s.wait_for("list refresh: 2 usable server(s) from https://", PATIENCE),
+        "{}",
+        s.log
+    );
+    assert!(s.wait_for("2 of 2 answering agree", PATIENCE), "{}", s.log);
+    s.stop_cleanly(STOP);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -43,10 +43,16 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
     ];
     let servers = start_servers(test, &spec, Some(&sink.url()));
     let dir = tempdir(test);
+    // No chrony listens there: every sample fails, and is counted.
+    let chrony = dir.join("no-chrony.sock");
     let mut s = Service::start(&args(
         servers.list.to_str().unwrap(),
         dir.to_str().unwrap(),
-        &["--allow-loopback-http-reports"],
+        &[
+            "--allow-loopback-http-reports",
+            "--chrony-sock",
+            chrony.to_str().unwrap(),
+        ],
     ));
     let addr = metrics_addr(&mut s);
     assert!(s.wait_for("round 2: consensus", PATIENCE), "{}", s.log);
@@ -85,9 +91,12 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
     let last = value(&text, "gnomon_sync_last_success_timestamp_seconds");
     let now = real_now_us() as f64 / 1e6;
     assert!((now - last).abs() < 60.0, "{last} vs {now}");
-    // The endpoint's own counters; no chrony.
+    // The endpoint's own counters; the samples chrony did not get.
     assert!(text.contains("gnomon_http_connections_total{outcome=\"served\"}"));
-    assert!(!text.contains("gnomon_sync_chrony_samples_total"), "{text}");
+    let failed = "gnomon_sync_chrony_samples_total{result=\"failed\"}";
+    assert!(value(&text, failed) >= 2.0, "{text}");
+    let sent = "gnomon_sync_chrony_samples_total{result=\"sent\"}";
+    assert_eq!(value(&text, sent), 0.0, "{text}");
 
     // The servers gone: the next round counts them unreachable, and the
     // offset stays that of the last good round.

@@ -351,6 +351,11 @@ impl Refresher {
         None
     }
 
+    /// Start the next refresh at the next poll (SIGHUP without a file).
+    pub fn due_now(&mut self) {
+        self.next = Instant::now();
+    }
+
     /// Count `a` and say in one line what it did. The good list, if any,
     /// is the caller's to install.
     pub fn account(&self, a: &Attempt) -> String {

@@ -232,6 +232,12 @@ impl Service {
     /// the quorum, keeps the old one and says so.
     pub fn reload(&mut self) {
         let Some(path) = self.settings.servers.clone() else {
+            // No file: the list is the URL's; download it again now (the
+            // answer is taken at the next round).
+            if let Some(r) = self.refresher.as_mut() {
+                r.due_now();
+                (self.log)("reload: no list file; the list will be downloaded again");
+            }
             return;
         };
         let fresh = state::read_bounded(&path)
