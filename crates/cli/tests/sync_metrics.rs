@@ -93,23 +93,30 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
     assert!((now - last).abs() < 60.0, "{last} vs {now}");
     // The endpoint's own counters; the samples chrony did not get.
     assert!(text.contains("gnomon_http_connections_total{outcome=\"served\"}"));
+    // Round 1's sample at least (the sinks run after the round's line).
     let failed = "gnomon_sync_chrony_samples_total{result=\"failed\"}";
-    assert!(value(&text, failed) >= 2.0, "{text}");
+    assert!(value(&text, failed) >= 1.0, "{text}");
     let sent = "gnomon_sync_chrony_samples_total{result=\"sent\"}";
     assert_eq!(value(&text, sent), 0.0, "{text}");
 
     // The servers gone: the next round counts them unreachable, and the
-    // offset stays that of the last good round.
+    // offset of the last good round stays.
     drop(servers);
     assert!(s.wait_for("no consensus", PATIENCE), "{}", s.log);
     let text = scrape(addr, PATIENCE).expect("a scrape");
-    assert_eq!(
-        value(&text, "gnomon_sync_servers{state=\"unreachable\"}"),
-        4.0
-    );
+    // Every server asked (at least min-servers, 3, while they back off)
+    // is unreachable, and none agrees.
+    assert!(value(&text, "gnomon_sync_servers{state=\"unreachable\"}") >= 3.0);
+    assert_eq!(value(&text, "gnomon_sync_servers{state=\"agreeing\"}"), 0.0);
     assert_eq!(value(&text, "gnomon_sync_quorum_met"), 0.0);
     assert!(value(&text, "gnomon_sync_rounds_total{result=\"no_consensus\"}") >= 1.0);
-    assert_eq!(value(&text, "gnomon_sync_offset_seconds"), offset);
+    // (A good round may have ended between the scrape and the stop, so
+    // the kept offset is that of some good round: within its radius.)
+    let kept = value(&text, "gnomon_sync_offset_seconds");
+    assert!(
+        kept.abs() <= value(&text, "gnomon_sync_radius_seconds"),
+        "{text}"
+    );
     s.stop_cleanly(STOP);
     let _ = std::fs::remove_dir_all(&dir);
 }
