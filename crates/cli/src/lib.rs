@@ -35,6 +35,9 @@ enum Command {
     /// Keep this machine's time proven by Roughtime: a service feeding
     /// chrony, a boot-time step (--once --set-clock), a fleet check (--check).
     Sync(commands::sync::Args),
+    /// Monitor the servers of a list: a status page, /metrics and
+    /// /api/servers over probes of every server on a schedule.
+    Watch(commands::watch::Args),
     /// Check a malfeasance report offline.
     VerifyReport(commands::verify_report::Args),
     /// Decode a Roughtime request or response.
@@ -80,6 +83,7 @@ pub fn main() -> ExitCode {
         Command::Config(a) => commands::config::run(a),
         Command::Query(a) => commands::query::run(a),
         Command::Sync(a) => commands::sync::run(a),
+        Command::Watch(a) => commands::watch::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Bench(a) => commands::bench::run(a),

@@ -11,6 +11,9 @@ use gnomon_protocol::{verify_response, Profile, Tag, Verified, VerifyError, Vers
 
 use crate::time::format_utc;
 
+mod text;
+pub use text::{hex, kind_name, to_text};
+
 /// What the bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::process::ExitCode;
 
-use gnomon_client::decode::{self, Decoded, Kind, Node, Signatures};
+use gnomon_client::decode::{self, hex, kind_name, Decoded, Node, Signatures};
 use gnomon_client::{describe_verify_error, format_utc, parse_public_key};
 use serde_json::json;
 
@@ -102,7 +102,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
     if args.json {
         print_json(&decoded_json(&decoded, sigs.as_ref(), key.is_some(), code));
     } else {
-        print_decoded(&decoded, sigs.as_ref(), key.is_some());
+        print!(
+            "{}",
+            decode::to_text(&decoded, sigs.as_ref(), key.is_some())
+        );
     }
     code.into()
 }
@@ -164,111 +167,6 @@ fn inspect_delegation(spec: &str, json_out: bool) -> Option<ExitCode> {
         );
     }
     Some(Exit::Ok.into())
-}
-
-/// The online key a response's delegation names (DELE's PUBK), if any.
-fn online_key(nodes: &[Node]) -> Option<&[u8]> {
-    nodes.iter().find_map(|n| {
-        if n.tag == "PUBK" && n.value.len() == 32 {
-            Some(n.value.as_slice())
-        } else {
-            online_key(&n.children)
-        }
-    })
-}
-
-fn kind_name(k: Kind) -> &'static str {
-    match k {
-        Kind::Request => "request",
-        Kind::Response => "response",
-        Kind::Other => "message",
-    }
-}
-
-fn hex(v: &[u8], max: usize) -> String {
-    let s: String = v.iter().take(max).map(|b| format!("{b:02x}")).collect();
-    if v.len() > max {
-        s + "…"
-    } else {
-        s
-    }
-}
-
-fn print_nodes(nodes: &[Node], depth: usize) {
-    for n in nodes {
-        let indent = "  ".repeat(depth + 1);
-        let width = 6usize.saturating_sub(depth * 2).max(1);
-        let meaning = n.meaning.as_deref().unwrap_or("unknown tag");
-        let raw = if n.children.is_empty()
-            && !n.value.is_empty()
-            && n.tag != "ZZZZ"
-            && !n.tag.starts_with("PAD")
-        {
-            format!("  {}", hex(&n.value, 32))
-        } else {
-            String::new()
-        };
-        println!(
-            "{indent}{:<w$} {:>4}  {meaning}{raw}",
-            n.tag,
-            n.value.len(),
-            w = width + 4
-        );
-        print_nodes(&n.children, depth + 1);
-    }
-}
-
-fn print_decoded(d: &Decoded, sigs: Option<&Signatures>, keyed: bool) {
-    println!(
-        "{} ({}, {} bytes)",
-        kind_name(d.kind),
-        decode::framing_name(d.framed),
-        d.len
-    );
-    println!("version  {}", d.version_note);
-    if !d.offered.is_empty() {
-        let v: Vec<String> = d.offered.iter().map(|v| v.to_string()).collect();
-        println!("offers   {}", v.join(", "));
-    }
-    println!("tags");
-    print_nodes(&d.nodes, 0);
-    if let Some(k) = online_key(&d.nodes) {
-        use base64::Engine as _;
-        // In base64 too: `gnomon delegate --hosts` lists online keys that
-        // way, so this tells which host of a fleet answered.
-        println!(
-            "online key  {}",
-            base64::engine::general_purpose::STANDARD.encode(k)
-        );
-    }
-    match (d.kind, sigs) {
-        (Kind::Response, Some(s)) => {
-            let ok = |b: bool| if b { "ok" } else { "FAILS" };
-            println!("signatures");
-            println!("  delegation (long-term key)  {}", ok(s.delegation));
-            println!("  response (online key)       {}", ok(s.response));
-            if s.legacy_context {
-                println!("  note: verified with the draft-19 context strings, not RFC 10049's");
-            }
-            match &s.full {
-                Some(Ok(v)) => println!(
-                    "  full check with the request ok: {} ±{:.3} s",
-                    format_utc(v.midpoint_us),
-                    v.radius_us as f64 / 1e6
-                ),
-                Some(Err(e)) => println!(
-                    "  full check with the request FAILS: {}",
-                    describe_verify_error(e)
-                ),
-                None => {}
-            }
-        }
-        (Kind::Response, None) if keyed => {
-            println!("signatures  not checked: the version cannot be told");
-        }
-        (Kind::Response, None) => println!("signatures  not checked (give --key)"),
-        _ => {}
-    }
 }
 
 fn node_json(n: &Node) -> serde_json::Value {

@@ -13,3 +13,4 @@ pub(crate) mod serve;
 pub(crate) mod service;
 pub(crate) mod sync;
 pub(crate) mod verify_report;
+pub(crate) mod watch;

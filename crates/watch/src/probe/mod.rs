@@ -1,0 +1,208 @@
+//! The prober: every server of the list, every round, with bounded
+//! concurrency; then the consensus over the answers and, when a server is
+//! outside it, a measurement sequence whose chain proves the lie.
+//!
+//! ```text
+//!  round ─▶ N threads take servers in turn ─▶ check::probe (discovery,
+//!          TCP, each family, the burst) ─▶ consensus::agree over answers
+//!        ─▶ flagged? Client::measure over those that answered ─▶ report
+//!        ─▶ Latest::apply ─▶ wait interval ± jitter
+//! ```
+//!
+//! Queries block (the client is synchronous), so probes run on plain
+//! threads; the web layer only reads the shared state.
+
+mod burst;
+mod check;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gnomon_client::consensus::agree;
+use gnomon_client::{Answer, Client, Config, Flag, Plan, Selection, Server, Versions};
+
+pub use check::now_us;
+
+use crate::state::{Shared, Status};
+
+/// How the prober runs.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Time between rounds (from the end of one to the start of the next),
+    /// before jitter.
+    pub interval: Duration,
+    /// Probes at once.
+    pub concurrency: usize,
+    /// First wait for an answer; retries wait 1.5× longer.
+    pub timeout: Duration,
+    /// Requests sent together to test batched paths.
+    pub burst: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            interval: Duration::from_secs(300),
+            concurrency: 8,
+            timeout: Duration::from_secs(1),
+            burst: 12,
+        }
+    }
+}
+
+/// The wait before the next round: `interval` ± 10 %, from `r` (a uniform
+/// draw). Spreads monitors started together; a pure function so its bounds
+/// are tested.
+pub fn jittered(interval: Duration, r: u32) -> Duration {
+    let spread = interval / 10;
+    let span = spread.as_nanos() * 2;
+    let pick = if span == 0 {
+        0
+    } else {
+        u128::from(r) * span / u128::from(u32::MAX)
+    };
+    (interval - spread) + Duration::from_nanos(pick.min(u128::from(u64::MAX)) as u64)
+}
+
+/// One round over `servers`: every probe, the consensus, the flags and the
+/// report. Returns the statuses in list order and the consensus.
+pub fn round(servers: &[Server], settings: &Settings) -> (Vec<Status>, Option<(i64, i64)>) {
+    let results: Vec<Mutex<Option<(Option<Answer>, Status)>>> =
+        servers.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..settings.concurrency.clamp(1, servers.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(server) = servers.get(i) else { break };
+                let r = check::probe(server, settings);
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    let mut answers: Vec<Option<Answer>> = Vec::with_capacity(servers.len());
+    let mut statuses: Vec<Status> = Vec::with_capacity(servers.len());
+    for (i, slot) in results.into_iter().enumerate() {
+        let (a, s) = slot.into_inner().ok().flatten().unwrap_or_else(|| {
+            (
+                None,
+                Status {
+                    name: servers[i].name.clone(),
+                    failure: Some("local".into()),
+                    error: Some("the probe did not finish".into()),
+                    ..Status::default()
+                },
+            )
+        });
+        answers.push(a);
+        statuses.push(s);
+    }
+    let intervals: Vec<(usize, i128, i128)> = answers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let (lo, hi) = a.as_ref()?.offset_interval_us();
+            Some((i, lo, hi))
+        })
+        .collect();
+    let agreement = agree(&intervals);
+    let consensus = agreement
+        .consensus
+        .as_ref()
+        .map(|c| (c.low_us as i64, c.high_us as i64));
+    if let Some(c) = &agreement.consensus {
+        for (i, a) in answers.iter().enumerate() {
+            if let Some(a) = a {
+                statuses[i].offset_consensus_us = Some((a.offset_us - c.midpoint_us()) as i64);
+            }
+        }
+    }
+    for &(i, flag) in &agreement.flagged {
+        statuses[i].flagged = Some(
+            match flag {
+                Flag::OutsideConsensus => "its interval excludes the consensus of the others",
+                Flag::SelfContradiction => "its own answers contradict each other",
+            }
+            .to_string(),
+        );
+    }
+    if !agreement.flagged.is_empty() {
+        prove(servers, &answers, &mut statuses);
+    }
+    (statuses, consensus)
+}
+
+/// Run the measurement sequence over the servers that answered (each in
+/// the version it answered), twice in the same order with chained nonces:
+/// a liar is then caught by the causal-order check, and the chain is the
+/// report. The report goes to every flagged server the chain accuses.
+fn prove(servers: &[Server], answers: &[Option<Answer>], statuses: &mut [Status]) {
+    let (ids, chosen): (Vec<usize>, Vec<Server>) = answers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let a = a.as_ref()?;
+            Some((
+                i,
+                Server {
+                    versions: Versions::Offer(a.offer),
+                    ..servers[i].clone()
+                },
+            ))
+        })
+        .unzip();
+    let plan = Plan {
+        selection: Selection::All,
+        passes: 2,
+    };
+    let Ok(seq) = Client::new(Config::default()).measure(&chosen, &plan) else {
+        return;
+    };
+    let Some(report) = seq.report() else { return };
+    let json = report.to_json();
+    for s in seq.suspects() {
+        if let Some(&i) = ids.get(s) {
+            if statuses[i].flagged.is_some() {
+                statuses[i].report = Some(json.clone());
+            }
+        }
+    }
+}
+
+/// Probe `servers` round after round into `state` until `stop` is set.
+pub fn run(servers: Vec<Server>, settings: Settings, state: Shared, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        let (statuses, consensus) = round(&servers, &settings);
+        if let Ok(mut latest) = state.write() {
+            latest.apply(statuses, consensus, now_us());
+        }
+        let mut r = [0u8; 4];
+        let r = getrandom::getrandom(&mut r).map_or(u32::MAX / 2, |()| u32::from_le_bytes(r));
+        let until = Instant::now() + jittered(settings.interval, r);
+        while !stop.load(Ordering::Relaxed) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        let i = Duration::from_secs(300);
+        assert_eq!(jittered(i, 0), Duration::from_secs(270));
+        assert_eq!(jittered(i, u32::MAX), Duration::from_secs(330));
+        let mid = jittered(i, u32::MAX / 2);
+        assert!(mid > Duration::from_secs(299) && mid < Duration::from_secs(301));
+        assert_eq!(jittered(Duration::ZERO, 7), Duration::ZERO);
+    }
+}

@@ -1,0 +1,200 @@
+//! The latest state of every server, what the web layer reads: one
+//! [`Status`] per server, replaced whole after each round, and failure
+//! counters that only grow. History lives in the store when there is one;
+//! without one, a bounded ring per server keeps the recent rounds.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+
+/// Rounds kept per server without a store: a week at the default 5 min.
+pub const HISTORY_POINTS: usize = 2016;
+
+/// One version family offered on its own (see `gnomon_client::discovery`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Family {
+    /// The family's primary profile (the request format).
+    pub offered: String,
+    /// The version the server answered in, when it did.
+    pub answered: Option<String>,
+    /// Why not, when it did not.
+    pub error: Option<String>,
+}
+
+/// The burst of concurrent requests that makes a server build multi-leaf
+/// trees.
+#[derive(Clone, Debug, Serialize)]
+pub struct Batch {
+    /// Requests sent together.
+    pub sent: usize,
+    /// Responses received.
+    pub answered: usize,
+    /// Responses whose PATH (and everything else) verified.
+    pub verified: usize,
+    /// Deepest PATH seen: the batch held at least 2^depth requests.
+    pub max_depth: u8,
+    /// Tree orientations the paths verified in (`hash-first`,
+    /// `node-first`).
+    pub orientations: Vec<String>,
+    /// The first verification failure, when any.
+    pub error: Option<String>,
+}
+
+/// One server after one round.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Status {
+    /// Its name in the list.
+    pub name: String,
+    /// Its first UDP (else TCP) address, as text.
+    pub address: String,
+    /// When the probe started, Unix µs.
+    pub checked_at_us: i64,
+    /// A verified answer came back.
+    pub up: bool,
+    /// Why not, as a metric label (`silent`, `refused`, `invalid`,
+    /// `resolve`, `local`).
+    pub failure: Option<String>,
+    /// Why not, in words.
+    pub error: Option<String>,
+    /// The version answered (its profile name).
+    pub version: Option<String>,
+    /// Every version answered over all families.
+    pub versions_answered: Vec<String>,
+    /// Each family offered alone.
+    pub families: Vec<Family>,
+    /// Answered over UDP (None: not asked).
+    pub udp: Option<bool>,
+    /// Answered over TCP (None: the version defines no TCP, or the list
+    /// gives no TCP address).
+    pub tcp: Option<bool>,
+    /// Round trip of the answer, µs.
+    pub rtt_us: Option<u64>,
+    /// RADI, µs.
+    pub radius_us: Option<u64>,
+    /// Server minus local clock, µs.
+    pub offset_local_us: Option<i64>,
+    /// Server minus the consensus of the others, µs.
+    pub offset_consensus_us: Option<i64>,
+    /// The delegation's window, Unix µs.
+    pub cert_mint_us: Option<u64>,
+    /// End of the window.
+    pub cert_maxt_us: Option<u64>,
+    /// Days until MAXT.
+    pub days_to_expiry: Option<f64>,
+    /// Signatures held only with legacy context strings.
+    pub legacy_context: bool,
+    /// Request bytes sent.
+    pub request_len: Option<usize>,
+    /// Response bytes received (more than the request: amplification).
+    pub response_len: Option<usize>,
+    /// The burst.
+    pub batch: Option<Batch>,
+    /// Outside the consensus (why), when a consensus exists.
+    pub flagged: Option<String>,
+    /// A malfeasance report proving the lie (JSON, RFC 10049 §8.4).
+    pub report: Option<String>,
+    /// The last request, for the decoded view.
+    #[serde(skip)]
+    pub raw_request: Option<Vec<u8>>,
+    /// The last response.
+    #[serde(skip)]
+    pub raw_response: Option<Vec<u8>>,
+    /// The long-term key, to check the signatures in the decoded view.
+    #[serde(skip)]
+    pub public_key: [u8; 32],
+}
+
+/// One point of a server's history.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Point {
+    /// Unix µs.
+    pub at_us: i64,
+    /// Answered.
+    pub up: bool,
+    /// Round trip, µs.
+    pub rtt_us: Option<u64>,
+    /// Offset from the consensus (else the local clock), µs.
+    pub offset_us: Option<i64>,
+}
+
+/// Everything the web layer shows.
+#[derive(Debug, Default)]
+pub struct Latest {
+    /// Rounds completed.
+    pub rounds: u64,
+    /// When the last round ended, Unix µs.
+    pub last_round_us: Option<i64>,
+    /// The consensus of the last round: (low, high) offsets from the local
+    /// clock, µs.
+    pub consensus: Option<(i64, i64)>,
+    /// Per server, in list order.
+    pub servers: Vec<Status>,
+    /// Failures by (server, reason), over all rounds.
+    pub failures: BTreeMap<(String, String), u64>,
+    /// Recent points per server (used when there is no store).
+    pub history: BTreeMap<String, VecDeque<Point>>,
+}
+
+/// The shared state: written by the prober, read by the web layer.
+pub type Shared = Arc<RwLock<Latest>>;
+
+impl Latest {
+    /// Take in a round's results.
+    pub fn apply(&mut self, servers: Vec<Status>, consensus: Option<(i64, i64)>, now_us: i64) {
+        for s in &servers {
+            for reason in failure_reasons(s) {
+                *self
+                    .failures
+                    .entry((s.name.clone(), reason.to_string()))
+                    .or_default() += 1;
+            }
+            let h = self.history.entry(s.name.clone()).or_default();
+            if h.len() == HISTORY_POINTS {
+                h.pop_front();
+            }
+            h.push_back(Point {
+                at_us: s.checked_at_us,
+                up: s.up,
+                rtt_us: s.rtt_us,
+                offset_us: s.offset_consensus_us.or(s.offset_local_us),
+            });
+        }
+        self.servers = servers;
+        self.consensus = consensus;
+        self.rounds += 1;
+        self.last_round_us = Some(now_us);
+    }
+
+    /// A server by name.
+    pub fn server(&self, name: &str) -> Option<&Status> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// The reasons a round counts as a failure for `s`, as metric labels.
+pub fn failure_reasons(s: &Status) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if let Some(f) = &s.failure {
+        out.push(match f.as_str() {
+            "silent" => "silent",
+            "refused" => "refused",
+            "invalid" => "invalid",
+            "resolve" => "resolve",
+            _ => "local",
+        });
+    }
+    if s.tcp == Some(false) {
+        out.push("tcp");
+    }
+    if s.batch.as_ref().is_some_and(|b| b.error.is_some()) {
+        out.push("batch_path");
+    }
+    if s.flagged.is_some() {
+        out.push("outside_consensus");
+    }
+    if matches!((s.request_len, s.response_len), (Some(q), Some(r)) if r > q) {
+        out.push("amplification");
+    }
+    out
+}

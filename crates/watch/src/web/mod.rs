@@ -1,0 +1,272 @@
+//! The monitor's HTTP side: `/` (the status page), `/servers/NAME` (one
+//! server's history and latest response), `/metrics` and `/api/servers`.
+//!
+//! Anyone who can reach the port may be hostile, so connections are
+//! served as the server's metrics endpoint serves them: a task each, a
+//! cap on how many are open (more are closed at accept), a deadline from
+//! accept that covers the whole exchange however slowly the bytes come, a
+//! header timeout, a small head buffer and no keep-alive. Only GET is
+//! routed; nothing is read from a request but its path.
+
+pub mod metrics;
+pub mod plot;
+pub mod view;
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderValue, Request, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use minijinja::{context, Environment};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower::ServiceExt as _;
+
+use crate::state::{Point, Shared, Status};
+use view::Cell;
+
+/// Connections served at once; more are closed at accept.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Everything about one connection ends this long after accept.
+const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+/// The request head must be complete this long after accept.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
+/// Largest request head buffered (hyper's smallest allowed buffer).
+const MAX_HEAD: usize = 8192;
+
+/// What the handlers read.
+pub struct App {
+    /// The prober's latest state.
+    pub latest: Shared,
+    /// A certificate with less than this left is a warning.
+    pub expiry_warning: Duration,
+    templates: Environment<'static>,
+}
+
+impl App {
+    /// Handlers over `latest`.
+    pub fn new(latest: Shared, expiry_warning: Duration) -> Arc<App> {
+        let mut templates = Environment::new();
+        // `.html` names turn on auto-escaping: every value from the list
+        // or a server is text, never markup.
+        templates
+            .add_template("status.html", include_str!("status.html"))
+            .expect("the status template parses");
+        templates
+            .add_template("server.html", include_str!("server.html"))
+            .expect("the server template parses");
+        Arc::new(App {
+            latest,
+            expiry_warning,
+            templates,
+        })
+    }
+}
+
+/// Serve on `listener` until `shutdown` completes; connections still open
+/// then are dropped.
+pub async fn serve(
+    listener: TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let router = router(app);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((s, _)) => s,
+                // Out of descriptors, or a reset before accept: the next
+                // accept may work; do not spin on it.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let router = router.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                router.clone().oneshot(req.map(Body::new))
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_HEAD)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_DEADLINE, conn).await;
+            drop(slot);
+        });
+    }
+}
+
+/// The routes.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(status_page))
+        .route("/servers/{name}", get(server_page))
+        .route("/metrics", get(metrics_text))
+        .route("/api/servers", get(api_servers))
+        .with_state(app)
+}
+
+/// A server as `/api/servers` and the page show it.
+#[derive(Serialize)]
+struct Row<'a> {
+    #[serde(flatten)]
+    status: &'a Status,
+    /// `ok`, `warning`, `down`, `invalid` or `lying`.
+    state: &'static str,
+    checks: Vec<Cell>,
+    /// `/servers/NAME`, the name percent-encoded.
+    link: String,
+}
+
+fn row<'a>(s: &'a Status, app: &App) -> Row<'a> {
+    let checks = view::cells(s, app.expiry_warning);
+    Row {
+        state: view::overall(s, &checks),
+        checks,
+        link: format!(
+            "/servers/{}",
+            percent_encoding::utf8_percent_encode(&s.name, percent_encoding::NON_ALPHANUMERIC)
+        ),
+        status: s,
+    }
+}
+
+fn with_type(body: String, media: &'static str) -> Response {
+    let mut r = body.into_response();
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(media));
+    r
+}
+
+fn render(app: &App, name: &str, ctx: minijinja::Value) -> Response {
+    match app.templates.get_template(name).and_then(|t| t.render(ctx)) {
+        Ok(html) => Html(html).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the page could not be rendered: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+fn utc(us: i64) -> String {
+    gnomon_client::format_utc(us.max(0) as u64)
+}
+
+async fn status_page(State(app): State<Arc<App>>) -> Response {
+    let Ok(latest) = app.latest.read() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let rows: Vec<Row<'_>> = latest.servers.iter().map(|s| row(s, &app)).collect();
+    let consensus = latest.consensus.map(|(lo, hi)| {
+        format!(
+            "{} … {} from this monitor's clock",
+            view::signed_ms(lo),
+            view::signed_ms(hi)
+        )
+    });
+    let ctx = context! {
+        rows => rows,
+        columns => view::COLUMNS,
+        rounds => latest.rounds,
+        last_round => latest.last_round_us.map(utc),
+        consensus => consensus,
+    };
+    render(&app, "status.html", ctx)
+}
+
+async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    let Ok(latest) = app.latest.read() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let Some(s) = latest.server(&name) else {
+        return (StatusCode::NOT_FOUND, "no such server in the list\n").into_response();
+    };
+    let points: Vec<Point> = latest
+        .history
+        .get(&name)
+        .map(|h| h.iter().copied().collect())
+        .unwrap_or_default();
+    let up = points.iter().filter(|p| p.up).count();
+    let uptime = (!points.is_empty()).then(|| 100.0 * up as f64 / points.len() as f64);
+    let offset_svg = plot::line(&points, "offset (ms)", "ms", |p| {
+        p.offset_us.map(|v| v as f64 / 1000.0)
+    });
+    let rtt_svg = plot::line(&points, "round trip (ms)", "ms", |p| {
+        p.rtt_us.map(|v| v as f64 / 1000.0)
+    });
+    let decoded =
+        s.raw_response
+            .as_deref()
+            .map(|bytes| match gnomon_client::decode::decode(bytes) {
+                Ok(d) => {
+                    let sigs = gnomon_client::decode::check_signatures(
+                        bytes,
+                        &d,
+                        &s.public_key,
+                        s.raw_request.as_deref(),
+                    );
+                    gnomon_client::decode::to_text(&d, sigs.as_ref(), true)
+                }
+                Err(e) => format!("not a Roughtime message ({} bytes): {e}", bytes.len()),
+            });
+    let r = row(s, &app);
+    let ctx = context! {
+        row => r,
+        checked_at => utc(s.checked_at_us),
+        uptime => uptime.map(|u| format!("{u:.1} % of {} rounds", points.len())),
+        offset_svg => minijinja::Value::from_safe_string(offset_svg),
+        rtt_svg => minijinja::Value::from_safe_string(rtt_svg),
+        decoded => decoded,
+        cert_window => match (s.cert_mint_us, s.cert_maxt_us) {
+            (Some(a), Some(b)) => Some(format!("{} to {}", utc(a as i64), if b == u64::MAX { "no end".to_string() } else { utc(b as i64) })),
+            _ => None,
+        },
+    };
+    render(&app, "server.html", ctx)
+}
+
+async fn metrics_text(State(app): State<Arc<App>>) -> Response {
+    let Ok(latest) = app.latest.read() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    with_type(
+        metrics::render(&latest),
+        "text/plain; version=0.0.4; charset=utf-8",
+    )
+}
+
+async fn api_servers(State(app): State<Arc<App>>) -> Response {
+    let Ok(latest) = app.latest.read() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let rows: Vec<Row<'_>> = latest.servers.iter().map(|s| row(s, &app)).collect();
+    let body = serde_json::json!({
+        "rounds": latest.rounds,
+        "last_round_us": latest.last_round_us,
+        "consensus_us": latest.consensus.map(|(lo, hi)| [lo, hi]),
+        "servers": rows,
+    });
+    with_type(body.to_string() + "\n", "application/json")
+}

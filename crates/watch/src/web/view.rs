@@ -1,0 +1,175 @@
+//! What a status means: one cell per check, each with a state
+//! (`ok`, `warn`, `fail`, `none`) and words, and one state per server. The
+//! page, the JSON and the tests read the same cells.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::state::Status;
+
+/// The check columns, in page order.
+pub const COLUMNS: [&str; 9] = [
+    "reachable",
+    "versions",
+    "signature",
+    "certificate",
+    "radius",
+    "offset",
+    "batch",
+    "agreement",
+    "size",
+];
+
+/// One check of one server.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Cell {
+    /// The column.
+    pub check: &'static str,
+    /// `ok`, `warn`, `fail` or `none` (not measured).
+    pub state: &'static str,
+    /// What was seen, in words (the page shows it beside the colour).
+    pub text: String,
+}
+
+fn cell(check: &'static str, state: &'static str, text: impl Into<String>) -> Cell {
+    Cell {
+        check,
+        state,
+        text: text.into(),
+    }
+}
+
+/// Milliseconds with a sign, for offsets.
+pub fn signed_ms(us: i64) -> String {
+    format!("{:+.1} ms", us as f64 / 1000.0)
+}
+
+/// Every cell of `s`, in [`COLUMNS`] order. A certificate with less than
+/// `expiry_warning` left is a warning.
+pub fn cells(s: &Status, expiry_warning: Duration) -> Vec<Cell> {
+    let none = |c: &'static str| cell(c, "none", "—");
+    let mut out = Vec::with_capacity(COLUMNS.len());
+    out.push(match (s.up, s.failure.as_deref()) {
+        (true, _) => {
+            let t = |b: Option<bool>| match b {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "n/a",
+            };
+            let text = format!("UDP {} · TCP {}", t(s.udp), t(s.tcp));
+            let state = if s.udp == Some(false) || s.tcp == Some(false) {
+                "warn"
+            } else {
+                "ok"
+            };
+            cell("reachable", state, text)
+        }
+        (false, Some("invalid")) => cell("reachable", "warn", "answers, nothing valid"),
+        (false, Some("refused")) => cell("reachable", "fail", "refused (port closed)"),
+        (false, Some("resolve")) => cell("reachable", "fail", "name does not resolve"),
+        (false, _) => cell("reachable", "fail", "no answer"),
+    });
+    out.push(if s.versions_answered.is_empty() {
+        cell("versions", if s.up { "warn" } else { "none" }, "none")
+    } else {
+        cell("versions", "ok", s.versions_answered.join(", "))
+    });
+    out.push(match (s.up, s.failure.as_deref()) {
+        (true, _) if s.legacy_context => cell("signature", "warn", "valid (legacy context)"),
+        (true, _) => cell("signature", "ok", "valid"),
+        (false, Some("invalid")) => cell(
+            "signature",
+            "fail",
+            format!("INVALID: {}", s.error.as_deref().unwrap_or("")),
+        ),
+        _ => none("signature"),
+    });
+    out.push(match s.days_to_expiry {
+        _ if !s.up => none("certificate"),
+        None => cell("certificate", "ok", "no end"),
+        Some(d) if d * 86_400.0 < expiry_warning.as_secs_f64() => cell(
+            "certificate",
+            "warn",
+            format!("EXPIRES in {:.0} min", (d * 1440.0).max(0.0)),
+        ),
+        Some(d) if d < 2.0 => cell("certificate", "ok", format!("{:.1} h left", d * 24.0)),
+        Some(d) => cell("certificate", "ok", format!("{d:.1} days left")),
+    });
+    out.push(match s.radius_us {
+        Some(r) => cell("radius", "ok", format!("± {:.1} ms", r as f64 / 1000.0)),
+        None => none("radius"),
+    });
+    out.push(match (s.offset_consensus_us, s.offset_local_us) {
+        (Some(c), Some(l)) => cell(
+            "offset",
+            if s.flagged.is_some() { "fail" } else { "ok" },
+            format!("{} (local {})", signed_ms(c), signed_ms(l)),
+        ),
+        (None, Some(l)) => cell("offset", "ok", format!("local {}", signed_ms(l))),
+        _ => none("offset"),
+    });
+    out.push(match &s.batch {
+        Some(b) if b.error.is_none() => cell(
+            "batch",
+            "ok",
+            format!(
+                "{}/{} paths ok, depth ≤ {}, {}",
+                b.verified,
+                b.sent,
+                b.max_depth,
+                b.orientations.join("/")
+            ),
+        ),
+        Some(b) => cell(
+            "batch",
+            "fail",
+            format!(
+                "{}/{} paths ok: {}",
+                b.verified,
+                b.sent,
+                b.error.as_deref().unwrap_or("")
+            ),
+        ),
+        None => none("batch"),
+    });
+    out.push(match (&s.flagged, s.offset_consensus_us) {
+        (Some(why), _) => cell(
+            "agreement",
+            "fail",
+            format!(
+                "LIES: {why}{}",
+                if s.report.is_some() {
+                    "; report made"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (None, Some(_)) => cell("agreement", "ok", "agrees"),
+        (None, None) if s.up => cell("agreement", "warn", "no consensus"),
+        _ => none("agreement"),
+    });
+    out.push(match (s.request_len, s.response_len) {
+        (Some(q), Some(r)) if r > q => cell("size", "fail", format!("AMPLIFIES: {r} B for {q} B")),
+        (Some(q), Some(r)) => cell("size", "ok", format!("{r} B for {q} B")),
+        _ => none("size"),
+    });
+    out
+}
+
+/// One word for the server: `lying`, `invalid`, `down`, `warning` or
+/// `ok`.
+pub fn overall(s: &Status, cells: &[Cell]) -> &'static str {
+    if s.flagged.is_some() {
+        "lying"
+    } else if s.failure.as_deref() == Some("invalid") {
+        "invalid"
+    } else if !s.up {
+        "down"
+    } else if cells.iter().any(|c| c.state == "warn" || c.state == "fail") {
+        "warning"
+    } else {
+        "ok"
+    }
+}
