@@ -65,11 +65,13 @@ pub fn jittered(interval: Duration, r: u32) -> Duration {
     (interval - spread) + Duration::from_nanos(pick.min(u128::from(u64::MAX)) as u64)
 }
 
+/// A probe's answer (for the consensus) and status.
+type Probed = (Option<Answer>, Status);
+
 /// One round over `servers`: every probe, the consensus, the flags and the
 /// report. Returns the statuses in list order and the consensus.
 pub fn round(servers: &[Server], settings: &Settings) -> (Vec<Status>, Option<(i64, i64)>) {
-    let results: Vec<Mutex<Option<(Option<Answer>, Status)>>> =
-        servers.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<Probed>>> = servers.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..settings.concurrency.clamp(1, servers.len().max(1)) {
