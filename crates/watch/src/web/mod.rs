@@ -127,6 +127,13 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
+/// What a server name keeps unencoded in its page's path: letters,
+/// digits, `-`, `_` and `~`. Dots are encoded, so `..` stays a name.
+const NAME_IN_PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'~');
+
 /// A server as `/api/servers` and the page show it.
 #[derive(Serialize)]
 struct Row<'a> {
@@ -146,7 +153,7 @@ fn row<'a>(s: &'a Status, app: &App) -> Row<'a> {
         checks,
         link: format!(
             "/servers/{}",
-            percent_encoding::utf8_percent_encode(&s.name, percent_encoding::NON_ALPHANUMERIC)
+            percent_encoding::utf8_percent_encode(&s.name, NAME_IN_PATH)
         ),
         status: s,
     }
@@ -210,11 +217,9 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
         .unwrap_or_default();
     let up = points.iter().filter(|p| p.up).count();
     let uptime = (!points.is_empty()).then(|| 100.0 * up as f64 / points.len() as f64);
-    let offset_svg = plot::line(&points, "offset (ms)", "ms", |p| {
-        p.offset_us.map(|v| v as f64 / 1000.0)
-    });
-    let rtt_svg = plot::line(&points, "round trip (ms)", "ms", |p| {
-        p.rtt_us.map(|v| v as f64 / 1000.0)
+    let offset_svg = plot::line(&points, "offset", false, |p| p.offset_us.map(|v| v as f64));
+    let rtt_svg = plot::line(&points, "round-trip time", true, |p| {
+        p.rtt_us.map(|v| v as f64)
     });
     let decoded =
         s.raw_response

@@ -7,15 +7,16 @@ use crate::state::Point;
 
 const W: f64 = 720.0;
 const H: f64 = 140.0;
-const LEFT: f64 = 70.0;
+const LEFT: f64 = 84.0;
 const BOTTOM: f64 = 18.0;
 
-/// A line plot of `value` over time, down rounds marked red along the
-/// bottom. `unit` labels the axis; `value` gives it in that unit.
+/// A line plot of `value` (µs) over time, down rounds marked red along
+/// the bottom. `non_negative` keeps the axis from going below zero (round
+/// trips).
 pub fn line(
     points: &[Point],
     title: &str,
-    unit: &str,
+    non_negative: bool,
     value: impl Fn(&Point) -> Option<f64>,
 ) -> String {
     let mut s = String::new();
@@ -55,14 +56,15 @@ pub fn line(
             let pad = (hi - lo) * 0.1;
             (lo - pad, hi + pad)
         };
+        let lo = if non_negative { lo.max(0.0) } else { lo };
         let y = |v: f64| (H - BOTTOM - 4.0) - (v - lo) / (hi - lo) * (H - BOTTOM - 8.0) + 2.0;
         let _ = write!(
             s,
-            r#"<text x="4" y="12" font-size="11">{:.3} {unit}</text><text x="4" y="{}" font-size="11">{:.3} {unit}</text>"#,
-            hi,
+            r#"<text x="{x}" y="12" font-size="11" text-anchor="end">{}</text><text x="{x}" y="{}" font-size="11" text-anchor="end">{}</text>"#,
+            duration(hi),
             H - BOTTOM - 2.0,
-            lo,
-            unit = html_text(unit)
+            duration(lo),
+            x = LEFT - 4.0,
         );
         let path: Vec<String> = values
             .iter()
@@ -90,13 +92,47 @@ pub fn line(
             H - BOTTOM - 6.0
         );
     }
+    if let (Some(a), Some(b)) = (points.first(), points.last()) {
+        let _ = write!(
+            s,
+            r#"<text x="{LEFT}" y="{y}" font-size="11">{}</text><text x="{W}" y="{y}" font-size="11" text-anchor="end">{}</text>"#,
+            clock(a.at_us),
+            clock(b.at_us),
+            y = H - 4.0,
+        );
+    }
     let _ = write!(
         s,
-        r#"<text x="{LEFT}" y="{}" font-size="11">{} rounds; red marks: no valid answer</text></svg>"#,
+        r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{} rounds; red marks: no valid answer</text></svg>"#,
+        (LEFT + W) / 2.0,
         H - 4.0,
         points.len()
     );
     s
+}
+
+/// µs as a short label: µs, ms or s, whichever reads best.
+pub fn duration(us: f64) -> String {
+    let a = us.abs();
+    if a >= 10e6 {
+        format!("{:.1} s", us / 1e6)
+    } else if a >= 100e3 {
+        format!("{:.0} ms", us / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+/// Unix µs as the UTC date and time to the second.
+fn clock(us: i64) -> String {
+    let t = gnomon_client::format_utc(us.max(0) as u64);
+    // 2026-11-24T07:20:08.729958Z → 2026-11-24 07:20:08 UTC
+    match t.split_once('.') {
+        Some((head, _)) => format!("{} UTC", head.replace('T', " ")),
+        None => t,
+    }
 }
 
 /// Text for inside an SVG element: the few characters XML reserves.

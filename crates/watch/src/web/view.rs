@@ -40,15 +40,20 @@ fn cell(check: &'static str, state: &'static str, text: impl Into<String>) -> Ce
     }
 }
 
-/// Milliseconds with a sign, for offsets.
+/// An offset with its sign, in ms (s past 10 s).
 pub fn signed_ms(us: i64) -> String {
-    format!("{:+.1} ms", us as f64 / 1000.0)
+    let s = super::plot::duration(us as f64);
+    if us >= 0 {
+        format!("+{s}")
+    } else {
+        s
+    }
 }
 
 /// Every cell of `s`, in [`COLUMNS`] order. A certificate with less than
 /// `expiry_warning` left is a warning.
 pub fn cells(s: &Status, expiry_warning: Duration) -> Vec<Cell> {
-    let none = |c: &'static str| cell(c, "none", "—");
+    let none = |c: &'static str| cell(c, "none", "");
     let mut out = Vec::with_capacity(COLUMNS.len());
     out.push(match (s.up, s.failure.as_deref()) {
         (true, _) => {
@@ -97,7 +102,11 @@ pub fn cells(s: &Status, expiry_warning: Duration) -> Vec<Cell> {
         Some(d) => cell("certificate", "ok", format!("{d:.1} days left")),
     });
     out.push(match s.radius_us {
-        Some(r) => cell("radius", "ok", format!("± {:.1} ms", r as f64 / 1000.0)),
+        Some(r) => cell(
+            "radius",
+            "ok",
+            format!("± {}", super::plot::duration(r as f64)),
+        ),
         None => none("radius"),
     });
     out.push(match (s.offset_consensus_us, s.offset_local_us) {
@@ -114,7 +123,7 @@ pub fn cells(s: &Status, expiry_warning: Duration) -> Vec<Cell> {
             "batch",
             "ok",
             format!(
-                "{}/{} paths ok, depth ≤ {}, {}",
+                "{}/{} paths ok, tree depth up to {}, {}",
                 b.verified,
                 b.sent,
                 b.max_depth,
