@@ -1,0 +1,391 @@
+"""Roughtime for Python, verified by gnomon's Rust protocol crate.
+
+Every Roughtime version is spoken: Google's, the IETF drafts 01–19 and
+RFC 10049 version 1. Verification (signatures, delegation window, Merkle
+proof, nonce, version negotiation) happens in Rust; this module gives the
+results as dataclasses with timezone-aware datetimes.
+
+>>> import gnomon
+>>> a = gnomon.query("127.0.0.1:2002", "Ixu7gqjJ9TU6IxsO8wxZxAFT5te6FcZZQq5vXFl35JE=")  # doctest: +SKIP
+>>> a.midpoint, a.radius, a.version  # doctest: +SKIP
+(datetime.datetime(2026, 11, 24, 7, 30, 1, 123456, tzinfo=datetime.timezone.utc), datetime.timedelta(seconds=1), 'rfc-10049')
+
+For your own transport:
+
+>>> req = gnomon.build_request("rfc-10049")
+>>> len(req)
+1024
+>>> # send req, receive resp, then:
+>>> # answer = gnomon.verify(req, resp, public_key)
+
+The guarantees and what the caller must still do are in docs/PYTHON.md.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple, Union
+
+from . import _native
+from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer
+
+__all__ = [
+    "Answer",
+    "Consensus",
+    "Entry",
+    "Exchange",
+    "GnomonError",
+    "InvalidAnswer",
+    "Malfeasance",
+    "Measurement",
+    "NoAnswer",
+    "ReportEntry",
+    "ReportResult",
+    "build_request",
+    "measure",
+    "query",
+    "verify",
+    "verify_report",
+    "versions",
+]
+
+PublicKey = Union[str, bytes]
+"""A long-term Ed25519 public key: base64 (or hex) text, or 32 raw bytes."""
+
+Version = Union[str, int]
+"""A version by name (``"rfc-10049"``, ``"draft-08"``, ``"google"``) or by
+wire number (``1``, ``0x8000000b``)."""
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def _utc(us: int) -> _dt.datetime:
+    try:
+        return _EPOCH + _dt.timedelta(microseconds=us)
+    except OverflowError:
+        # Signed, but past datetime's year 9999: no use to anyone.
+        raise InvalidAnswer(f"MIDP {us} µs is past the year 9999", "time") from None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A verified Roughtime answer.
+
+    The server vouches that true time was within ``radius`` of ``midpoint``
+    when it signed. From :func:`query` the network fields are set; from
+    :func:`verify` they are ``None``.
+    """
+
+    midpoint: _dt.datetime
+    """MIDP as an aware UTC datetime."""
+    midpoint_us: int
+    """MIDP, microseconds since the Unix epoch (exact; datetime has no leap seconds either)."""
+    radius: _dt.timedelta
+    """RADI."""
+    radius_us: int
+    """RADI in microseconds."""
+    version: str
+    """The version answered, by name (``"rfc-10049"``, ``"draft-08"``, ``"google"``)."""
+    version_number: int
+    """Its wire number: 0x80000000 + n for draft n, 1 for RFC 10049; Google's protocol sends none and shows 0xb2d98825 (3000600613), the number server lists give it."""
+    online_key: bytes
+    """The delegated online key that signed the time."""
+    delegation_us: Tuple[int, int]
+    """The delegation's validity window (MINT, MAXT), µs since the epoch."""
+    rtt: Optional[float] = None
+    """Round-trip time of the answered request, seconds."""
+    server: Optional[str] = None
+    """The address (``ip:port``) that answered."""
+    transport: Optional[str] = None
+    """``"udp"`` or ``"tcp"``."""
+    offset_us: Optional[int] = None
+    """The server's clock minus this machine's, µs (MIDP − local midpoint of the round trip)."""
+    request: Optional[bytes] = field(default=None, repr=False)
+    """The request as sent."""
+    response: Optional[bytes] = field(default=None, repr=False)
+    """The response as received."""
+
+    @classmethod
+    def _of(cls, d: dict) -> "Answer":
+        rtt = d.get("rtt_us")
+        return cls(
+            midpoint=_utc(d["midpoint_us"]),
+            midpoint_us=d["midpoint_us"],
+            radius=_dt.timedelta(microseconds=d["radius_us"]),
+            radius_us=d["radius_us"],
+            version=d["version"],
+            version_number=d["version_number"],
+            online_key=d["online_key"],
+            delegation_us=tuple(d["delegation_us"]),  # type: ignore[arg-type]
+            rtt=None if rtt is None else rtt / 1e6,
+            server=d.get("server"),
+            transport=d.get("transport"),
+            offset_us=d.get("offset_us"),
+            request=d.get("request"),
+            response=d.get("response"),
+        )
+
+
+def versions() -> List[Tuple[str, int]]:
+    """Every version gnomon speaks, as (name, wire number), oldest first."""
+    return list(_native.versions())
+
+
+def build_request(
+    version: Version,
+    nonce: Optional[bytes] = None,
+    *,
+    public_key: Optional[PublicKey] = None,
+    size: int = 1024,
+) -> bytes:
+    """A request for ``version`` to send over your own transport.
+
+    ``nonce`` defaults to fresh random bytes from the operating system (32
+    bytes, or 64 for Google and drafts up to 04); pass your own to chain
+    requests. With ``public_key``, versions that define SRV name that key.
+    Keep the request: :func:`verify` needs it.
+
+    >>> req = build_request("draft-08", bytes(32))
+    >>> req[:8]
+    b'ROUGHTIM'
+    """
+    return _native.build_request(version, nonce, public_key, size)
+
+
+def verify(request: bytes, response: bytes, public_key: PublicKey) -> Answer:
+    """Verify ``response`` to ``request`` (both as sent and received) against
+    the server's long-term key.
+
+    Raises :class:`InvalidAnswer` (with ``reason``) when the response fails
+    any check, ``ValueError`` when ``request`` is not a Roughtime request or
+    the key is malformed, ``TypeError`` for anything but bytes.
+    """
+    return Answer._of(_native.verify(request, response, public_key))
+
+
+def query(
+    address: str,
+    public_key: PublicKey,
+    *,
+    version: Optional[Version] = None,
+    timeout: float = 2.0,
+    tcp: Optional[bool] = None,
+) -> Answer:
+    """Ask the server at ``address`` (``"host:port"``; port 5319 when left
+    out) for the time, verify the answer, and return it.
+
+    ``version=None`` finds the newest version the server speaks;
+    ``timeout`` bounds the whole call in seconds; ``tcp=None`` uses UDP and
+    falls back to TCP for versions that define it, ``True`` only TCP,
+    ``False`` only UDP. The interpreter's lock is released while waiting.
+
+    Raises :class:`NoAnswer` or :class:`InvalidAnswer`.
+    """
+    return Answer._of(
+        _native.query(address, public_key, version=version, timeout=timeout, tcp=tcp)
+    )
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """The offsets from this machine's clock that a strict majority of the
+    answering servers agree on (Marzullo's algorithm over each answer's
+    MIDP − local ± (RADI + RTT/2))."""
+
+    offset_low_us: int
+    offset_high_us: int
+    agreeing: List[str]
+    """Names of the servers that make the majority."""
+    answering: int
+    """Servers that answered at all."""
+
+    @property
+    def offset_us(self) -> int:
+        """The middle of the agreed interval: add it to local time."""
+        return self.offset_low_us + (self.offset_high_us - self.offset_low_us) // 2
+
+    @property
+    def radius_us(self) -> int:
+        """Half the width of the agreed interval."""
+        return (self.offset_high_us - self.offset_low_us) // 2
+
+    def now(self) -> _dt.datetime:
+        """The local clock corrected by the consensus offset."""
+        local = _dt.datetime.now(_dt.timezone.utc)
+        return local + _dt.timedelta(microseconds=self.offset_us)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One query of the sequence: an answer, or why there was none."""
+
+    server: str
+    pass_: int
+    """1 or 2."""
+    answer: Optional[Answer]
+    error: Optional[GnomonError]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One link of the chain: request, response, the rand that chained it
+    (``None`` for the first) and the key it verified with."""
+
+    request: bytes
+    response: bytes
+    rand: Optional[bytes]
+    public_key: bytes
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The measurement sequence of RFC 10049 §8.2 (as ``gnomon query
+    --servers`` runs it)."""
+
+    entries: List[Entry]
+    order: List[str]
+    """The servers asked, in order."""
+    chain: List[Exchange]
+    """The verified exchanges, each nonce chained from the previous response."""
+    consensus: Optional[Consensus]
+    outside: List[Tuple[str, str]]
+    """Servers outside the consensus: (name, ``"outside_consensus"`` or ``"self_contradiction"``)."""
+    contradictions: List[Tuple[int, int]]
+    """Pairs of entry indices (earlier, later) whose answers cannot both be true."""
+    malfeasance: bool
+    suspects: List[str]
+    report: Optional[str]
+    """The malfeasance report (JSON) when the chain proves a contradiction."""
+    skipped: List[str]
+    """Servers of the list that could not be used, with why."""
+
+
+def _entry_error(kind: str, message: str, reason: Optional[str]) -> GnomonError:
+    if kind == "invalid":
+        return InvalidAnswer(message, reason or "other")
+    return NoAnswer(message)
+
+
+def _measurement(d: dict) -> Measurement:
+    entries = []
+    for e in d["entries"]:
+        err = e.get("error")
+        entries.append(
+            Entry(
+                server=e["name"],
+                pass_=e["pass"],
+                answer=None if err else Answer._of(e),
+                error=_entry_error(*err) if err else None,
+            )
+        )
+    c = d["consensus"]
+    return Measurement(
+        entries=entries,
+        order=list(d["order"]),
+        chain=[Exchange(*x) for x in d["chain"]],
+        consensus=None if c is None else Consensus(c[0], c[1], list(c[2]), c[3]),
+        outside=[tuple(x) for x in d["outside"]],  # type: ignore[misc]
+        contradictions=[tuple(x) for x in d["contradictions"]],  # type: ignore[misc]
+        malfeasance=d["malfeasance"],
+        suspects=list(d["suspects"]),
+        report=d["report"],
+        skipped=list(d["skipped"]),
+    )
+
+
+def measure(
+    server_list: Union[str, bytes, "os.PathLike[str]"],
+    *,
+    quorum: Optional[int] = 3,
+    timeout: float = 2.0,
+    tcp: Optional[bool] = None,
+) -> Measurement:
+    """Run the measurement sequence over a server list (RFC 10049 §8.2 /
+    draft-19 Appendix A JSON, given as text, bytes or a path).
+
+    ``quorum`` servers are chosen at random (``None``: all of them) and
+    asked twice in the same order, each nonce chained from the previous
+    response; the consensus is what a strict majority of those answering
+    agree on. ``timeout`` bounds each query.
+
+    Returns the :class:`Measurement` when a consensus holds and nobody
+    lied. Raises :class:`Malfeasance` when a server lied,
+    :class:`InvalidAnswer` when no consensus formed and some answer failed
+    verification, :class:`NoAnswer` otherwise; each carries
+    ``.measurement``.
+    """
+    if isinstance(server_list, str):
+        raw = server_list.encode()
+    elif isinstance(server_list, bytes):
+        raw = server_list
+    elif isinstance(server_list, os.PathLike):
+        with open(server_list, "rb") as f:
+            raw = f.read()
+    else:
+        raise TypeError("server_list: JSON text, bytes, or a path")
+    m = _measurement(_native.measure(raw, quorum=quorum, timeout=timeout, tcp=tcp))
+    err: Optional[GnomonError] = None
+    if m.malfeasance:
+        err = Malfeasance(
+            "malfeasance: " + ", ".join(m.suspects) + " signed a time that cannot be true"
+        )
+    elif m.consensus is None:
+        failed = [e.error for e in m.entries if e.error is not None]
+        invalid = [e for e in failed if isinstance(e, InvalidAnswer)]
+        if invalid:
+            err = InvalidAnswer("no consensus; " + str(invalid[-1]), invalid[-1].reason)
+        else:
+            err = NoAnswer("no consensus: no strict majority of the servers asked answered and agree")
+    if err is not None:
+        err.measurement = m
+        raise err
+    return m
+
+
+@dataclass(frozen=True)
+class ReportEntry:
+    """One response of a report, checked."""
+
+    answer: Optional[Answer]
+    error: Optional[InvalidAnswer]
+    link_error: Optional[str]
+    """Why this request's nonce is not chained from the previous response
+    (``"missing_rand"``, ``"mismatch"``, …), ``None`` when it is."""
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """A malfeasance report, verified offline."""
+
+    entries: List[ReportEntry]
+    contradictions: List[Tuple[int, int]]
+    all_valid: bool
+    """Every response and every chain link verified."""
+    proof_of_malfeasance: bool
+    """All valid and at least one pair contradicts: some server signed a wrong time."""
+
+
+def verify_report(report_json: Union[str, bytes]) -> ReportResult:
+    """Check a malfeasance report (RFC 10049 / draft 12+ JSON): every
+    response against its request and key, every chain link, and which
+    answers contradict. ``ValueError`` when it is not a report, or is the
+    pre-12 form that holds nothing to verify."""
+    if isinstance(report_json, str):
+        report_json = report_json.encode()
+    d = _native.verify_report(report_json)
+    entries = [
+        ReportEntry(
+            answer=Answer._of(e["answer"]) if "answer" in e else None,
+            error=InvalidAnswer(*e["error"]) if "error" in e else None,
+            link_error=e["link_error"],
+        )
+        for e in d["entries"]
+    ]
+    return ReportResult(
+        entries=entries,
+        contradictions=[tuple(x) for x in d["contradictions"]],  # type: ignore[misc]
+        all_valid=d["all_valid"],
+        proof_of_malfeasance=d["proof_of_malfeasance"],
+    )

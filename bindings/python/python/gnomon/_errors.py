@@ -1,0 +1,48 @@
+"""The exceptions gnomon raises. Mistakes in the call itself (a key that is
+not base64 or not 32 bytes, an unknown version, a wrong type) raise the
+built-in ValueError and TypeError instead."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from . import Measurement
+
+
+class GnomonError(Exception):
+    """Base class: no verified time came of the call.
+
+    ``measurement`` is set when the error ends a :func:`gnomon.measure`
+    call: what was asked and answered is still there to read.
+    """
+
+    measurement: Optional["Measurement"] = None
+
+
+class NoAnswer(GnomonError):
+    """Nothing answered before the timeout (or the name did not resolve,
+    or the port is closed). Silence proves nothing: anyone on the path can
+    drop packets."""
+
+
+class InvalidAnswer(GnomonError):
+    """An answer came and failed verification.
+
+    ``reason`` names what was wrong, for programs: ``"delegation_signature"``
+    (not signed by this key), ``"response_signature"``, ``"merkle_root"``,
+    ``"nonce_mismatch"``, ``"malformed"``, ``"framing"``, ``"downgrade"``,
+    ``"version_not_offered"``, ``"outside_delegation"``, ``"tcp_closed"``, …
+    The message says the same in words.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class Malfeasance(GnomonError):
+    """A server signed a time that cannot be true: its answers contradict
+    the chain of answers from other servers, or it lies outside the
+    consensus. ``measurement.report`` holds the proof as JSON (when the
+    chain itself contradicts), to send to the list's ``reports`` URL."""

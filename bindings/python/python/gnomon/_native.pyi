@@ -1,0 +1,23 @@
+# The Rust extension (bindings/python/src); gnomon/__init__.py wraps it.
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+def versions() -> List[Tuple[str, int]]: ...
+def build_request(
+    version: Union[str, int],
+    nonce: Optional[bytes] = None,
+    public_key: Optional[Union[str, bytes]] = None,
+    size: int = 1024,
+) -> bytes: ...
+def verify(request: bytes, response: bytes, public_key: Union[str, bytes]) -> Dict[str, Any]: ...
+def query(
+    address: str,
+    public_key: Union[str, bytes],
+    *,
+    version: Optional[Union[str, int]] = None,
+    timeout: float = 2.0,
+    tcp: Optional[bool] = None,
+) -> Dict[str, Any]: ...
+def measure(
+    server_list: bytes, *, quorum: Optional[int] = 3, timeout: float = 2.0, tcp: Optional[bool] = None
+) -> Dict[str, Any]: ...
+def verify_report(report: bytes) -> Dict[str, Any]: ...

@@ -1,0 +1,284 @@
+//! `gnomon._native`: the Rust half of the `gnomon` Python package.
+//!
+//! Everything here returns plain values (bytes, ints, strings, tuples and
+//! dicts); `python/gnomon/__init__.py` turns them into typed dataclasses and
+//! datetimes. Failures are raised as the classes of `gnomon._errors`, so the
+//! exception types are ordinary Python classes with attributes.
+//!
+//! No input from Python reaches a panic: byte strings are parsed by the
+//! protocol crate (fuzzed, `Result` everywhere), keys and version names are
+//! checked here first. Network calls run detached from the interpreter
+//! (`Python::detach`), so other Python threads run while one waits.
+
+use std::time::Duration;
+
+use gnomon_client::{
+    describe_verify_error, parse_public_key, Client, Config, Entropy, OsEntropy, Plan, QueryError,
+    Rejection, Selection, Server, TcpMode,
+};
+use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
+use gnomon_protocol::{parse_report, Offer, Profile, ServerList, VerifyError, PROFILES};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+mod convert;
+
+use convert::{answer_dict, invalid_reason, raise, verified_dict};
+
+/// Longest nonce of any version (Google's 64 bytes).
+const MAX_NONCE: usize = gnomon_protocol::chain::MAX_NONCE_LEN;
+
+/// A public key given as base64 (or hex) text or as 32 raw bytes.
+fn public_key(obj: &Bound<'_, PyAny>) -> PyResult<[u8; 32]> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_cow()?;
+        return parse_public_key(&text)
+            .map_err(|e| PyValueError::new_err(format!("public key: {e}")));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        let raw = b.as_bytes();
+        return <[u8; 32]>::try_from(raw).map_err(|_| {
+            PyValueError::new_err(format!(
+                "public key: {} bytes; an Ed25519 public key has 32",
+                raw.len()
+            ))
+        });
+    }
+    Err(PyTypeError::new_err(
+        "public key: expected base64 text (str) or 32 bytes",
+    ))
+}
+
+/// A version by name (`"rfc-10049"`, `"draft-08"`, `"google"`), by number
+/// (`1`, `0x8000000b`) or as a number in text.
+fn profile(obj: &Bound<'_, PyAny>) -> PyResult<&'static Profile> {
+    let name = if let Ok(s) = obj.cast::<PyString>() {
+        s.to_cow()?.into_owned()
+    } else if let Ok(n) = obj.extract::<u64>() {
+        n.to_string()
+    } else {
+        return Err(PyTypeError::new_err(
+            "version: expected a name such as \"rfc-10049\" or a wire number such as 0x8000000c",
+        ));
+    };
+    Profile::by_name(&name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "version {name:?} is not one gnomon knows (gnomon.versions() lists them)"
+        ))
+    })
+}
+
+fn tcp_mode(tcp: Option<bool>) -> TcpMode {
+    match tcp {
+        None => TcpMode::Fallback,
+        Some(true) => TcpMode::Only,
+        Some(false) => TcpMode::Never,
+    }
+}
+
+fn config(timeout: f64, tcp: Option<bool>) -> PyResult<Config> {
+    let timeout = Duration::try_from_secs_f64(timeout)
+        .ok()
+        .filter(|t| !t.is_zero() && *t <= Duration::from_secs(86_400))
+        .ok_or_else(|| PyValueError::new_err("timeout: seconds in (0, 86400]"))?;
+    Ok(Config {
+        tcp: tcp_mode(tcp),
+        deadline: Some(timeout),
+        ..Config::default()
+    })
+}
+
+/// The known versions: (name, wire number), oldest first.
+#[pyfunction]
+fn versions() -> Vec<(&'static str, u32)> {
+    PROFILES.iter().map(|p| (p.name, p.version.0)).collect()
+}
+
+/// A request for `version`, with `nonce` (random when `None`) and, when
+/// `public_key` is given and the version defines it, SRV naming that key.
+#[pyfunction]
+#[pyo3(signature = (version, nonce=None, public_key=None, size=DEFAULT_REQUEST_SIZE))]
+fn build_request<'py>(
+    py: Python<'py>,
+    version: &Bound<'py, PyAny>,
+    nonce: Option<&Bound<'py, PyBytes>>,
+    public_key: Option<&Bound<'py, PyAny>>,
+    size: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let p = profile(version)?;
+    let mut fresh = [0u8; MAX_NONCE];
+    let nonce: &[u8] = match nonce {
+        Some(n) => n.as_bytes(),
+        None => {
+            let out = &mut fresh[..p.nonce_len];
+            OsEntropy
+                .fill(out)
+                .map_err(|e| PyErr::new::<pyo3::exceptions::PyOSError, _>(e.to_string()))?;
+            out
+        }
+    };
+    if nonce.len() != p.nonce_len {
+        return Err(PyValueError::new_err(format!(
+            "nonce: {} bytes; {} uses {}",
+            nonce.len(),
+            p.name,
+            p.nonce_len
+        )));
+    }
+    let srv = public_key.map(|k| public_key_srv(k)).transpose()?;
+    if size > 65_536 {
+        return Err(PyValueError::new_err("size: at most 65536 bytes"));
+    }
+    let mut out = vec![0u8; size];
+    let len = Offer::single(p)
+        .build(nonce, srv.as_ref(), size, &mut out)
+        .map_err(|e| {
+            PyValueError::new_err(format!(
+                "cannot build a {size}-byte {} request ({e:?}): the size must be a multiple of 4 and hold the message",
+                p.name
+            ))
+        })?;
+    Ok(PyBytes::new(py, &out[..len]))
+}
+
+fn public_key_srv(k: &Bound<'_, PyAny>) -> PyResult<[u8; 32]> {
+    Ok(srv_for(&public_key(k)?))
+}
+
+/// Verify `response` to `request` against `public_key`.
+#[pyfunction]
+fn verify<'py>(
+    py: Python<'py>,
+    request: &Bound<'py, PyBytes>,
+    response: &Bound<'py, PyBytes>,
+    public_key: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let key = self::public_key(public_key)?;
+    match gnomon_protocol::verify_response(request.as_bytes(), response.as_bytes(), &key) {
+        Ok(v) => verified_dict(py, &v),
+        Err(VerifyError::Request(w)) => Err(PyValueError::new_err(format!(
+            "request: not a Roughtime request ({w:?})"
+        ))),
+        Err(e) => Err(raise(
+            py,
+            "InvalidAnswer",
+            (
+                describe_verify_error(&e),
+                invalid_reason(&Rejection::Verify(e)),
+            ),
+        )),
+    }
+}
+
+/// Ask one server.
+#[pyfunction]
+#[pyo3(signature = (address, public_key, *, version=None, timeout=2.0, tcp=None))]
+fn query<'py>(
+    py: Python<'py>,
+    address: &str,
+    public_key: &Bound<'py, PyAny>,
+    version: Option<&Bound<'py, PyAny>>,
+    timeout: f64,
+    tcp: Option<bool>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let key = self::public_key(public_key)?;
+    let mut server = Server::at(address, key)
+        .map_err(|e| PyValueError::new_err(format!("address {address:?}: {e}")))?;
+    if let Some(v) = version {
+        server = server.with_version(profile(v)?);
+    }
+    let mut client = Client::new(config(timeout, tcp)?);
+    let result = py.detach(move || client.query(&server));
+    match result {
+        Ok(a) => answer_dict(py, &a),
+        Err(e) => Err(query_error(py, &e)),
+    }
+}
+
+/// The exception for a failed query.
+fn query_error(py: Python<'_>, e: &QueryError) -> PyErr {
+    match e {
+        QueryError::Invalid { rejection, .. } => raise(
+            py,
+            "InvalidAnswer",
+            (e.to_string(), invalid_reason(rejection)),
+        ),
+        QueryError::Resolve { .. } => raise(py, "NoAnswer", (e.to_string(),)),
+        QueryError::NoAnswer { .. } => raise(py, "NoAnswer", (e.to_string(),)),
+        _ => PyErr::new::<pyo3::exceptions::PyOSError, _>(e.to_string()),
+    }
+}
+
+/// The measurement sequence over a server list (JSON bytes): `quorum`
+/// servers at random (all with `None`), twice, chained.
+#[pyfunction]
+#[pyo3(signature = (server_list, *, quorum=Some(3), timeout=2.0, tcp=None))]
+fn measure<'py>(
+    py: Python<'py>,
+    server_list: &Bound<'py, PyBytes>,
+    quorum: Option<usize>,
+    timeout: f64,
+    tcp: Option<bool>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let list = ServerList::parse(server_list.as_bytes())
+        .map_err(|e| PyValueError::new_err(format!("server list: {e:?}")))?;
+    let servers = Server::from_list(&list);
+    let skipped: Vec<String> = list
+        .servers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let why = s.status.as_ref().err()?;
+            let name = s.name.clone().unwrap_or_else(|| format!("server #{i}"));
+            Some(format!("{name}: {why:?}"))
+        })
+        .collect();
+    if servers.is_empty() {
+        return Err(PyValueError::new_err("server list: no usable server"));
+    }
+    let selection = match quorum {
+        Some(0) => return Err(PyValueError::new_err("quorum: at least 1")),
+        Some(k) => Selection::Random(k),
+        None => Selection::All,
+    };
+    let plan = Plan {
+        selection,
+        passes: 2,
+    };
+    let mut client = Client::new(config(timeout, tcp)?);
+    let servers_ = servers.clone();
+    let seq = py
+        .detach(move || client.measure(&servers_, &plan))
+        .map_err(|e| query_error(py, &e))?;
+    let out = convert::sequence_dict(py, &servers, &seq)?;
+    out.set_item("skipped", PyList::new(py, skipped)?)?;
+    Ok(out)
+}
+
+/// Check a malfeasance report (JSON text or bytes).
+#[pyfunction]
+fn verify_report<'py>(
+    py: Python<'py>,
+    report: &Bound<'py, PyBytes>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let parsed = parse_report(report.as_bytes())
+        .map_err(|e| PyValueError::new_err(format!("report: {e:?}")))?;
+    let check = parsed.verify().map_err(|_| {
+        PyValueError::new_err(
+            "report: the pre-draft-12 form names no keys and holds no requests; it cannot be verified",
+        )
+    })?;
+    convert::report_dict(py, &check)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(versions, m)?)?;
+    m.add_function(wrap_pyfunction!(build_request, m)?)?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(query, m)?)?;
+    m.add_function(wrap_pyfunction!(measure, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_report, m)?)?;
+    Ok(())
+}

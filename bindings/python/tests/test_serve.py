@@ -1,0 +1,229 @@
+"""`query`, `measure` and own-transport `verify` against real `gnomon serve`
+processes on loopback (one liar under libfaketime)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import LIBFAKETIME, faketime_env, serve, skip
+
+# Server clocks here answer with the unsynchronized radius (1 min by
+# default); a liar an hour off is far outside it.
+HOUR_US = 3_600_000_000
+
+
+def close_to_now(a) -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    assert abs((a.midpoint - now).total_seconds()) < 600, (a.midpoint, now)
+    assert a.midpoint.tzinfo is not None
+    assert a.midpoint_us == round((a.midpoint - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) / dt.timedelta(microseconds=1))
+
+
+def test_query_every_version_over_udp(gnomon, server):
+    seen = []
+    for name, number in gnomon.versions():
+        a = gnomon.query(server.addr, server.public_key, version=name, tcp=False)
+        assert a.version == name, (name, a.version)
+        assert a.version_number == number
+        assert a.transport == "udp" and a.server == server.addr
+        assert a.radius_us > 0 and a.radius == dt.timedelta(microseconds=a.radius_us)
+        assert a.rtt is not None and 0 < a.rtt < 2.0
+        close_to_now(a)
+        # The exchange verifies again on its own.
+        again = gnomon.verify(a.request, a.response, server.public_key)
+        assert again.midpoint_us == a.midpoint_us
+        seen.append(a.version)
+    assert len(seen) == len(gnomon.versions()) >= 15
+
+
+def test_query_over_tcp(gnomon, server):
+    for name in ("rfc-10049", "draft-08", "draft-12", "draft-07"):
+        a = gnomon.query(server.addr, server.public_key, version=name, tcp=True)
+        assert (a.version, a.transport) == (name, "tcp")
+
+
+def test_query_discovers_the_newest_version(gnomon, server):
+    a = gnomon.query(server.addr, server.public_key)
+    assert a.version == "rfc-10049"
+    key_bytes = __import__("base64").b64decode(server.public_key)
+    assert gnomon.query(server.addr, key_bytes, version=0x80000008).version == "draft-08"
+
+
+def test_query_with_the_wrong_key_is_invalid(gnomon, server):
+    # Draft 08 has no SRV, so the server answers a request for another key
+    # and the answer fails verification.
+    with pytest.raises(gnomon.InvalidAnswer) as e:
+        gnomon.query(server.addr, bytes(32), version="draft-08", tcp=False)
+    assert e.value.reason == "delegation_signature"
+    # With SRV (RFC 10049) the server drops a request for a key it lacks.
+    with pytest.raises(gnomon.NoAnswer):
+        gnomon.query(server.addr, bytes(32), version="rfc-10049", tcp=False, timeout=0.5)
+
+
+def test_own_transport_build_send_verify(gnomon, server):
+    host, port = server.addr.rsplit(":", 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(10)
+        for name in ("google", "draft-05", "draft-11", "rfc-10049"):
+            req = gnomon.build_request(name, public_key=server.public_key)
+            s.sendto(req, (host, int(port)))
+            resp, _ = s.recvfrom(65_536)
+            a = gnomon.verify(req, resp, server.public_key)
+            assert a.version == name
+            close_to_now(a)
+            # The same response does not answer a different request.
+            with pytest.raises(gnomon.InvalidAnswer):
+                gnomon.verify(gnomon.build_request(name), resp, server.public_key)
+
+
+def silent_socket():
+    """A bound UDP socket nobody reads: a server that never answers."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    return s
+
+
+def test_silence_is_no_answer_within_the_timeout(gnomon):
+    with silent_socket() as s:
+        addr = "127.0.0.1:%d" % s.getsockname()[1]
+        start = time.monotonic()
+        with pytest.raises(gnomon.NoAnswer):
+            gnomon.query(addr, bytes(32), version="rfc-10049", timeout=0.5, tcp=False)
+        # Bound against a hang, far above the 0.5 s asked.
+        assert time.monotonic() - start < 30
+
+
+def test_a_query_in_flight_releases_the_interpreter(gnomon, server):
+    """The server is reached through a relay written in Python, running in
+    another thread of this interpreter. The relay can only pass the request
+    on (Python code, after its recvfrom returns) while the query waits
+    without holding the interpreter's lock; were the lock held, the relay
+    would stall until the query gave up with NoAnswer."""
+    host, port = server.addr.rsplit(":", 1)
+    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    relay.bind(("127.0.0.1", 0))
+    relay.settimeout(30)
+    relayed = []
+
+    def run() -> None:
+        data, client = relay.recvfrom(65_536)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as up:
+            up.settimeout(30)
+            up.sendto(data, (host, int(port)))
+            answer, _ = up.recvfrom(65_536)
+        relayed.append(len(data))
+        relay.sendto(answer, client)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        addr = "127.0.0.1:%d" % relay.getsockname()[1]
+        # One attempt (the first UDP wait is 1 s), well inside the timeout.
+        a = gnomon.query(addr, server.public_key, version="rfc-10049", timeout=10.0, tcp=False)
+    finally:
+        t.join(60)
+        relay.close()
+    assert relayed and a.server == addr
+    close_to_now(a)
+
+
+def server_list(servers, names) -> str:
+    return json.dumps(
+        {
+            "servers": [
+                {
+                    "name": n,
+                    "version": 1,
+                    "publicKeyType": "ed25519",
+                    "publicKey": s.public_key,
+                    "addresses": [{"protocol": "udp", "address": s.addr}],
+                }
+                for n, s in zip(names, servers)
+            ]
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def honest():
+    gens = [serve() for _ in range(3)]
+    servers = [next(g) for g in gens]
+    yield servers
+    for g in gens:
+        g.close()
+
+
+def test_measure_honest_servers_agree(gnomon, honest, tmp_path):
+    text = server_list(honest, ["a", "b", "c"])
+    m = gnomon.measure(text, quorum=None)
+    assert len(m.entries) == 6 and all(e.answer for e in m.entries)
+    assert sorted(m.order) == ["a", "b", "c"]
+    assert len(m.chain) == 6 and m.chain[0].rand is None and all(x.rand for x in m.chain[1:])
+    assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "c"]
+    assert m.consensus.answering == 3
+    assert abs(m.consensus.offset_us) < HOUR_US // 10
+    assert not m.malfeasance and m.report is None and m.outside == []
+    # The same list as bytes and as a path.
+    p = tmp_path / "list.json"
+    p.write_text(text)
+    assert gnomon.measure(p, quorum=2).consensus is not None
+    assert len(gnomon.measure(text.encode(), quorum=2).entries) == 4
+
+
+def test_measure_catches_a_liar_under_libfaketime(gnomon, honest):
+    if not LIBFAKETIME.exists():
+        skip("test_serve.py::test_measure_catches_a_liar_under_libfaketime", f"{LIBFAKETIME} missing (package libfaketime)")
+    g = serve(env=faketime_env("+3600"))
+    liar = next(g)
+    try:
+        lone = gnomon.query(liar.addr, liar.public_key)
+        assert lone.offset_us > HOUR_US // 2, "libfaketime did not move the liar's clock"
+        with pytest.raises(gnomon.Malfeasance) as e:
+            gnomon.measure(server_list([*honest, liar], ["a", "b", "c", "liar"]), quorum=None)
+    finally:
+        g.close()
+    m = e.value.measurement
+    assert m is not None and m.malfeasance
+    assert m.suspects == ["liar"]
+    assert ("liar", "outside_consensus") in m.outside
+    assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "c"]
+    assert m.contradictions and m.report
+    proof = gnomon.verify_report(m.report)
+    assert proof.all_valid and proof.proof_of_malfeasance
+    assert len(proof.entries) == len(m.chain) == 8
+
+
+def test_measure_without_answers_is_no_answer(gnomon):
+    with silent_socket() as s1, silent_socket() as s2, silent_socket() as s3:
+        silent = [type("S", (), {"addr": "127.0.0.1:%d" % s.getsockname()[1], "public_key": "A" * 43 + "="})() for s in (s1, s2, s3)]
+        with pytest.raises(gnomon.NoAnswer) as e:
+            gnomon.measure(server_list(silent, ["x", "y", "z"]), quorum=None, timeout=0.3)
+    m = e.value.measurement
+    assert m.consensus is None and len(m.entries) == 6
+    assert all(isinstance(x.error, gnomon.NoAnswer) for x in m.entries)
+
+
+@pytest.mark.parametrize("bad", ["", "{}", '{"servers": []}', "[", b"\xff\xfe"])
+def test_measure_rejects_lists_that_are_not(gnomon, bad):
+    with pytest.raises(ValueError):
+        gnomon.measure(bad)
+
+
+def test_measure_usage_errors(gnomon, honest):
+    text = server_list(honest, ["a", "b", "c"])
+    with pytest.raises(ValueError):
+        gnomon.measure(text, quorum=0)
+    with pytest.raises(TypeError):
+        gnomon.measure(5)
+    with pytest.raises(ValueError):
+        gnomon.measure(text, timeout=-1)
+    with pytest.raises(ValueError):
+        gnomon.query("127.0.0.1:notaport", bytes(32))
+    with pytest.raises(ValueError):
+        gnomon.query("127.0.0.1:1", bytes(32), timeout=float("nan"))
