@@ -13,6 +13,7 @@
 pub mod chrony;
 mod http;
 mod icmp;
+pub mod postgres;
 pub mod raw;
 mod server;
 

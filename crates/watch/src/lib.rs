@@ -2,10 +2,18 @@
 //!
 //! The monitor of Roughtime servers: a prober that checks every server of
 //! a list on a schedule with the client's own code, the latest state and
-//! history it keeps, and the web page, metrics and JSON that show them.
+//! history it keeps, and the web page, metrics and JSON that show them;
+//! and the report sink's database ([`store`]: SQLite by default,
+//! PostgreSQL for shared deployments, one schema).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod probe;
 pub mod state;
+pub mod store;
 pub mod web;
+
+pub use store::{
+    report_id, Backend, Inserted, NewReport, Observation, ReportSummary, ServerRow, Store,
+    StoreError, StoredReport, Table,
+};

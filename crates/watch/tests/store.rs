@@ -1,0 +1,153 @@
+//! The store's API, one test body per behaviour run against SQLite (a file
+//! in a temp dir) and PostgreSQL (a real server from Debian's package,
+//! started by gnomon_testkit::postgres, or a plain skip where it cannot).
+
+use gnomon_watch::store::Table;
+use gnomon_watch::{Inserted, NewReport, Observation, ServerRow, Store};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Runs `body` against a fresh SQLite file, then against a fresh
+/// PostgreSQL database (or reports the skip).
+fn on_both<F, Fut>(name: &str, body: F)
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite:{}", dir.path().join("watch.db").display());
+    runtime().block_on(body(url));
+    match gnomon_testkit::postgres::Postgres::start() {
+        Ok(pg) => runtime().block_on(body(pg.url())),
+        Err(why) => gnomon_testkit::skip(&format!("{name} (postgres)"), &why),
+    }
+}
+
+fn server(name: &str, seen_us: i64) -> ServerRow {
+    ServerRow {
+        name: name.into(),
+        public_key: format!("key-of-{name}"),
+        addresses: r#"[{"protocol":"udp","address":"127.0.0.1:2002"}]"#.into(),
+        seen_us,
+    }
+}
+
+#[test]
+fn servers_and_observations_round_trip() {
+    on_both("servers_and_observations_round_trip", |url| async move {
+        let store = Store::open(&url).await.expect("open");
+        store.upsert_server(&server("b", 10)).await.unwrap();
+        store.upsert_server(&server("a", 10)).await.unwrap();
+        store.upsert_server(&server("a", 20)).await.unwrap();
+        let servers = store.servers().await.unwrap();
+        assert_eq!(
+            servers
+                .iter()
+                .map(|s| (s.name.as_str(), s.seen_us))
+                .collect::<Vec<_>>(),
+            [("a", 20), ("b", 10)]
+        );
+
+        let mut full = Observation::new("a", "rfc", "udp", 1_000, "ok");
+        full.detail = Some("détail".into());
+        full.rtt_us = Some(1234);
+        full.offset_us = Some(-5_000_000_000);
+        full.radius_us = Some(1_000_000);
+        full.cert_min_us = Some(0);
+        full.cert_max_us = Some(i64::MAX);
+        full.response = Some(vec![0, 1, 0xfe, 0xff]);
+        assert!(store.insert_observation(&full).await.unwrap());
+        // The same key again changes nothing.
+        let mut again = full.clone();
+        again.result = "timeout".into();
+        assert!(!store.insert_observation(&again).await.unwrap());
+        let bare = Observation::new("a", "rfc", "udp", 2_000, "timeout");
+        assert!(store.insert_observation(&bare).await.unwrap());
+        let other = Observation::new("a", "draft-12", "tcp", 1_500, "ok");
+        assert!(store.insert_observation(&other).await.unwrap());
+
+        let history = store.observations("a", 0, 100).await.unwrap();
+        assert_eq!(history, [full.clone(), other.clone(), bare.clone()]);
+        assert_eq!(
+            store.observations("a", 1_600, 100).await.unwrap(),
+            std::slice::from_ref(&bare)
+        );
+        assert_eq!(store.observations("a", 0, 1).await.unwrap(), [full.clone()]);
+        assert_eq!(store.latest_observations().await.unwrap(), [other, bare]);
+        assert_eq!(store.count(Table::Observations).await.unwrap(), 3);
+        // An observation of a server never upserted is refused.
+        assert!(store
+            .insert_observation(&Observation::new("nobody", "rfc", "udp", 1, "ok"))
+            .await
+            .is_err());
+        store.close().await;
+
+        // Reopening migrates nothing twice and keeps everything.
+        let store = Store::open(&url).await.expect("reopen");
+        assert_eq!(store.count(Table::Observations).await.unwrap(), 3);
+        assert_eq!(store.count(Table::Servers).await.unwrap(), 2);
+        store.close().await;
+    });
+}
+
+fn report(id: &str, accused: &[&str]) -> NewReport {
+    NewReport {
+        id: id.into(),
+        received_us: 42,
+        sender_prefix: "127.0.0.0/24".into(),
+        body: "{\"responses\": []}\n".into(),
+        verdict: "malfeasance".into(),
+        entries: 2,
+        contradictions: 1,
+        accused: accused.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn reports_deduplicate_and_list_by_accused() {
+    on_both(
+        "reports_deduplicate_and_list_by_accused",
+        |url| async move {
+            let store = Store::open(&url).await.expect("open");
+            let r1 = report("r1", &["k2", "k1"]);
+            assert_eq!(store.insert_report(&r1).await.unwrap(), Inserted::New);
+            let mut replay = report("r1", &["k3"]);
+            replay.body = "different".into();
+            assert_eq!(
+                store.insert_report(&replay).await.unwrap(),
+                Inserted::Duplicate
+            );
+            assert_eq!(store.count(Table::Reports).await.unwrap(), 1);
+            assert_eq!(store.count(Table::ReportAccused).await.unwrap(), 2);
+            let got = store.report("r1").await.unwrap().expect("stored");
+            assert_eq!(got.body, r1.body, "the body exactly as received");
+            assert_eq!(got.accused, ["k1", "k2"]);
+            assert_eq!(store.report("r2").await.unwrap(), None);
+
+            let mut r2 = report("r2", &["k1"]);
+            r2.received_us = 50;
+            store.insert_report(&r2).await.unwrap();
+            let list: Vec<_> = store
+                .reports_by_accused(100)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| (s.accused, s.id))
+                .collect();
+            let want = [("k1", "r2"), ("k1", "r1"), ("k2", "r1")];
+            assert_eq!(list, want.map(|(a, b)| (a.to_string(), b.to_string())));
+            store.close().await;
+        },
+    );
+}
+
+#[test]
+fn an_unknown_url_is_refused() {
+    let err = runtime().block_on(Store::open("mysql://x")).unwrap_err();
+    assert!(err.to_string().contains("sqlite:PATH"), "{err}");
+}
