@@ -7,8 +7,7 @@
 mod serve_support;
 mod sync_support;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -121,39 +120,6 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A client that opens a connection and trickles an endless request head,
-/// one byte every 200 ms, until the endpoint closes it or `stop` is set
-/// (at most a minute). Returns how long it was let go on, `None` when
-/// it was never closed.
-fn slowloris(to: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Option<Duration>> {
-    std::thread::spawn(move || {
-        let Ok(mut c) = TcpStream::connect(to) else {
-            return Some(Duration::ZERO);
-        };
-        c.set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let started = Instant::now();
-        let mut bytes = b"GET /metrics HTTP/1.1\r\nx-slow: "
-            .iter()
-            .chain(std::iter::repeat(&b'a'));
-        while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
-            let b = bytes.next().unwrap();
-            if c.write_all(&[*b]).is_err() {
-                return Some(started.elapsed());
-            }
-            let mut buf = [0u8; 64];
-            match c.read(&mut buf) {
-                Ok(_) => return Some(started.elapsed()),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
-                    return Some(started.elapsed())
-                }
-                Err(_) => {}
-            }
-        }
-        None
-    })
-}
-
 #[test]
 fn slow_and_piled_up_scrapers_stop_neither_rounds_nor_sigterm() {
     let test = "sync_metrics_hostile";
@@ -170,7 +136,9 @@ fn slow_and_piled_up_scrapers_stop_neither_rounds_nor_sigterm() {
     // Twice the connection cap of slow clients, and more idle connections
     // that send nothing at all.
     let stop = Arc::new(AtomicBool::new(false));
-    let slow: Vec<_> = (0..32).map(|_| slowloris(addr, stop.clone())).collect();
+    let slow: Vec<_> = (0..32)
+        .map(|_| gnomon_testkit::slowloris(addr, "/metrics", stop.clone()))
+        .collect();
     let idle: Vec<TcpStream> = (0..64)
         .filter_map(|_| TcpStream::connect(addr).ok())
         .collect();
@@ -200,7 +168,9 @@ fn slow_and_piled_up_scrapers_stop_neither_rounds_nor_sigterm() {
     assert!(value(&text, "gnomon_http_connections_total{outcome=\"refused\"}") >= 1.0);
     assert!(value(&text, "gnomon_sync_rounds_total{result=\"consensus\"}") >= 4.0);
     // SIGTERM with slow clients connected again: no wait for them.
-    let more: Vec<_> = (0..8).map(|_| slowloris(addr, stop.clone())).collect();
+    let more: Vec<_> = (0..8)
+        .map(|_| gnomon_testkit::slowloris(addr, "/metrics", stop.clone()))
+        .collect();
     s.stop_cleanly(STOP);
     stop.store(true, Ordering::Relaxed);
     for h in more {

@@ -148,3 +148,38 @@ fn handle(stream: TcpStream, status: u16, location: Option<&str>) -> Option<Post
         status,
     })
 }
+
+/// A slowloris client on its own thread: a request head for `path`
+/// trickled one byte every 200 ms, never finished, until the server
+/// closes the connection or `stop` is set (at most a minute). Returns how
+/// long the server let it go on, `None` when it never closed it.
+pub fn slowloris(
+    to: SocketAddr,
+    path: &'static str,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<Option<Duration>> {
+    std::thread::spawn(move || {
+        let Ok(mut c) = TcpStream::connect(to) else {
+            return Some(Duration::ZERO);
+        };
+        c.set_read_timeout(Some(Duration::from_millis(200))).ok()?;
+        let started = std::time::Instant::now();
+        let head = format!("GET {path} HTTP/1.1\r\nx-slow: ").into_bytes();
+        let mut bytes = head.iter().chain(std::iter::repeat(&b'a'));
+        while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
+            let b = bytes.next()?;
+            if c.write_all(&[*b]).is_err() {
+                return Some(started.elapsed());
+            }
+            let mut buf = [0u8; 64];
+            match c.read(&mut buf) {
+                Ok(_) => return Some(started.elapsed()),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Some(started.elapsed())
+                }
+                Err(_) => {}
+            }
+        }
+        None
+    })
+}

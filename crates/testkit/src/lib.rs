@@ -17,7 +17,7 @@ pub mod postgres;
 pub mod raw;
 mod server;
 
-pub use http::{PostedReport, ReportSink};
+pub use http::{slowloris, PostedReport, ReportSink};
 pub use server::{Fixture, FixtureConfig, Mode};
 
 use gnomon_protocol::{ProfileSet, PROFILES};

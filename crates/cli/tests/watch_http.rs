@@ -1,0 +1,149 @@
+//! Hostile HTTP against a real `gnomon watch`: slow clients, more
+//! connections than the cap, an oversized head, other methods and paths,
+//! and a server list whose names are markup. The page keeps being served
+//! and nothing from the list becomes markup or a forged metric line.
+
+mod serve_support;
+mod sync_support;
+mod watch_support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gnomon_testkit::Fixture;
+use watch_support::Watch;
+
+/// A name meant to break out of the HTML, the JSON and a metric label.
+const EVIL: &str = r#"evil"} 1\n<script>alert(1)</script>"#;
+
+fn watch_one(test: &str) -> (Fixture, Watch, std::path::PathBuf) {
+    let fixture = Fixture::honest(gnomon_testkit::modern_profiles(), 3);
+    let dir = sync_support::tempdir(test);
+    let list = dir.join("servers.json");
+    let name = serde_json::to_string(EVIL).unwrap();
+    let body = gnomon_testkit::server_list(&[("PLACEHOLDER", &fixture, 1)], None)
+        .replace("\"PLACEHOLDER\"", &name);
+    std::fs::write(&list, body).unwrap();
+    let watch = Watch::start(&list);
+    (fixture, watch, dir)
+}
+
+/// Bytes until the peer closes (or `within` passes: None).
+fn until_closed(mut c: TcpStream, within: Duration) -> Option<Vec<u8>> {
+    c.set_read_timeout(Some(within)).unwrap();
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).ok().map(|_| out)
+}
+
+#[test]
+fn names_from_the_list_stay_text() {
+    let (_f, watch, dir) = watch_one("watch-names");
+    watch.first_round(Duration::from_secs(60));
+    let (status, page) = watch.get("/");
+    assert_eq!(status, 200);
+    assert!(!page.contains("<script>"), "{page}");
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+        "{page}"
+    );
+    let (_, metrics) = watch.get("/metrics");
+    // The quote and backslash are escaped: the name stays inside its label
+    // and forges no sample.
+    assert!(
+        metrics.contains(r#"gnomon_watch_up{server="evil\"} 1\\n<script>alert(1)</script>"} 1"#),
+        "{metrics}"
+    );
+    assert!(!metrics.lines().any(|l| l.starts_with("evil")));
+    let (_, api) = watch.get("/api/servers");
+    let v: serde_json::Value = serde_json::from_str(&api).unwrap();
+    assert_eq!(v["servers"][0]["name"], EVIL);
+    // Its page is found by the percent-encoded link.
+    let link = v["servers"][0]["link"].as_str().unwrap();
+    let (status, page) = watch.get(link);
+    assert_eq!(status, 200, "{link}");
+    assert!(!page.contains("<script>"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn slow_crowded_and_oversized_requests_do_not_stop_the_page() {
+    let (_f, watch, dir) = watch_one("watch-hostile-http");
+    let addr: SocketAddr = watch.addr;
+
+    // A head trickled a byte at a time is cut off by the header timeout.
+    let stop = Arc::new(AtomicBool::new(false));
+    let slow: Vec<_> = (0..4)
+        .map(|_| gnomon_testkit::slowloris(addr, "/", stop.clone()))
+        .collect();
+    // Meanwhile the page is served.
+    let (status, _) = watch.get("/");
+    assert_eq!(status, 200);
+    for h in slow {
+        let lasted = h.join().unwrap().expect("a slow client was never cut off");
+        // The 3 s header timeout, with room for a busy machine.
+        assert!(lasted < Duration::from_secs(15), "{lasted:?}");
+    }
+
+    // An oversized head (past the 8 KiB buffer) is refused, not buffered.
+    let mut c = TcpStream::connect(addr).unwrap();
+    let big = format!("GET / HTTP/1.1\r\nx-big: {}\r\n\r\n", "a".repeat(64 * 1024));
+    let _ = c.write_all(big.as_bytes());
+    let answer = until_closed(c, Duration::from_secs(15)).unwrap_or_default();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 431"),
+        "{text}"
+    );
+
+    // Other methods and paths.
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.write_all(b"POST /api/servers HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+        .unwrap();
+    let text = String::from_utf8(until_closed(c, Duration::from_secs(10)).unwrap()).unwrap();
+    assert!(text.starts_with("HTTP/1.1 405"), "{text}");
+    assert_eq!(watch.get("/servers/nobody").0, 404);
+    assert_eq!(watch.get("/../../etc/passwd").0, 404);
+
+    // More idle connections than the cap: the extra ones are closed at
+    // once, and the page is served again once the idle ones time out.
+    let crowd_started = Instant::now();
+    let idle: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    // The newest 36 are past the cap of 64: each is closed well before the
+    // 3 s header timeout could close an accepted one.
+    for c in idle.iter().rev().take(100 - 64) {
+        let mut c = c.try_clone().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let r = c.read(&mut [0u8; 1]);
+        assert!(
+            matches!(r, Ok(0)) || r.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "a connection past the cap was kept"
+        );
+        assert!(
+            crowd_started.elapsed() < Duration::from_secs(2),
+            "connections past the cap were not closed at once"
+        );
+    }
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .unwrap();
+        if let Some(b) = until_closed(c, Duration::from_secs(5)) {
+            if b.starts_with(b"HTTP/1.1 200") {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < until,
+            "the page never came back after the crowd"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(idle);
+    let _ = std::fs::remove_dir_all(dir);
+}
