@@ -339,35 +339,48 @@ fn deploy_sync_toml_loads_and_prints_back() {
     let _ = Duration::ZERO;
 }
 
+/// The sync units' command lines, as written in deploy/, parse and load
+/// what their comments say: a misspelt flag or a path changed in one place
+/// fails here, not at an operator's boot.
 #[test]
-fn the_bootstrap_units_command_line_is_what_sync_accepts() {
-    let unit =
-        std::fs::read_to_string(serve_support::repo().join("deploy/gnomon-bootstrap.service"))
-            .unwrap();
-    let exec = unit
-        .lines()
-        .find_map(|l| l.strip_prefix("ExecStart="))
-        .expect("an ExecStart line");
-    let mut words = exec.split_whitespace();
-    assert!(words.next().unwrap().ends_with("/gnomon"), "{exec}");
-    assert_eq!(words.next(), Some("sync"), "{exec}");
-    let mut args: Vec<&str> = words.collect();
-    for flag in ["--once", "--set-clock"] {
-        assert!(args.contains(&flag), "{exec}");
+fn the_sync_units_command_lines_are_what_sync_accepts() {
+    for (file, flags, extra) in [
+        (
+            "deploy/gnomon-bootstrap.service",
+            &["--once", "--set-clock"][..],
+            None,
+        ),
+        (
+            "deploy/gnomon-sync.service",
+            &["--chrony-sock"][..],
+            Some("chrony-sock = \"/run/chrony.gnomon.sock\""),
+        ),
+    ] {
+        let unit = std::fs::read_to_string(serve_support::repo().join(file)).unwrap();
+        let exec = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .expect("an ExecStart line");
+        let mut words = exec.split_whitespace();
+        assert!(words.next().unwrap().ends_with("/gnomon"), "{file}: {exec}");
+        assert_eq!(words.next(), Some("sync"), "{file}: {exec}");
+        let mut args: Vec<&str> = words.collect();
+        for flag in flags {
+            assert!(args.contains(flag), "{file}: {exec}");
+        }
+        args.push("--print-config");
+        let r = sync(&args, None);
+        assert_eq!(r.code, 0, "{file}: {exec}: {}", r.stderr);
+        for line in [
+            "servers = \"/etc/gnomon/servers.json\"",
+            "state-dir = \"/var/lib/gnomon\"",
+        ]
+        .into_iter()
+        .chain(extra)
+        {
+            assert!(r.stdout.contains(line), "{file}: {line}\n{}", r.stdout);
+        }
     }
-    args.push("--print-config");
-    let r = sync(&args, None);
-    assert_eq!(r.code, 0, "{exec}: {}", r.stderr);
-    assert!(
-        r.stdout.contains("servers = \"/etc/gnomon/servers.json\""),
-        "{}",
-        r.stdout
-    );
-    assert!(
-        r.stdout.contains("state-dir = \"/var/lib/gnomon\""),
-        "{}",
-        r.stdout
-    );
 }
 
 /// The one real `--set-clock` this suite makes: as `nobody` with every

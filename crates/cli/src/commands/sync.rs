@@ -86,9 +86,13 @@ pub(crate) struct Args {
     /// UDP attempts per query [default: 3].
     #[arg(long, env = "GNOMON_SYNC_RETRIES", value_name = "N", value_parser = cfg::parse_retries)]
     retries: Option<u32>,
-    /// POST malfeasance reports when a URL is known [default: true].
+    /// POST malfeasance reports when a URL is known: true or false
+    /// [default: true].
+    // The values are in the help text: clap_mangen's list of possible
+    // values renders as paragraph macros `mandoc -T lint` warns about.
     #[arg(long, env = "GNOMON_SYNC_REPORT", value_name = "BOOL", num_args = 0..=1,
-          default_missing_value = "true", value_parser = clap::value_parser!(bool))]
+          default_missing_value = "true", value_parser = clap::value_parser!(bool),
+          hide_possible_values = true)]
     report: Option<bool>,
     /// Where to POST reports (https); default: the list's `reports`.
     #[arg(long, env = "GNOMON_SYNC_REPORT_URL", value_name = "URL", value_parser = cfg::parse_report_url)]
