@@ -20,7 +20,7 @@ use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
 use gnomon_protocol::{parse_report, Offer, Profile, ServerList, VerifyError, PROFILES};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 
 mod convert;
 
@@ -55,8 +55,15 @@ fn public_key(obj: &Bound<'_, PyAny>) -> PyResult<[u8; 32]> {
 fn profile(obj: &Bound<'_, PyAny>) -> PyResult<&'static Profile> {
     let name = if let Ok(s) = obj.cast::<PyString>() {
         s.to_cow()?.into_owned()
-    } else if let Ok(n) = obj.extract::<u64>() {
-        n.to_string()
+    } else if obj.is_instance_of::<PyInt>() {
+        match obj.extract::<u32>() {
+            Ok(n) => n.to_string(),
+            Err(_) => {
+                return Err(PyValueError::new_err(
+                    "version: not a 32-bit version number",
+                ))
+            }
+        }
     } else {
         return Err(PyTypeError::new_err(
             "version: expected a name such as \"rfc-10049\" or a wire number such as 0x8000000c",
@@ -67,6 +74,19 @@ fn profile(obj: &Bound<'_, PyAny>) -> PyResult<&'static Profile> {
             "version {name:?} is not one gnomon knows (gnomon.versions() lists them)"
         ))
     })
+}
+
+/// An integer argument in `lo..=hi`: another type is a TypeError, any
+/// integer outside the range (however large) a ValueError.
+fn int_in(obj: &Bound<'_, PyAny>, what: &str, lo: usize, hi: usize) -> PyResult<usize> {
+    if !obj.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!("{what}: expected an int")));
+    }
+    obj.extract::<i64>()
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or_else(|| PyValueError::new_err(format!("{what}: an integer in {lo}..={hi}")))
 }
 
 fn tcp_mode(tcp: Option<bool>) -> TcpMode {
@@ -98,13 +118,13 @@ fn versions() -> Vec<(&'static str, u32)> {
 /// A request for `version`, with `nonce` (random when `None`) and, when
 /// `public_key` is given and the version defines it, SRV naming that key.
 #[pyfunction]
-#[pyo3(signature = (version, nonce=None, public_key=None, size=DEFAULT_REQUEST_SIZE))]
+#[pyo3(signature = (version, nonce=None, public_key=None, size=None))]
 fn build_request<'py>(
     py: Python<'py>,
     version: &Bound<'py, PyAny>,
     nonce: Option<&Bound<'py, PyBytes>>,
     public_key: Option<&Bound<'py, PyAny>>,
-    size: usize,
+    size: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let p = profile(version)?;
     let mut fresh = [0u8; MAX_NONCE];
@@ -127,9 +147,10 @@ fn build_request<'py>(
         )));
     }
     let srv = public_key.map(|k| public_key_srv(k)).transpose()?;
-    if size > 65_536 {
-        return Err(PyValueError::new_err("size: at most 65536 bytes"));
-    }
+    let size = match size {
+        Some(s) => int_in(s, "size", 0, 65_536)?,
+        None => DEFAULT_REQUEST_SIZE,
+    };
     let mut out = vec![0u8; size];
     let len = Offer::single(p)
         .build(nonce, srv.as_ref(), size, &mut out)
@@ -213,11 +234,11 @@ fn query_error(py: Python<'_>, e: &QueryError) -> PyErr {
 /// The measurement sequence over a server list (JSON bytes): `quorum`
 /// servers at random (all with `None`), twice, chained.
 #[pyfunction]
-#[pyo3(signature = (server_list, *, quorum=Some(3), timeout=2.0, tcp=None))]
+#[pyo3(signature = (server_list, *, quorum, timeout=2.0, tcp=None))]
 fn measure<'py>(
     py: Python<'py>,
     server_list: &Bound<'py, PyBytes>,
-    quorum: Option<usize>,
+    quorum: Option<&Bound<'py, PyAny>>,
     timeout: f64,
     tcp: Option<bool>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -238,8 +259,7 @@ fn measure<'py>(
         return Err(PyValueError::new_err("server list: no usable server"));
     }
     let selection = match quorum {
-        Some(0) => return Err(PyValueError::new_err("quorum: at least 1")),
-        Some(k) => Selection::Random(k),
+        Some(k) => Selection::Random(int_in(k, "quorum", 1, 1 << 20)?),
         None => Selection::All,
     };
     let plan = Plan {

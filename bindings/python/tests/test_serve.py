@@ -217,8 +217,9 @@ def test_measure_rejects_lists_that_are_not(gnomon, bad):
 
 def test_measure_usage_errors(gnomon, honest):
     text = server_list(honest, ["a", "b", "c"])
-    with pytest.raises(ValueError):
-        gnomon.measure(text, quorum=0)
+    for quorum in (0, -1, 2**70):
+        with pytest.raises(ValueError):
+            gnomon.measure(text, quorum=quorum)
     with pytest.raises(TypeError):
         gnomon.measure(5)
     with pytest.raises(ValueError):
