@@ -40,6 +40,9 @@ enum Command {
     Watch(commands::watch::Args),
     /// Check a malfeasance report offline.
     VerifyReport(commands::verify_report::Args),
+    /// Accept, verify, keep and serve malfeasance reports (HTTP, SQLite or
+    /// PostgreSQL).
+    ReportServer(commands::report_server::Args),
     /// Decode a Roughtime request or response.
     Inspect(commands::inspect::Args),
     /// Load generator and do-nothing responder, for sizing servers.
@@ -85,6 +88,7 @@ pub fn main() -> ExitCode {
         Command::Sync(a) => commands::sync::run(a),
         Command::Watch(a) => commands::watch::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
+        Command::ReportServer(a) => commands::report_server::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Health(a) => commands::health::run(a),

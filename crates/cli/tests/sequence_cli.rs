@@ -3,7 +3,7 @@
 
 mod client_support;
 
-use client_support::{gnomon, temp, write, FAST};
+use client_support::{gnomon, liar_lineup, temp, write, FAST};
 use gnomon_protocol::report::MEDIA_TYPE;
 use gnomon_testkit::{profiles, server_list, Fixture, FixtureConfig, Mode, ReportSink};
 
@@ -55,26 +55,9 @@ fn honest_servers_of_three_versions_reach_a_consensus() {
 
 #[test]
 fn a_liar_is_named_reported_posted_and_proved() {
-    let a = Fixture::honest(profiles(&["1"]), 21);
-    let b = Fixture::honest(profiles(&["google"]), 22);
-    let c = Fixture::honest(profiles(&["draft-08"]), 23);
-    let liar = Fixture::start(FixtureConfig {
-        profiles: profiles(&["1"]),
-        offset_us: HOUR_US,
-        seed: 24,
-        ..FixtureConfig::default()
-    });
     let sink = ReportSink::start(1);
-    let json = server_list(
-        &[
-            ("alpha", &a, 1),
-            ("bravo", &b, 3_000_600_613),
-            ("charlie", &c, 0x8000_0008),
-            ("liar", &liar, 1),
-        ],
-        Some(&sink.url()),
-    );
-    let list = write("liar.json", json.as_bytes());
+    let lineup = liar_lineup(21, Some(&sink.url()));
+    let list = &lineup.list;
     let out = temp("report.json");
     let r = gnomon(&seq_args(
         list.to_str().unwrap(),
@@ -103,7 +86,7 @@ fn a_liar_is_named_reported_posted_and_proved() {
     assert_eq!(v.code, 3, "{}{}", v.stdout, v.stderr);
     assert!(v.stdout.contains("PROOF OF MALFEASANCE"), "{}", v.stdout);
     assert!(v.stdout.contains("contradiction  "), "{}", v.stdout);
-    let liar_key = gnomon_testkit::base64(&liar.public_key());
+    let liar_key = &lineup.liar_key;
     let j = gnomon(&["verify-report", out.to_str().unwrap(), "--json"]).json();
     assert_eq!(j["proof_of_malfeasance"], true);
     assert_eq!(j["entries"].as_array().unwrap().len(), 8);

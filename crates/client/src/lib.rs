@@ -55,6 +55,7 @@ mod entropy;
 mod error;
 mod post;
 mod query;
+pub mod report_check;
 mod sequence;
 mod server;
 mod time;

@@ -8,7 +8,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod http;
 pub mod probe;
+pub mod sink;
 pub mod state;
 pub mod store;
 pub mod web;

@@ -9,6 +9,7 @@ pub(crate) mod inspect;
 pub(crate) mod keygen;
 pub(crate) mod query;
 pub(crate) mod query_sequence;
+pub(crate) mod report_server;
 pub(crate) mod serve;
 pub(crate) mod service;
 pub(crate) mod sync;

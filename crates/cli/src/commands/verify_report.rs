@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use base64::Engine;
-use gnomon_client::{describe_verify_error, format_utc};
-use gnomon_protocol::report::{EntryError, Link, LinkError, ParsedReport, ReportCheck};
-use gnomon_protocol::{parse_report, Report};
+use gnomon_client::format_utc;
+use gnomon_client::report_check::{check_json, link_status, parse_verifiable, response_status};
+use gnomon_protocol::report::ReportCheck;
+use gnomon_protocol::Report;
 use serde_json::json;
 
 use super::client_out::{print_json, usage, Exit, EXIT_CODES};
@@ -45,16 +46,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
         Exit::Invalid.into()
     };
-    let report = match parse_report(&raw) {
-        Ok(ParsedReport::Current(r)) => r,
-        Ok(ParsedReport::Legacy(l)) => {
-            return fail(format!(
-                "a pre-draft-12 report ({} responses): it names no keys and holds no requests, \
-                 so nothing in it can be verified",
-                l.responses.len()
-            ))
-        }
-        Err(e) => return fail(format!("not a malfeasance report: {e:?}")),
+    let report = match parse_verifiable(&raw) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
     };
     let check = report.verify();
     let code = if check.is_proof_of_malfeasance() {
@@ -75,27 +69,6 @@ pub(crate) fn run(args: Args) -> ExitCode {
 fn key_label(key: &[u8]) -> String {
     let b = base64::engine::general_purpose::STANDARD.encode(key);
     b.chars().take(12).collect::<String>() + "…"
-}
-
-fn response_status(e: &Result<gnomon_protocol::Verified, EntryError>) -> String {
-    match e {
-        Ok(_) => "ok".into(),
-        Err(EntryError::PublicKeyLength(n)) => format!("publicKey is {n} bytes, not 32"),
-        Err(EntryError::Verify(v)) => describe_verify_error(v),
-        Err(other) => format!("{other:?}"),
-    }
-}
-
-fn link_status(l: &Result<Link, LinkError>) -> String {
-    match l {
-        Ok(Link::First) => "first".into(),
-        Ok(Link::Chained) => "chained".into(),
-        Err(LinkError::MissingRand) => "BROKEN: no rand".into(),
-        Err(LinkError::Mismatch) => "BROKEN: nonce not derived from the previous response".into(),
-        Err(LinkError::UnknownProfile) => "BROKEN: request offers no known version".into(),
-        Err(LinkError::Request(w)) => format!("BROKEN: request does not parse ({w})"),
-        Err(other) => format!("BROKEN: {other:?}"),
-    }
 }
 
 fn print_report(file: &str, report: &Report, check: &ReportCheck) {
@@ -152,40 +125,7 @@ fn print_report(file: &str, report: &Report, check: &ReportCheck) {
 }
 
 fn report_json(report: &Report, check: &ReportCheck, code: Exit) -> serde_json::Value {
-    let b64 = |v: &[u8]| base64::engine::general_purpose::STANDARD.encode(v);
-    let entries: Vec<serde_json::Value> = report
-        .entries
-        .iter()
-        .zip(&check.entries)
-        .enumerate()
-        .map(|(i, (e, o))| {
-            let mut v = json!({
-                "index": i + 1,
-                "public_key": b64(&e.public_key),
-                "signature_ok": o.response.is_ok(),
-                "response": response_status(&o.response),
-                "chain_ok": o.link.is_ok(),
-                "chain": link_status(&o.link),
-            });
-            if let Ok(r) = &o.response {
-                v["version"] = json!(r.profile.name);
-                v["midpoint_us"] = json!(r.midpoint_us);
-                v["midpoint_utc"] = json!(format_utc(r.midpoint_us));
-                v["radius_us"] = json!(r.radius_us);
-            }
-            v
-        })
-        .collect();
-    json!({
-        "valid": check.all_valid(),
-        "proof_of_malfeasance": check.is_proof_of_malfeasance(),
-        "entries": entries,
-        "contradictions": check.contradictions.iter().map(|&(i, j)| json!({
-            "earlier": i + 1,
-            "later": j + 1,
-            "earlier_key": b64(&report.entries[i].public_key),
-            "later_key": b64(&report.entries[j].public_key),
-        })).collect::<Vec<_>>(),
-        "exit_code": code.code(),
-    })
+    let mut v = check_json(report, check);
+    v["exit_code"] = json!(code.code());
+    v
 }

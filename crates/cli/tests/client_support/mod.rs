@@ -55,3 +55,41 @@ pub fn write(name: &str, contents: &[u8]) -> PathBuf {
     std::fs::write(&p, contents).expect("write temp file");
     p
 }
+
+/// Three honest servers (alpha: rfc, bravo: google, charlie: draft-08) and
+/// a liar an hour ahead (rfc), seeded `seed`…`seed + 3`, and their list
+/// (written to a temp file) with `reports` as its report URL. Keep the
+/// lineup alive while the servers are needed.
+pub struct LiarLineup {
+    pub servers: Vec<Fixture>,
+    pub list: PathBuf,
+    /// The liar's public key, base64.
+    pub liar_key: String,
+}
+
+pub fn liar_lineup(seed: u8, reports: Option<&str>) -> LiarLineup {
+    use gnomon_testkit::{profiles, server_list, FixtureConfig};
+    let a = Fixture::honest(profiles(&["1"]), seed);
+    let b = Fixture::honest(profiles(&["google"]), seed + 1);
+    let c = Fixture::honest(profiles(&["draft-08"]), seed + 2);
+    let liar = Fixture::start(FixtureConfig {
+        profiles: profiles(&["1"]),
+        offset_us: 3_600_000_000,
+        seed: seed + 3,
+        ..FixtureConfig::default()
+    });
+    let json = server_list(
+        &[
+            ("alpha", &a, 1),
+            ("bravo", &b, 3_000_600_613),
+            ("charlie", &c, 0x8000_0008),
+            ("liar", &liar, 1),
+        ],
+        reports,
+    );
+    LiarLineup {
+        list: write("liar.json", json.as_bytes()),
+        liar_key: base64(&liar.public_key()),
+        servers: vec![a, b, c, liar],
+    }
+}

@@ -2,10 +2,11 @@
 //! server's history and latest response), `/metrics` and `/api/servers`.
 //!
 //! Anyone who can reach the port may be hostile, so connections are
-//! served as the server's metrics endpoint serves them: a task each, a
-//! cap on how many are open (more are closed at accept), a deadline from
-//! accept that covers the whole exchange however slowly the bytes come, a
-//! header timeout, a small head buffer and no keep-alive. Only GET is
+//! served by crate::http (shared with the report sink), as the server's
+//! metrics endpoint serves them: a task each, a cap on how many are open
+//! (more are closed at accept), a deadline from accept that covers the
+//! whole exchange however slowly the bytes come, a header timeout, a
+//! small head buffer and no keep-alive. Only GET is
 //! routed; nothing is read from a request but its path.
 
 pub mod metrics;
@@ -17,33 +18,21 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, Request, StatusCode};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use minijinja::{context, Environment};
 use serde::Serialize;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
-use tower::ServiceExt as _;
 
 use crate::state::{Point, Shared, Status};
 use view::Cell;
 
 /// Connections served at once; more are closed at accept.
 pub const MAX_CONNECTIONS: usize = 64;
-/// Everything about one connection ends this long after accept.
-const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
-/// The request head must be complete this long after accept.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
-/// Largest request head buffered (hyper's smallest allowed buffer).
-const MAX_HEAD: usize = 8192;
-
 /// What the handlers read.
 pub struct App {
     /// The prober's latest state.
@@ -80,41 +69,7 @@ pub async fn serve(
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let router = router(app);
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    tokio::pin!(shutdown);
-    loop {
-        let stream = tokio::select! {
-            () = &mut shutdown => return Ok(()),
-            accepted = listener.accept() => match accepted {
-                Ok((s, _)) => s,
-                // Out of descriptors, or a reset before accept: the next
-                // accept may work; do not spin on it.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            drop(stream);
-            continue;
-        };
-        let router = router.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                router.clone().oneshot(req.map(Body::new))
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .max_buf_size(MAX_HEAD)
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service);
-            let _ = tokio::time::timeout(CONNECTION_DEADLINE, conn).await;
-            drop(slot);
-        });
-    }
+    crate::http::serve_router(listener, router(app), MAX_CONNECTIONS, || {}, shutdown).await
 }
 
 /// The routes.

@@ -1,0 +1,310 @@
+//! The sink's HTTP side: the accept loop with its limits, and the routes.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use gnomon_client::report_check::{accused_keys, check_json, parse_verifiable, Verdict};
+use gnomon_protocol::report::MEDIA_TYPE;
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use super::limit::{retry_after, sender_prefix};
+use super::metrics::Reject;
+use super::{page, Shared, SinkConfig};
+use crate::store::{report_id, Inserted, NewReport, Table};
+use crate::Store;
+
+/// Lines on the audit page.
+const LIST_LIMIT: u32 = 1000;
+
+/// Serves the sink on `listener` until `shutdown` completes; connections
+/// still open then are dropped.
+pub async fn serve(
+    listener: TcpListener,
+    store: Store,
+    config: SinkConfig,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let shared = Shared::new(store, config);
+    let counted = shared.clone();
+    crate::http::serve_router(
+        listener,
+        router(shared.clone()),
+        shared.config.max_connections,
+        move || counted.counters.connection_refused(),
+        shutdown,
+    )
+    .await
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(list).post(receive))
+        .route("/reports", post(receive))
+        .route("/reports/{file}", get(raw))
+        .route("/reports/{id}/verify", get(verify))
+        .route("/metrics", get(metrics))
+        .with_state(shared)
+}
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+fn json_response(status: StatusCode, v: serde_json::Value) -> Response {
+    let mut r = (status, v.to_string() + "\n").into_response();
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn refuse(shared: &Shared, why: Reject, detail: impl Into<String>) -> Response {
+    shared.counters.rejected(why);
+    let status = StatusCode::from_u16(why.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut r = json_response(
+        status,
+        json!({ "status": "rejected", "reason": why.label(), "detail": detail.into() }),
+    );
+    if why == Reject::RateLimited {
+        let secs = retry_after(shared.config.rate_per_minute).as_secs();
+        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
+}
+
+/// Whether the Content-Type is the report media type (parameters such as
+/// a charset are allowed; the type compares case-insensitively).
+fn is_report_type(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case(MEDIA_TYPE))
+}
+
+async fn receive(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let prefix = sender_prefix(peer.ip());
+    if !shared.limiter.allow(&prefix, Instant::now()) {
+        return refuse(
+            &shared,
+            Reject::RateLimited,
+            "too many reports from your network; retry later",
+        );
+    }
+    if !is_report_type(&headers) {
+        return refuse(
+            &shared,
+            Reject::ContentType,
+            format!("Content-Type must be {MEDIA_TYPE}"),
+        );
+    }
+    let max = shared.config.max_body;
+    let too_large = || format!("a report is at most {max} bytes");
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return refuse(&shared, Reject::TooLarge, too_large());
+    }
+    let bytes: Bytes = match axum::body::to_bytes(body, max).await {
+        Ok(b) => b,
+        Err(e) => {
+            let over = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            return if over {
+                refuse(&shared, Reject::TooLarge, too_large())
+            } else {
+                refuse(&shared, Reject::Read, "the body could not be read")
+            };
+        }
+    };
+    // Verifying is a few hundred signature checks at most: off the
+    // runtime's threads.
+    let checked = tokio::task::spawn_blocking(move || {
+        let report = parse_verifiable(&bytes);
+        let report = match report {
+            Ok(r) => r,
+            Err(e) => return Err((e, bytes)),
+        };
+        let check = report.verify();
+        Ok((report, check, bytes))
+    })
+    .await;
+    let (report, check, bytes) = match checked {
+        Ok(Ok(x)) => x,
+        Ok(Err((why, bytes))) => {
+            let legacy = why.starts_with("a pre-draft-12");
+            drop(bytes);
+            let reason = if legacy {
+                Reject::Unverifiable
+            } else {
+                Reject::Malformed
+            };
+            return refuse(&shared, reason, why);
+        }
+        Err(_) => {
+            return refuse(
+                &shared,
+                Reject::Malformed,
+                "the report could not be checked",
+            )
+        }
+    };
+    match Verdict::of(&check) {
+        Verdict::Malfeasance => {}
+        Verdict::Invalid => {
+            return refuse(
+                &shared,
+                Reject::Invalid,
+                "a signature or chain link fails, so the report proves nothing",
+            )
+        }
+        Verdict::NoContradiction => {
+            return refuse(
+                &shared,
+                Reject::NoContradiction,
+                "every signature holds but no pair of answers contradicts: no malfeasance shown",
+            )
+        }
+    }
+    // The parser read it as JSON, so it is UTF-8.
+    let Ok(body) = String::from_utf8(bytes.to_vec()) else {
+        return refuse(&shared, Reject::Malformed, "the report is not UTF-8");
+    };
+    let id = report_id(&report);
+    let new = NewReport {
+        id: id.clone(),
+        received_us: now_us(),
+        sender_prefix: prefix,
+        body,
+        verdict: Verdict::Malfeasance.label().into(),
+        entries: report.entries.len() as i64,
+        contradictions: check.contradictions.len() as i64,
+        accused: accused_keys(&report, &check),
+    };
+    let location = format!("/reports/{id}.json");
+    match shared.store.insert_report(&new).await {
+        Ok(Inserted::New) => {
+            shared.counters.accepted();
+            let mut r = json_response(
+                StatusCode::CREATED,
+                json!({ "status": "stored", "id": id, "url": location }),
+            );
+            if let Ok(v) = HeaderValue::from_str(&location) {
+                r.headers_mut().insert(LOCATION, v);
+            }
+            r
+        }
+        Ok(Inserted::Duplicate) => {
+            shared.counters.duplicate();
+            json_response(
+                StatusCode::OK,
+                json!({ "status": "already known", "id": id, "url": location }),
+            )
+        }
+        Err(_) => refuse(
+            &shared,
+            Reject::Store,
+            "the database is unavailable; retry later",
+        ),
+    }
+}
+
+/// An id as we make them: 64 lowercase hex digits.
+fn valid_id(id: &str) -> bool {
+    id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "no such report\n").into_response()
+}
+
+fn unavailable() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the database is unavailable\n",
+    )
+        .into_response()
+}
+
+async fn raw(State(shared): State<Arc<Shared>>, Path(file): Path<String>) -> Response {
+    let Some(id) = file.strip_suffix(".json").filter(|id| valid_id(id)) else {
+        return not_found();
+    };
+    match shared.store.report(id).await {
+        Ok(Some(r)) => {
+            let mut resp = r.body.into_response();
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(MEDIA_TYPE));
+            resp
+        }
+        Ok(None) => not_found(),
+        Err(_) => unavailable(),
+    }
+}
+
+async fn verify(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    if !valid_id(&id) {
+        return not_found();
+    }
+    let stored = match shared.store.report(&id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return not_found(),
+        Err(_) => return unavailable(),
+    };
+    let result = tokio::task::spawn_blocking(move || {
+        let mut v = match parse_verifiable(stored.body.as_bytes()) {
+            Ok(report) => check_json(&report, &report.verify()),
+            Err(e) => json!({ "valid": false, "error": e }),
+        };
+        v["id"] = json!(stored.id);
+        v["verdict_when_received"] = json!(stored.verdict);
+        v["received_us"] = json!(stored.received_us);
+        v
+    })
+    .await;
+    match result {
+        Ok(v) => json_response(StatusCode::OK, v),
+        Err(_) => unavailable(),
+    }
+}
+
+async fn list(State(shared): State<Arc<Shared>>) -> Response {
+    let lines = match shared.store.reports_by_accused(LIST_LIMIT).await {
+        Ok(l) => l,
+        Err(_) => return unavailable(),
+    };
+    let servers = shared.store.servers().await.unwrap_or_default();
+    match page::render(&lines, &servers) {
+        Ok(html) => Html(html).into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "page failed\n").into_response(),
+    }
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let stored = shared.store.count(Table::Reports).await.ok();
+    let mut r = shared.counters.render(stored).into_response();
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
+}
