@@ -402,3 +402,54 @@ fn sink_closes_idle_and_excess_connections() {
     sink.stop();
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn sync_posts_its_report_to_the_sink() {
+    let path = temp("sink-sync.db");
+    let database = format!("sqlite:{}", path.display());
+    let sink = Sink::start(&database, &[]);
+    let lineup = liar_lineup(41, Some(&sink.url()));
+    let state = temp("sink-sync-state");
+    std::fs::create_dir_all(&state).unwrap();
+    let r = gnomon(&[
+        "sync",
+        "--servers",
+        lineup.list.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--timeout",
+        "500ms",
+        "--retries",
+        "3",
+        "--once",
+        "--json",
+        "--allow-loopback-http-reports",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let written = r.json()["report_file"]
+        .as_str()
+        .expect("a report file")
+        .to_string();
+    assert_eq!(
+        sink.metric("gnomon_reports_accepted_total"),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert_eq!(rows(&database).0, 1);
+    let id = gnomon_watch_id(&std::fs::read(&written).unwrap());
+    let (code, raw) = sink.get(&format!("/reports/{id}.json"));
+    assert_eq!(code, 200);
+    assert_eq!(raw.as_bytes(), std::fs::read(&written).unwrap().as_slice());
+    sink.stop();
+    let _ = std::fs::remove_dir_all(&state);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The id the sink gives a report.
+fn gnomon_watch_id(report: &[u8]) -> String {
+    match gnomon_protocol::parse_report(report) {
+        Ok(gnomon_protocol::report::ParsedReport::Current(r)) => gnomon_watch::report_id(&r),
+        other => panic!("not a current report: {other:?}"),
+    }
+}
