@@ -39,7 +39,7 @@ pub async fn serve(
     let counted = shared.clone();
     crate::http::serve_router(
         listener,
-        router(shared.clone()),
+        routes(shared.clone()),
         shared.config.max_connections,
         move || counted.counters.connection_refused(),
         shutdown,
@@ -47,7 +47,17 @@ pub async fn serve(
     .await
 }
 
-fn router(shared: Arc<Shared>) -> Router {
+/// The sink's routes over `store`, for a process that serves them itself
+/// (`watch` running the sink beside its page: nest them, e.g. under
+/// `/sink`, since `/` and `/metrics` are the sink's own). Serve them with
+/// crate::http::serve_router: its limits guard the connections, and the
+/// peer address it attaches to each request is what the rate limit and
+/// the stored sender prefix read (a POST without it is refused).
+pub fn router(store: Store, config: SinkConfig) -> Router {
+    routes(Shared::new(store, config))
+}
+
+fn routes(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(list).post(receive))
         .route("/reports", post(receive))

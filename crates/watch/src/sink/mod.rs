@@ -27,7 +27,7 @@ mod page;
 
 use std::sync::Arc;
 
-pub use http::serve;
+pub use http::{router, serve};
 pub use metrics::Counters;
 
 use crate::Store;
