@@ -453,3 +453,44 @@ fn gnomon_watch_id(report: &[u8]) -> String {
         other => panic!("not a current report: {other:?}"),
     }
 }
+
+#[test]
+fn a_trickled_body_is_cut_off_and_others_are_served_meanwhile() {
+    let path = temp("sink-slow.db");
+    let database = format!("sqlite:{}", path.display());
+    let sink = Sink::start(&database, &[]);
+    let mut slow = TcpStream::connect(sink.addr).unwrap();
+    slow.write_all(
+        format!(
+            "POST /reports HTTP/1.1\r\nHost: x\r\nContent-Type: {MEDIA_TYPE}\r\nContent-Length: 1000\r\n\r\n{{"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    // The sink answers others while this body is pending.
+    assert_eq!(sink.get("/metrics").0, 200);
+    // One more byte now and then until the sink hangs up (bounded: the
+    // sink's deadline is 10 s after accept).
+    let started = Instant::now();
+    slow.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let cut = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "a trickled body held its connection"
+        );
+        if slow.write_all(b" ").is_err() {
+            break true;
+        }
+        match slow.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => break false,
+            Err(_) => {}
+        }
+    };
+    assert!(cut, "the sink answered a body it never got whole");
+    assert_eq!(rows(&database), (0, 0));
+    sink.stop();
+    let _ = std::fs::remove_file(&path);
+}
