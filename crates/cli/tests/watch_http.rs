@@ -147,3 +147,65 @@ fn slow_crowded_and_oversized_requests_do_not_stop_the_page() {
     drop(idle);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Rounds of a server's history its page counts ("Uptime: … of N rounds").
+fn history_rounds(watch: &Watch, link: &str) -> u64 {
+    let (status, page) = watch.get(link);
+    assert_eq!(status, 200, "{page}");
+    page.split(" % of ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no round count on {link}: {page}"))
+}
+
+/// Two runs of `gnomon watch` on database `url`: the second's history
+/// holds the first's rounds and its own.
+fn history_survives_a_restart(url: &str) {
+    let fixture = Fixture::honest(gnomon_testkit::modern_profiles(), 4);
+    let dir = sync_support::tempdir("watch-restart");
+    let list = dir.join("servers.json");
+    std::fs::write(
+        &list,
+        gnomon_testkit::server_list(&[("kept", &fixture, 1)], None),
+    )
+    .unwrap();
+    let before = {
+        let watch = Watch::start_with(&list, &["--database", url]);
+        watch.first_round(Duration::from_secs(60));
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            let n = history_rounds(&watch, "/servers/kept");
+            if n >= 3 {
+                break n;
+            }
+            assert!(Instant::now() < until, "three rounds never came");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let watch = Watch::start_with(&list, &["--database", url]);
+    watch.first_round(Duration::from_secs(60));
+    // The rounds of the first run are still there, and the new one added.
+    let after = history_rounds(&watch, "/servers/kept");
+    assert!(
+        after > before,
+        "{after} rounds after the restart, {before} before"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn restarting_keeps_the_history_in_sqlite_and_postgresql() {
+    let dir = sync_support::tempdir("watch-sqlite");
+    let db = dir.join("watch.db");
+    history_survives_a_restart(&format!("sqlite:{}", db.display()));
+    assert!(db.exists(), "the SQLite file was not created");
+    match gnomon_testkit::postgres::Postgres::start() {
+        Ok(pg) => history_survives_a_restart(&pg.url()),
+        Err(why) => gnomon_testkit::skip(
+            "restarting_keeps_the_history_in_sqlite_and_postgresql (postgres)",
+            &why,
+        ),
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

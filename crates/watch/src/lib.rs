@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod history;
 pub mod http;
 pub mod probe;
 pub mod sink;

@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use gnomon_watch::history::History;
 use gnomon_watch::probe::{self, Settings};
 use gnomon_watch::state::Latest;
 use gnomon_watch::web::{self, App};
+use gnomon_watch::Store;
 
 use super::client_out::{parse_duration, usage, Exit};
 
@@ -23,7 +25,8 @@ pub(crate) struct Args {
     /// Address of the web page, /metrics and /api/servers.
     #[arg(long, value_name = "ADDR", env = "GNOMON_WATCH_LISTEN")]
     listen: SocketAddr,
-    /// Where history and reports are kept: sqlite:PATH or postgres://…
+    /// Where history is kept: sqlite:PATH (created on first start) or
+    /// postgres://…; without it, a week of rounds in memory.
     #[arg(long, value_name = "URL", env = "GNOMON_WATCH_DATABASE")]
     database: Option<String>,
     /// Time between rounds (±10 % jitter), 1s to 24h.
@@ -94,9 +97,6 @@ pub(crate) fn run(args: Args) -> ExitCode {
     for n in &loaded.notes {
         eprintln!("gnomon watch: {n}");
     }
-    if args.database.is_some() {
-        eprintln!("gnomon watch: --database is not used yet; history is kept in memory");
-    }
     let settings = Settings {
         interval: args.interval,
         concurrency: usize::from(args.concurrency),
@@ -129,6 +129,19 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return Exit::Local.into();
         }
     };
+    let store = match &args.database {
+        Some(url) => match runtime.block_on(Store::open(url)) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("gnomon watch: {e}");
+                return Exit::Local.into();
+            }
+        },
+        None => None,
+    };
+    let history = store
+        .clone()
+        .map(|s| History::new(s, runtime.handle().clone()));
     let local = listener.local_addr().unwrap_or(args.listen);
     eprintln!(
         "gnomon watch: {} servers every {:?}; listening on http://{local}/",
@@ -140,7 +153,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         let servers = loaded.servers;
         std::thread::Builder::new()
             .name("gnomon-probe".into())
-            .spawn(move || probe::run(servers, settings, latest, stop))
+            .spawn(move || probe::run(servers, settings, latest, history, stop))
     };
     let prober = match prober {
         Ok(p) => p,
@@ -149,7 +162,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return Exit::Local.into();
         }
     };
-    let app = App::new(latest, args.expiry_warning);
+    let app = App::new(latest, args.expiry_warning, store);
     let shutdown = {
         let stop = stop.clone();
         async move {

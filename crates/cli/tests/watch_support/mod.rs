@@ -160,9 +160,15 @@ impl Drop for Watch {
 impl Watch {
     /// Start watching `list` every second on a loopback port of its own.
     pub fn start(list: &std::path::Path) -> Watch {
+        Watch::start_with(list, &[])
+    }
+
+    /// [`Watch::start`] with `extra` arguments.
+    pub fn start_with(list: &std::path::Path, extra: &[&str]) -> Watch {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
             .args(["watch", "--servers"])
             .arg(list)
+            .args(extra)
             .args([
                 "--listen",
                 "127.0.0.1:0",

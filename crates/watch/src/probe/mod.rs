@@ -24,6 +24,7 @@ use gnomon_client::{Answer, Client, Config, Flag, Plan, Selection, Server, Versi
 
 pub use check::now_us;
 
+use crate::history::History;
 use crate::state::{Shared, Status};
 
 /// How the prober runs.
@@ -174,10 +175,26 @@ fn prove(servers: &[Server], answers: &[Option<Answer>], statuses: &mut [Status]
     }
 }
 
-/// Probe `servers` round after round into `state` until `stop` is set.
-pub fn run(servers: Vec<Server>, settings: Settings, state: Shared, stop: Arc<AtomicBool>) {
+/// Probe `servers` round after round into `state` (and `history`, when
+/// there is a store) until `stop` is set.
+pub fn run(
+    servers: Vec<Server>,
+    settings: Settings,
+    state: Shared,
+    history: Option<History>,
+    stop: Arc<AtomicBool>,
+) {
+    if let Some(h) = &history {
+        if let Err(e) = h.register(&servers, now_us()) {
+            eprintln!("gnomon watch: cannot record the servers: {e}");
+        }
+    }
     while !stop.load(Ordering::Relaxed) {
         let (statuses, consensus) = round(&servers, &settings);
+        // One line per failed round at most, never per server or packet.
+        if let Some(Err(e)) = history.as_ref().map(|h| h.record(&statuses)) {
+            eprintln!("gnomon watch: cannot record the round: {e}");
+        }
         if let Ok(mut latest) = state.write() {
             latest.apply(statuses, consensus, now_us());
         }

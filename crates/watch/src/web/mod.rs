@@ -28,7 +28,9 @@ use minijinja::{context, Environment};
 use serde::Serialize;
 use tokio::net::TcpListener;
 
+use crate::history;
 use crate::state::{Point, Shared, Status};
+use crate::store::Store;
 use view::Cell;
 
 /// Connections served at once; more are closed at accept.
@@ -39,12 +41,14 @@ pub struct App {
     pub latest: Shared,
     /// A certificate with less than this left is a warning.
     pub expiry_warning: Duration,
+    /// Where the history is, when not only in memory.
+    pub store: Option<Store>,
     templates: Environment<'static>,
 }
 
 impl App {
     /// Handlers over `latest`.
-    pub fn new(latest: Shared, expiry_warning: Duration) -> Arc<App> {
+    pub fn new(latest: Shared, expiry_warning: Duration, store: Option<Store>) -> Arc<App> {
         let mut templates = Environment::new();
         // `.html` names turn on auto-escaping: every value from the list
         // or a server is text, never markup.
@@ -57,6 +61,7 @@ impl App {
         Arc::new(App {
             latest,
             expiry_warning,
+            store,
             templates,
         })
     }
@@ -159,17 +164,33 @@ async fn status_page(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    // The store is read before the lock is taken: no await holds it.
+    let stored = match &app.store {
+        Some(store) => match history::points(store, &name, crate::probe::now_us()).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("the history could not be read: {e}\n"),
+                )
+                    .into_response()
+            }
+        },
+        None => None,
+    };
     let Ok(latest) = app.latest.read() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let Some(s) = latest.server(&name) else {
         return (StatusCode::NOT_FOUND, "no such server in the list\n").into_response();
     };
-    let points: Vec<Point> = latest
-        .history
-        .get(&name)
-        .map(|h| h.iter().copied().collect())
-        .unwrap_or_default();
+    let points: Vec<Point> = stored.unwrap_or_else(|| {
+        latest
+            .history
+            .get(&name)
+            .map(|h| h.iter().copied().collect())
+            .unwrap_or_default()
+    });
     let up = points.iter().filter(|p| p.up).count();
     let uptime = (!points.is_empty()).then(|| 100.0 * up as f64 / points.len() as f64);
     let offset_svg = plot::line(&points, "offset", false, |p| p.offset_us.map(|v| v as f64));

@@ -1,0 +1,140 @@
+//! The prober's rounds in the store: one `probe` observation per server
+//! per round (the answer's version, RTT, offset, radius, certificate
+//! window and raw response, or the failure's label), and one `answers`
+//! observation per version family offered alone. The server pages draw
+//! their history from the `probe` rows, so it survives restarts and can be
+//! shared by several monitors writing one PostgreSQL database.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use gnomon_client::Server;
+use gnomon_protocol::serverlist::Transport;
+use tokio::runtime::Handle;
+
+use crate::state::{Point, Status};
+use crate::store::{Observation, ServerRow, Store, StoreError};
+
+/// The check name of a round's main probe.
+pub const PROBE: &str = "probe";
+/// How far back a server page looks.
+pub const WINDOW: Duration = Duration::from_secs(7 * 86_400);
+/// Rows read for one page at most (a week of 5-minute rounds with every
+/// family, and room).
+const PAGE_ROWS: u32 = 20_000;
+
+/// The store, written from the prober's (synchronous) thread.
+#[derive(Clone, Debug)]
+pub struct History {
+    store: Store,
+    handle: Handle,
+}
+
+impl History {
+    /// Write to `store` through the runtime behind `handle`.
+    pub fn new(store: Store, handle: Handle) -> History {
+        History { store, handle }
+    }
+
+    /// The store, for readers.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Add the list's servers (or update their keys and addresses).
+    pub fn register(&self, servers: &[Server], now_us: i64) -> Result<(), StoreError> {
+        self.handle.block_on(async {
+            for s in servers {
+                self.store.upsert_server(&row(s, now_us)).await?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Record a round's statuses; the number of rows written.
+    pub fn record(&self, statuses: &[Status]) -> Result<usize, StoreError> {
+        self.handle.block_on(async {
+            let mut n = 0;
+            for s in statuses {
+                for o in observations(s) {
+                    n += usize::from(self.store.insert_observation(&o).await?);
+                }
+            }
+            Ok(n)
+        })
+    }
+}
+
+fn row(s: &Server, now_us: i64) -> ServerRow {
+    let addresses: Vec<serde_json::Value> = [Transport::Udp, Transport::Tcp]
+        .into_iter()
+        .filter_map(|t| {
+            let a = s.describe_address(t)?;
+            let protocol = if t == Transport::Udp { "udp" } else { "tcp" };
+            Some(serde_json::json!({ "protocol": protocol, "address": a }))
+        })
+        .collect();
+    ServerRow {
+        name: s.name.clone(),
+        public_key: base64::engine::general_purpose::STANDARD.encode(s.public_key),
+        addresses: serde_json::Value::from(addresses).to_string(),
+        seen_us: now_us,
+    }
+}
+
+/// The rows one status becomes.
+pub fn observations(s: &Status) -> Vec<Observation> {
+    let t = s.checked_at_us;
+    let result = if s.up {
+        "ok"
+    } else {
+        s.failure.as_deref().unwrap_or("local")
+    };
+    let mut probe = Observation::new(
+        &s.name,
+        s.version.as_deref().unwrap_or(""),
+        PROBE,
+        t,
+        result,
+    );
+    probe.detail = s.error.clone().or_else(|| s.flagged.clone());
+    probe.rtt_us = s.rtt_us.map(|v| v as i64);
+    probe.offset_us = s.offset_consensus_us.or(s.offset_local_us);
+    probe.radius_us = s.radius_us.map(|v| v as i64);
+    probe.cert_min_us = s.cert_mint_us.map(|v| v as i64);
+    probe.cert_max_us = s.cert_maxt_us.map(|v| v as i64);
+    probe.response = s.raw_response.clone();
+    let mut out = vec![probe];
+    for f in &s.families {
+        let mut o = Observation::new(
+            &s.name,
+            &f.offered,
+            "answers",
+            t,
+            if f.answered.is_some() {
+                "ok"
+            } else {
+                "no_answer"
+            },
+        );
+        o.detail = f.answered.clone().or_else(|| f.error.clone());
+        out.push(o);
+    }
+    out
+}
+
+/// A server's history points from the store, oldest first.
+pub async fn points(store: &Store, server: &str, now_us: i64) -> Result<Vec<Point>, StoreError> {
+    let since = now_us - WINDOW.as_micros() as i64;
+    let rows = store.observations(server, since, PAGE_ROWS).await?;
+    Ok(rows
+        .iter()
+        .filter(|o| o.check == PROBE)
+        .map(|o| Point {
+            at_us: o.time_us,
+            up: o.result == "ok",
+            rtt_us: o.rtt_us.map(|v| v.max(0) as u64),
+            offset_us: o.offset_us,
+        })
+        .collect())
+}
