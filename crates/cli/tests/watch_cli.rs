@@ -24,13 +24,27 @@ fn metric(text: &str, name: &str, server: &str) -> Option<f64> {
         .find_map(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
+/// `gnomon verify-report` on `report` (written to `path`): its exit code
+/// (3: proof of malfeasance).
+fn verify_report(path: &std::path::Path, report: &[u8]) -> Option<i32> {
+    std::fs::write(path, report).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .arg("verify-report")
+        .arg(path)
+        .output()
+        .unwrap();
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    out.status.code()
+}
+
 #[test]
 fn each_server_shows_its_state_in_the_api_and_the_metrics() {
     if !sync_support::have_faketime("each_server_shows_its_state_in_the_api_and_the_metrics") {
         return;
     }
-    let lineup: Lineup = watch_support::start("watch-states", true);
-    let watch = Watch::start(&lineup.list);
+    let sink = gnomon_testkit::ReportSink::start(0);
+    let lineup: Lineup = watch_support::start_reporting("watch-states", true, Some(&sink.url()));
+    let watch = Watch::start_with(&lineup.list, &["--report", "--allow-loopback-http-reports"]);
     let api = watch.first_round(FIRST_ROUND);
 
     for name in HONEST {
@@ -65,17 +79,20 @@ fn each_server_shows_its_state_in_the_api_and_the_metrics() {
     // The chain proves it: the report verifies as proof of malfeasance.
     let report = liar["report"].as_str().expect("a report for the liar");
     let path = lineup.dir.join("report.json");
-    std::fs::write(&path, report).unwrap();
-    let verdict = Command::new(env!("CARGO_BIN_EXE_gnomon"))
-        .arg("verify-report")
-        .arg(&path)
-        .output()
-        .unwrap();
+    assert_eq!(verify_report(&path, report.as_bytes()), Some(3));
+    // --report posted one to the list's `reports` URL, and it verifies.
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let posted = loop {
+        if let Some(p) = sink.received().into_iter().next() {
+            break p;
+        }
+        assert!(std::time::Instant::now() < until, "no report was posted");
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert_eq!(
-        verdict.status.code(),
+        verify_report(&path, &posted.body),
         Some(3),
-        "{}",
-        String::from_utf8_lossy(&verdict.stdout)
+        "the posted report does not prove the lie"
     );
 
     let silent = server(&api, SILENT);

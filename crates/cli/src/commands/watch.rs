@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use gnomon_client::{reports_url, PostPolicy};
 use gnomon_watch::history::History;
 use gnomon_watch::probe::{self, Settings};
 use gnomon_watch::state::Latest;
@@ -41,6 +42,14 @@ pub(crate) struct Args {
     /// Requests sent together to test batched Merkle paths, 2 to 64.
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u16).range(2..=64), env = "GNOMON_WATCH_BURST")]
     burst: u16,
+    /// POST each malfeasance report (once per server, when it becomes
+    /// flagged) to the list's `reports` URL.
+    #[arg(long, env = "GNOMON_WATCH_REPORT")]
+    report: bool,
+    /// Testing only: accept a plain-HTTP `reports` URL on 127.0.0.1, ::1 or
+    /// localhost. Real lists must use HTTPS.
+    #[arg(long, hide = true)]
+    allow_loopback_http_reports: bool,
     /// A certificate (delegation) with less than this left is a warning.
     #[arg(long, default_value = "1h", value_parser = expiry, env = "GNOMON_WATCH_EXPIRY_WARNING")]
     expiry_warning: Duration,
@@ -94,6 +103,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(l) => l,
         Err(e) => return usage("watch", e),
     };
+    let report_url = reports_url(&loaded.raw, &loaded.list, args.allow_loopback_http_reports);
     for n in &loaded.notes {
         eprintln!("gnomon watch: {n}");
     }
@@ -102,7 +112,23 @@ pub(crate) fn run(args: Args) -> ExitCode {
         concurrency: usize::from(args.concurrency),
         timeout: args.timeout,
         burst: usize::from(args.burst),
+        report_to: None,
     };
+    let mut settings = settings;
+    if args.report {
+        match report_url {
+            Some(url) => {
+                let policy = PostPolicy {
+                    allow_loopback_http: args.allow_loopback_http_reports,
+                    ..PostPolicy::default()
+                };
+                settings.report_to = Some((url, policy));
+            }
+            None => {
+                eprintln!("gnomon watch: --report given, but the list has no HTTPS `reports` URL")
+            }
+        }
+    }
     let latest = Arc::new(RwLock::new(Latest::default()));
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -55,6 +55,11 @@ fn entry(name: &str, version: u32, key: &[u8; 32], addr: SocketAddr, tcp: bool) 
 /// delegation (from `gnomon delegate`) ends in 20 minutes, a socket that
 /// never answers, and a fixture answering garbage.
 pub fn start(test: &str, with_liar: bool) -> Lineup {
+    start_reporting(test, with_liar, None)
+}
+
+/// [`start`] with a `reports` URL in the list.
+pub fn start_reporting(test: &str, with_liar: bool, reports: Option<&str>) -> Lineup {
     let dir = tempdir(test);
     let mut children = Vec::new();
     let mut entries = Vec::new();
@@ -134,7 +139,14 @@ pub fn start(test: &str, with_liar: bool) -> Lineup {
         true,
     ));
     let list = dir.join("servers.json");
-    std::fs::write(&list, format!(r#"{{"servers":[{}]}}"#, entries.join(","))).unwrap();
+    let reports = reports
+        .map(|r| format!(r#","reports":"{r}""#))
+        .unwrap_or_default();
+    std::fs::write(
+        &list,
+        format!(r#"{{"servers":[{}]{reports}}}"#, entries.join(",")),
+    )
+    .unwrap();
     Lineup {
         children,
         _fixture: fixture,

@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gnomon_client::consensus::agree;
-use gnomon_client::{Answer, Client, Config, Flag, Plan, Selection, Server, Versions};
+use gnomon_client::{
+    post_report, Answer, Client, Config, Flag, Plan, PostPolicy, Selection, Server, Versions,
+};
 
 pub use check::now_us;
 
@@ -39,6 +41,9 @@ pub struct Settings {
     pub timeout: Duration,
     /// Requests sent together to test batched paths.
     pub burst: usize,
+    /// Where malfeasance reports are POSTed (the list's `reports` URL),
+    /// and how.
+    pub report_to: Option<(String, PostPolicy)>,
 }
 
 impl Default for Settings {
@@ -48,6 +53,7 @@ impl Default for Settings {
             concurrency: 8,
             timeout: Duration::from_secs(1),
             burst: 12,
+            report_to: None,
         }
     }
 }
@@ -189,8 +195,23 @@ pub fn run(
             eprintln!("gnomon watch: cannot record the servers: {e}");
         }
     }
+    // Servers flagged in the last round: a report is posted when a server
+    // becomes flagged, not every round it stays so.
+    let mut accused: Vec<String> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let (statuses, consensus) = round(&servers, &settings);
+        if let Some((url, policy)) = &settings.report_to {
+            for s in &statuses {
+                if let (Some(report), false) = (&s.report, accused.contains(&s.name)) {
+                    post(url.clone(), report.clone(), *policy, s.name.clone());
+                }
+            }
+        }
+        accused = statuses
+            .iter()
+            .filter(|s| s.flagged.is_some())
+            .map(|s| s.name.clone())
+            .collect();
         // One line per failed round at most, never per server or packet.
         if let Some(Err(e)) = history.as_ref().map(|h| h.record(&statuses)) {
             eprintln!("gnomon watch: cannot record the round: {e}");
@@ -208,6 +229,23 @@ pub fn run(
             }
             std::thread::sleep(left.min(Duration::from_millis(100)));
         }
+    }
+}
+
+/// POST `report` on a thread of its own (the RFC's retries take minutes;
+/// rounds go on), one line for the outcome.
+fn post(url: String, report: String, policy: PostPolicy, server: String) {
+    let spawned = std::thread::Builder::new()
+        .name("gnomon-report".into())
+        .spawn(move || match post_report(&url, &report, &policy) {
+            Ok(p) => eprintln!(
+                "gnomon watch: report on {server:?} posted to {url} (HTTP {})",
+                p.status
+            ),
+            Err(e) => eprintln!("gnomon watch: report on {server:?} NOT delivered: {url}: {e}"),
+        });
+    if let Err(e) = spawned {
+        eprintln!("gnomon watch: cannot post a report: {e}");
     }
 }
 
