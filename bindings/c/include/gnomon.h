@@ -1,0 +1,288 @@
+/* gnomon.h: the C interface of libgnomon, gnomon's Roughtime client.
+ * Generated from bindings/c/src by cbindgen; do not edit (see docs/C.md).
+ * SPDX-License-Identifier: Apache-2.0 OR MIT */
+
+#ifndef GNOMON_H
+#define GNOMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+/* The blocking query and OS randomness exist only in libgnomon built with
+ * its default `std` feature; define GNOMON_NO_STD before including this
+ * header when linking a build without it (firmware). */
+#ifndef GNOMON_NO_STD
+#define GNOMON_STD 1
+#endif
+
+// Bytes of every request libgnomon builds; the `out` buffer of the build
+// functions must hold at least this many.
+#define GNOMON_REQUEST_SIZE 1024
+
+// Longest input (request, response, previous response) accepted.
+#define GNOMON_MAX_INPUT 65536
+
+// Most exchanges `gnomon_check_chain` takes.
+#define GNOMON_MAX_CHAIN 1024
+
+// Longest nonce of any version (drafts 01–04).
+#define GNOMON_MAX_NONCE 64
+
+// Bytes of the `message` fields, NUL included.
+#define GNOMON_MESSAGE_LEN 128
+
+// RFC 10049, Roughtime version 1.
+#define GNOMON_VERSION_RFC 1
+
+// The value IETF drafts 12 to 19 share (the draft-14+ format, with TYPE).
+#define GNOMON_VERSION_DRAFT_12_TO_19 2147483660
+
+// Google's original protocol (its number in server lists).
+#define GNOMON_VERSION_GOOGLE 3000600613
+
+// `gnomon_query`: the newest version the server speaks.
+#define GNOMON_VERSION_AUTO 0
+
+// Longest timeout `gnomon_query` takes, ms (one day).
+#define GNOMON_MAX_TIMEOUT_MS 86400000
+
+// What a libgnomon call returns: `GNOMON_OK` (0) or why it failed. The
+// values are part of the ABI and never change; new failures get new
+// numbers.
+typedef enum gnomon_error {
+  // Success.
+  GNOMON_OK = 0,
+  // A required pointer was NULL.
+  GNOMON_ERR_NULL = 1,
+  // A required input was empty (length 0).
+  GNOMON_ERR_EMPTY = 2,
+  // An input is longer than any Roughtime message can be (65536 bytes),
+  // or a chain has more than `GNOMON_MAX_CHAIN` exchanges.
+  GNOMON_ERR_TOO_LONG = 3,
+  // The output buffer is too small (a request needs `GNOMON_REQUEST_SIZE`).
+  GNOMON_ERR_BUFFER_TOO_SMALL = 4,
+  // No protocol version with this number is known.
+  GNOMON_ERR_UNKNOWN_VERSION = 5,
+  // The nonce (or chain rand) is not as long as the version requires.
+  GNOMON_ERR_NONCE_LENGTH = 6,
+  // The public key is not 32 bytes of base64 (or 64 hex digits).
+  GNOMON_ERR_KEY = 7,
+  // The request given to verify does not parse.
+  GNOMON_ERR_REQUEST = 8,
+  // The response is malformed: framing, tags, or a missing field.
+  GNOMON_ERR_MALFORMED = 9,
+  // The response's version is unknown, was not offered, or is encoded
+  // where or how that version does not allow (TYPE, VERS).
+  GNOMON_ERR_VERSION = 10,
+  // The response names a better version both sides speak: a downgrade.
+  GNOMON_ERR_DOWNGRADE = 11,
+  // The delegation is not signed by this public key (wrong key, or a
+  // forged certificate).
+  GNOMON_ERR_DELEGATION_SIGNATURE = 12,
+  // The signed response is not signed by the delegated online key.
+  GNOMON_ERR_RESPONSE_SIGNATURE = 13,
+  // The response does not carry the request's nonce.
+  GNOMON_ERR_NONCE = 14,
+  // The Merkle path does not lead from the request to the signed root.
+  GNOMON_ERR_MERKLE = 15,
+  // A time is undecodable, outside the delegation, or a zero radius
+  // where the version forbids it.
+  GNOMON_ERR_TIME = 16,
+  // A chained request's nonce is not derived from the previous response
+  // and its rand.
+  GNOMON_ERR_CHAIN_NONCE = 17,
+  // Two responses of a chain contradict each other: the earlier one's
+  // earliest time is after the later one's latest (malfeasance).
+  GNOMON_ERR_CAUSALITY = 18,
+  // The address is not HOST:PORT, or the host does not resolve.
+  GNOMON_ERR_ADDRESS = 19,
+  // No answer came before the timeout.
+  GNOMON_ERR_TIMEOUT = 20,
+  // A local failure: no socket, or the operating system's random
+  // source failed.
+  GNOMON_ERR_LOCAL = 21,
+  // An argument is out of range: a timeout of 0, text that is not
+  // UTF-8, a misaligned struct pointer.
+  GNOMON_ERR_ARGUMENT = 22,
+  // A bug in libgnomon was caught before it could reach the caller
+  // (a Rust panic); nothing was written but the code and message.
+  GNOMON_ERR_INTERNAL = 23,
+} gnomon_error;
+
+// The outcome of `gnomon_verify` and `gnomon_query`.
+typedef struct gnomon_result {
+  // `GNOMON_OK`, or why not; the same value the call returned.
+  enum gnomon_error code;
+  // The version the server answered in (wire value; Google's is
+  // `GNOMON_VERSION_GOOGLE`); 0 on failure.
+  uint32_t version;
+  // The server's time, microseconds since the Unix epoch (UTC, leap
+  // seconds smeared or not as the server does); 0 on failure.
+  uint64_t midpoint_us;
+  // The server vouches for midpoint ± radius, microseconds.
+  uint64_t radius_us;
+  // A NUL-terminated English sentence: "success", or what was wrong.
+  char message[GNOMON_MESSAGE_LEN];
+} gnomon_result;
+
+// One request/response pair of a chain, as the caller recorded it.
+typedef struct gnomon_exchange {
+  // The request as sent.
+  const uint8_t *request;
+  // Its length.
+  size_t request_len;
+  // The response as received.
+  const uint8_t *response;
+  // Its length.
+  size_t response_len;
+  // The rand the request's nonce was chained with
+  // (`gnomon_chain_nonce`); NULL and 0 for the first exchange.
+  const uint8_t *rand;
+  // Its length: the nonce length of the request's version.
+  size_t rand_len;
+  // The server's long-term public key, 32 bytes.
+  const uint8_t *public_key;
+} gnomon_exchange;
+
+// The outcome of `gnomon_check_chain`.
+typedef struct gnomon_chain_result {
+  // `GNOMON_OK`, or why not; the same value the call returned.
+  enum gnomon_error code;
+  // The exchange that failed (for `GNOMON_ERR_CAUSALITY`, the later of
+  // the two); 0 on success.
+  size_t index;
+  // For `GNOMON_ERR_CAUSALITY`, the earlier exchange it contradicts;
+  // otherwise equal to `index`.
+  size_t other;
+  // A NUL-terminated English sentence.
+  char message[GNOMON_MESSAGE_LEN];
+} gnomon_chain_result;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+// A fixed sentence for `code`, NUL-terminated, never NULL. Values that
+// are no code give "unknown error code". The string is static: do not
+// free it.
+const char *gnomon_error_string(int32_t code);
+
+// Store in `*nonce_len` the nonce length of `version`'s requests (32 or
+// 64 bytes).
+//
+// # Safety
+// `nonce_len` is NULL or points to a writable `size_t`.
+enum gnomon_error gnomon_nonce_length(uint32_t version, size_t *nonce_len);
+
+// Build a `GNOMON_REQUEST_SIZE`-byte request for `version` with the
+// caller's `nonce` (`gnomon_nonce_length` bytes, unpredictable: from a
+// hardware random source, or `gnomon_chain_nonce`) into `out`, and store
+// its length in `*written`. With `public_key` (32 bytes, may be NULL) the
+// request names the server's key in SRV where the version defines it.
+//
+// # Safety
+// Every non-NULL pointer points to as many bytes as its length says
+// (`public_key`: 32); `written` to a writable `size_t`.
+enum gnomon_error gnomon_build_request(uint32_t version,
+                                       const uint8_t *nonce,
+                                       size_t nonce_len,
+                                       const uint8_t *public_key,
+                                       uint8_t *out,
+                                       size_t out_len,
+                                       size_t *written);
+
+#if defined(GNOMON_STD)
+// `gnomon_build_request` with a nonce from the operating system's
+// random source (`std` builds only).
+//
+// # Safety
+// As `gnomon_build_request`.
+enum gnomon_error gnomon_build_request_random(uint32_t version,
+                                              const uint8_t *public_key,
+                                              uint8_t *out,
+                                              size_t out_len,
+                                              size_t *written);
+#endif
+
+// The nonce of the next request of a measurement sequence (RFC 10049
+// §8.2), in `version`'s format: derived from the previous response as
+// received and a fresh random `rand` of `gnomon_nonce_length` bytes.
+// Writes the nonce to `out` (at least that long) and its length to
+// `*written`; pass it to `gnomon_build_request`, and keep `rand` for
+// `gnomon_check_chain`.
+//
+// # Safety
+// Every non-NULL pointer points to as many bytes as its length says;
+// `written` to a writable `size_t`.
+enum gnomon_error gnomon_chain_nonce(uint32_t version,
+                                     const uint8_t *previous_response,
+                                     size_t previous_len,
+                                     const uint8_t *rand,
+                                     size_t rand_len,
+                                     uint8_t *out,
+                                     size_t out_len,
+                                     size_t *written);
+
+// Verify `response` (as received) to `request` (as sent) against the
+// server's 32-byte long-term `public_key`: the delegation's and the
+// response's signatures, the Merkle proof of the request's nonce, the
+// version negotiation (no downgrade), the midpoint inside the delegation.
+// Fills `*result` on every path where `result` is usable and returns the
+// same code. What the caller must still do: see docs/C.md.
+//
+// # Safety
+// Every non-NULL pointer points to as many bytes as its length says
+// (`public_key`: 32); `result` to a writable, aligned `gnomon_result`.
+enum gnomon_error gnomon_verify(const uint8_t *request,
+                                size_t request_len,
+                                const uint8_t *response,
+                                size_t response_len,
+                                const uint8_t *public_key,
+                                struct gnomon_result *result);
+
+#if defined(GNOMON_STD)
+// Ask `address` ("host:port", NUL-terminated; IPv6 as "[::1]:port")
+// once over UDP (and TCP for versions that define it), in `version`
+// (`GNOMON_VERSION_AUTO`: the newest the server speaks), verify the answer
+// against the 32-byte `public_key`, and fill `*result`. Blocks at most
+// `timeout_ms` (1 ms to one day), name resolution included. `std` builds
+// only.
+//
+// # Safety
+// `address` is NULL or a NUL-terminated string; `public_key` NULL or 32
+// readable bytes; `result` to a writable, aligned `gnomon_result`.
+enum gnomon_error gnomon_query(const char *address,
+                               const uint8_t *public_key,
+                               uint32_t version,
+                               uint32_t timeout_ms,
+                               struct gnomon_result *result);
+#endif
+
+// Decode a long-term public key written in base64 (as server lists and
+// `gnomon keygen` print it) or as 64 hex digits, from the NUL-terminated
+// `text` into the 32 bytes at `out`.
+//
+// # Safety
+// `text` is NULL or NUL-terminated; `out` NULL or 32 writable bytes.
+enum gnomon_error gnomon_parse_public_key(const char *text, uint8_t *out);
+
+// Check a measurement sequence: `exchanges[0..count]` in the order the
+// responses were received. Every response must verify against its
+// request and key, every request after the first must carry the nonce
+// `gnomon_chain_nonce` gives for the previous response and its `rand`,
+// and no two responses may contradict each other (the earlier one's
+// midpoint − radius after the later one's midpoint + radius). Stops at
+// the first failure and says which exchange in `*result`.
+//
+// # Safety
+// `exchanges` is NULL or points to `count` aligned `gnomon_exchange`
+// values whose pointers each satisfy `gnomon_verify`'s rules; `result`
+// to a writable, aligned `gnomon_chain_result`.
+enum gnomon_error gnomon_check_chain(const struct gnomon_exchange *exchanges,
+                                     size_t count,
+                                     struct gnomon_chain_result *result);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* GNOMON_H */

@@ -1,0 +1,160 @@
+//! Every way a libgnomon call can fail, as one C enum with fixed values.
+#![forbid(unsafe_code)]
+
+use gnomon_protocol::VerifyError;
+
+/// What a libgnomon call returns: `GNOMON_OK` (0) or why it failed. The
+/// values are part of the ABI and never change; new failures get new
+/// numbers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GnomonError {
+    /// Success.
+    GnomonOk = 0,
+    /// A required pointer was NULL.
+    GnomonErrNull = 1,
+    /// A required input was empty (length 0).
+    GnomonErrEmpty = 2,
+    /// An input is longer than any Roughtime message can be (65536 bytes),
+    /// or a chain has more than `GNOMON_MAX_CHAIN` exchanges.
+    GnomonErrTooLong = 3,
+    /// The output buffer is too small (a request needs `GNOMON_REQUEST_SIZE`).
+    GnomonErrBufferTooSmall = 4,
+    /// No protocol version with this number is known.
+    GnomonErrUnknownVersion = 5,
+    /// The nonce (or chain rand) is not as long as the version requires.
+    GnomonErrNonceLength = 6,
+    /// The public key is not 32 bytes of base64 (or 64 hex digits).
+    GnomonErrKey = 7,
+    /// The request given to verify does not parse.
+    GnomonErrRequest = 8,
+    /// The response is malformed: framing, tags, or a missing field.
+    GnomonErrMalformed = 9,
+    /// The response's version is unknown, was not offered, or is encoded
+    /// where or how that version does not allow (TYPE, VERS).
+    GnomonErrVersion = 10,
+    /// The response names a better version both sides speak: a downgrade.
+    GnomonErrDowngrade = 11,
+    /// The delegation is not signed by this public key (wrong key, or a
+    /// forged certificate).
+    GnomonErrDelegationSignature = 12,
+    /// The signed response is not signed by the delegated online key.
+    GnomonErrResponseSignature = 13,
+    /// The response does not carry the request's nonce.
+    GnomonErrNonce = 14,
+    /// The Merkle path does not lead from the request to the signed root.
+    GnomonErrMerkle = 15,
+    /// A time is undecodable, outside the delegation, or a zero radius
+    /// where the version forbids it.
+    GnomonErrTime = 16,
+    /// A chained request's nonce is not derived from the previous response
+    /// and its rand.
+    GnomonErrChainNonce = 17,
+    /// Two responses of a chain contradict each other: the earlier one's
+    /// earliest time is after the later one's latest (malfeasance).
+    GnomonErrCausality = 18,
+    /// The address is not HOST:PORT, or the host does not resolve.
+    GnomonErrAddress = 19,
+    /// No answer came before the timeout.
+    GnomonErrTimeout = 20,
+    /// A local failure: no socket, or the operating system's random
+    /// source failed.
+    GnomonErrLocal = 21,
+    /// An argument is out of range: a timeout of 0, text that is not
+    /// UTF-8, a misaligned struct pointer.
+    GnomonErrArgument = 22,
+    /// A bug in libgnomon was caught before it could reach the caller
+    /// (a Rust panic); nothing was written but the code and message.
+    GnomonErrInternal = 23,
+}
+
+/// Every code, in order of value (tests walk it).
+pub const ALL: [GnomonError; 24] = {
+    use GnomonError::*;
+    [
+        GnomonOk,
+        GnomonErrNull,
+        GnomonErrEmpty,
+        GnomonErrTooLong,
+        GnomonErrBufferTooSmall,
+        GnomonErrUnknownVersion,
+        GnomonErrNonceLength,
+        GnomonErrKey,
+        GnomonErrRequest,
+        GnomonErrMalformed,
+        GnomonErrVersion,
+        GnomonErrDowngrade,
+        GnomonErrDelegationSignature,
+        GnomonErrResponseSignature,
+        GnomonErrNonce,
+        GnomonErrMerkle,
+        GnomonErrTime,
+        GnomonErrChainNonce,
+        GnomonErrCausality,
+        GnomonErrAddress,
+        GnomonErrTimeout,
+        GnomonErrLocal,
+        GnomonErrArgument,
+        GnomonErrInternal,
+    ]
+};
+
+impl GnomonError {
+    /// A fixed English sentence for the code (NUL-terminated for C).
+    pub fn text(self) -> &'static str {
+        use GnomonError::*;
+        match self {
+            GnomonOk => "success\0",
+            GnomonErrNull => "a required pointer is NULL\0",
+            GnomonErrEmpty => "a required input is empty\0",
+            GnomonErrTooLong => "an input is longer than allowed\0",
+            GnomonErrBufferTooSmall => "the output buffer is too small\0",
+            GnomonErrUnknownVersion => "unknown protocol version\0",
+            GnomonErrNonceLength => "the nonce or rand has the wrong length for this version\0",
+            GnomonErrKey => "the public key is not 32 bytes in base64 or hex\0",
+            GnomonErrRequest => "the request does not parse\0",
+            GnomonErrMalformed => "the response is malformed\0",
+            GnomonErrVersion => "the response's version is unknown, not offered or misplaced\0",
+            GnomonErrDowngrade => "the response is a version downgrade\0",
+            GnomonErrDelegationSignature => "the delegation is not signed by this public key\0",
+            GnomonErrResponseSignature => {
+                "the response is not signed by the delegated online key\0"
+            }
+            GnomonErrNonce => "the response does not carry the request's nonce\0",
+            GnomonErrMerkle => "the Merkle path does not lead to the signed root\0",
+            GnomonErrTime => "a time is undecodable, outside the delegation, or a zero radius\0",
+            GnomonErrChainNonce => "a chained nonce is not derived from the previous response\0",
+            GnomonErrCausality => "two responses of the chain contradict each other\0",
+            GnomonErrAddress => "the address is not HOST:PORT or does not resolve\0",
+            GnomonErrTimeout => "no answer before the timeout\0",
+            GnomonErrLocal => "local failure (socket or random source)\0",
+            GnomonErrArgument => "an argument is out of range\0",
+            GnomonErrInternal => "internal error in libgnomon (caught panic)\0",
+        }
+    }
+
+    /// The code for an integer value, if there is one.
+    pub fn from_i32(code: i32) -> Option<GnomonError> {
+        usize::try_from(code).ok().and_then(|i| ALL.get(i)).copied()
+    }
+}
+
+/// The code for a verification failure.
+pub fn of_verify(e: &VerifyError) -> GnomonError {
+    use GnomonError::*;
+    match e {
+        VerifyError::Request(_) => GnomonErrRequest,
+        VerifyError::Framing(_) | VerifyError::Message(_) => GnomonErrMalformed,
+        VerifyError::Downgrade { .. } => GnomonErrDowngrade,
+        VerifyError::DelegationSignature => GnomonErrDelegationSignature,
+        VerifyError::ResponseSignature => GnomonErrResponseSignature,
+        VerifyError::NonceMismatch | VerifyError::NonceMissing => GnomonErrNonce,
+        VerifyError::Path(_) | VerifyError::Root => GnomonErrMerkle,
+        VerifyError::Time | VerifyError::OutsideDelegation | VerifyError::ZeroRadius => {
+            GnomonErrTime
+        }
+        // UnknownVersion, NotOffered, LegacyVersionOne, VersionPlacement,
+        // Type, Vers, and whatever the protocol crate adds later.
+        _ => GnomonErrVersion,
+    }
+}

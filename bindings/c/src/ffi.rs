@@ -1,0 +1,630 @@
+//! The C ABI: the only module with `unsafe`. Each entry point checks its
+//! pointers and lengths, turns them into slices, calls `core` (or `query`)
+//! inside `guard`, and writes its results through `ptr::write`, so no
+//! Rust reference to caller memory outlives the call and none is made to
+//! memory the caller did not initialise.
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use core::ffi::c_char;
+use core::slice;
+
+use crate::error::GnomonError;
+use crate::logic::{self, Link, MAX_INPUT, MESSAGE_LEN};
+
+/// Bytes of every request libgnomon builds; the `out` buffer of the build
+/// functions must hold at least this many.
+pub const GNOMON_REQUEST_SIZE: usize = 1024;
+/// Longest input (request, response, previous response) accepted.
+pub const GNOMON_MAX_INPUT: usize = 65536;
+/// Most exchanges `gnomon_check_chain` takes.
+pub const GNOMON_MAX_CHAIN: usize = 1024;
+/// Longest nonce of any version (drafts 01–04).
+pub const GNOMON_MAX_NONCE: usize = 64;
+/// Bytes of the `message` fields, NUL included.
+pub const GNOMON_MESSAGE_LEN: usize = 128;
+/// RFC 10049, Roughtime version 1.
+pub const GNOMON_VERSION_RFC: u32 = 1;
+/// The value IETF drafts 12 to 19 share (the draft-14+ format, with TYPE).
+pub const GNOMON_VERSION_DRAFT_12_TO_19: u32 = 0x8000_000c;
+/// Google's original protocol (its number in server lists).
+pub const GNOMON_VERSION_GOOGLE: u32 = 0xb2d9_8825;
+/// `gnomon_query`: the newest version the server speaks.
+pub const GNOMON_VERSION_AUTO: u32 = 0;
+/// Longest timeout `gnomon_query` takes, ms (one day).
+pub const GNOMON_MAX_TIMEOUT_MS: u32 = 86_400_000;
+
+const _: () = {
+    assert!(GNOMON_REQUEST_SIZE == logic::REQUEST_SIZE);
+    assert!(GNOMON_MAX_INPUT == MAX_INPUT);
+    assert!(GNOMON_MAX_CHAIN == logic::MAX_CHAIN);
+    assert!(GNOMON_MAX_NONCE == gnomon_protocol::chain::MAX_NONCE_LEN);
+    assert!(GNOMON_MESSAGE_LEN == MESSAGE_LEN);
+    #[cfg(feature = "std")]
+    assert!(GNOMON_MAX_TIMEOUT_MS == crate::query::MAX_TIMEOUT_MS);
+};
+
+/// The outcome of `gnomon_verify` and `gnomon_query`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonResult {
+    /// `GNOMON_OK`, or why not; the same value the call returned.
+    pub code: GnomonError,
+    /// The version the server answered in (wire value; Google's is
+    /// `GNOMON_VERSION_GOOGLE`); 0 on failure.
+    pub version: u32,
+    /// The server's time, microseconds since the Unix epoch (UTC, leap
+    /// seconds smeared or not as the server does); 0 on failure.
+    pub midpoint_us: u64,
+    /// The server vouches for midpoint ± radius, microseconds.
+    pub radius_us: u64,
+    /// A NUL-terminated English sentence: "success", or what was wrong.
+    pub message: [c_char; GNOMON_MESSAGE_LEN],
+}
+
+/// One request/response pair of a chain, as the caller recorded it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonExchange {
+    /// The request as sent.
+    pub request: *const u8,
+    /// Its length.
+    pub request_len: usize,
+    /// The response as received.
+    pub response: *const u8,
+    /// Its length.
+    pub response_len: usize,
+    /// The rand the request's nonce was chained with
+    /// (`gnomon_chain_nonce`); NULL and 0 for the first exchange.
+    pub rand: *const u8,
+    /// Its length: the nonce length of the request's version.
+    pub rand_len: usize,
+    /// The server's long-term public key, 32 bytes.
+    pub public_key: *const u8,
+}
+
+/// The outcome of `gnomon_check_chain`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonChainResult {
+    /// `GNOMON_OK`, or why not; the same value the call returned.
+    pub code: GnomonError,
+    /// The exchange that failed (for `GNOMON_ERR_CAUSALITY`, the later of
+    /// the two); 0 on success.
+    pub index: usize,
+    /// For `GNOMON_ERR_CAUSALITY`, the earlier exchange it contradicts;
+    /// otherwise equal to `index`.
+    pub other: usize,
+    /// A NUL-terminated English sentence.
+    pub message: [c_char; GNOMON_MESSAGE_LEN],
+}
+
+/// Run `f`; a panic becomes `GNOMON_ERR_INTERNAL` instead of unwinding
+/// into C (undefined behaviour). Without `std` there is no unwinding: the
+/// panic handler in lib.rs stops.
+#[cfg(feature = "std")]
+pub fn guard(f: impl FnOnce() -> GnomonError) -> GnomonError {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or(GnomonError::GnomonErrInternal)
+}
+
+/// Run `f` (no unwinding without `std`).
+#[cfg(not(feature = "std"))]
+pub fn guard(f: impl FnOnce() -> GnomonError) -> GnomonError {
+    f()
+}
+
+fn c_message(text: &[u8; MESSAGE_LEN]) -> [c_char; GNOMON_MESSAGE_LEN] {
+    // Byte for byte; c_char's sign does not matter to C string functions.
+    text.map(|b| b as c_char)
+}
+
+fn message_or_text(message: &mut [u8; MESSAGE_LEN], code: GnomonError) {
+    if message[0] == 0 {
+        logic::write_message(message, format_args!("{}", logic::text(code)));
+    }
+}
+
+/// A required input: not NULL, not empty, not longer than `MAX_INPUT`.
+///
+/// # Safety
+/// If `ptr` is not NULL it must point to `len` readable bytes that stay
+/// unchanged during the call.
+unsafe fn input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError> {
+    if ptr.is_null() {
+        Err(GnomonError::GnomonErrNull)
+    } else if len == 0 {
+        Err(GnomonError::GnomonErrEmpty)
+    } else if len > MAX_INPUT {
+        Err(GnomonError::GnomonErrTooLong)
+    } else {
+        // SAFETY: non-NULL, and the caller promises `len` readable bytes;
+        // len ≤ 65536 keeps it far below isize::MAX.
+        Ok(unsafe { slice::from_raw_parts(ptr, len) })
+    }
+}
+
+/// An output buffer of which the first `need` bytes are used.
+///
+/// # Safety
+/// If `ptr` is not NULL it must point to `len` writable bytes not read or
+/// written by anyone else during the call.
+unsafe fn output<'a>(ptr: *mut u8, len: usize, need: usize) -> Result<&'a mut [u8], GnomonError> {
+    if ptr.is_null() {
+        Err(GnomonError::GnomonErrNull)
+    } else if len < need {
+        Err(GnomonError::GnomonErrBufferTooSmall)
+    } else {
+        // SAFETY: non-NULL; need ≤ len writable bytes by the caller's
+        // promise; u8 has no alignment or validity requirement.
+        Ok(unsafe { slice::from_raw_parts_mut(ptr, need) })
+    }
+}
+
+/// A 32-byte public key.
+///
+/// # Safety
+/// If `ptr` is not NULL it must point to 32 readable bytes.
+unsafe fn key<'a>(ptr: *const u8) -> Result<&'a [u8; 32], GnomonError> {
+    if ptr.is_null() {
+        return Err(GnomonError::GnomonErrNull);
+    }
+    // SAFETY: non-NULL, 32 readable bytes by the caller's promise, and
+    // [u8; 32] has alignment 1.
+    Ok(unsafe { &*ptr.cast::<[u8; 32]>() })
+}
+
+/// Check a pointer the call writes one `T` through.
+fn writable<T>(ptr: *mut T) -> Result<(), GnomonError> {
+    if ptr.is_null() {
+        Err(GnomonError::GnomonErrNull)
+    } else if !ptr.is_aligned() {
+        Err(GnomonError::GnomonErrArgument)
+    } else {
+        Ok(())
+    }
+}
+
+/// Store the length of a success in `*written`; the call's code.
+///
+/// # Safety
+/// `written` was accepted by `writable` and points to a `size_t` the
+/// caller owns.
+unsafe fn store_len(r: Result<usize, GnomonError>, written: *mut usize) -> GnomonError {
+    match r {
+        Ok(n) => {
+            // SAFETY: non-NULL and aligned (checked by `writable`), owned
+            // by the caller for the call.
+            unsafe { written.write(n) };
+            GnomonError::GnomonOk
+        }
+        Err(e) => e,
+    }
+}
+
+/// An optional 32-byte key: NULL is none.
+///
+/// # Safety
+/// As `key`.
+unsafe fn optional_key<'a>(ptr: *const u8) -> Result<Option<&'a [u8; 32]>, GnomonError> {
+    if ptr.is_null() {
+        Ok(None)
+    } else {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { key(ptr) }.map(Some)
+    }
+}
+
+/// A fixed sentence for `code`, NUL-terminated, never NULL. Values that
+/// are no code give "unknown error code". The string is static: do not
+/// free it.
+#[no_mangle]
+pub extern "C" fn gnomon_error_string(code: i32) -> *const c_char {
+    match GnomonError::from_i32(code) {
+        Some(e) => e.text().as_ptr().cast(),
+        None => c"unknown error code".as_ptr(),
+    }
+}
+
+/// Store in `*nonce_len` the nonce length of `version`'s requests (32 or
+/// 64 bytes).
+///
+/// # Safety
+/// `nonce_len` is NULL or points to a writable `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_nonce_length(version: u32, nonce_len: *mut usize) -> GnomonError {
+    if let Err(e) = writable(nonce_len) {
+        return e;
+    }
+    guard(|| // SAFETY: `nonce_len` checked by `writable` above.
+        unsafe { store_len(logic::nonce_len(version), nonce_len) })
+}
+
+/// Build a `GNOMON_REQUEST_SIZE`-byte request for `version` with the
+/// caller's `nonce` (`gnomon_nonce_length` bytes, unpredictable: from a
+/// hardware random source, or `gnomon_chain_nonce`) into `out`, and store
+/// its length in `*written`. With `public_key` (32 bytes, may be NULL) the
+/// request names the server's key in SRV where the version defines it.
+///
+/// # Safety
+/// Every non-NULL pointer points to as many bytes as its length says
+/// (`public_key`: 32); `written` to a writable `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_build_request(
+    version: u32,
+    nonce: *const u8,
+    nonce_len: usize,
+    public_key: *const u8,
+    out: *mut u8,
+    out_len: usize,
+    written: *mut usize,
+) -> GnomonError {
+    if let Err(e) = writable(written) {
+        return e;
+    }
+    guard(|| {
+        // SAFETY: the caller's promises above, checked for NULL inside.
+        let args = unsafe {
+            (|| {
+                let nonce = input(nonce, nonce_len)?;
+                let key = optional_key(public_key)?;
+                let out = output(out, out_len, GNOMON_REQUEST_SIZE)?;
+                Ok((nonce, key, out))
+            })()
+        };
+        let (nonce, key, out) = match args {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        // SAFETY: `written` checked by `writable` above.
+        unsafe { store_len(logic::build(version, nonce, key, out), written) }
+    })
+}
+
+/// `gnomon_build_request` with a nonce from the operating system's
+/// random source (`std` builds only).
+///
+/// # Safety
+/// As `gnomon_build_request`.
+#[cfg(feature = "std")]
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_build_request_random(
+    version: u32,
+    public_key: *const u8,
+    out: *mut u8,
+    out_len: usize,
+    written: *mut usize,
+) -> GnomonError {
+    if let Err(e) = writable(written) {
+        return e;
+    }
+    guard(|| {
+        // SAFETY: the caller's promises, checked for NULL inside.
+        let args = unsafe {
+            (|| {
+                let key = optional_key(public_key)?;
+                Ok::<_, GnomonError>((key, output(out, out_len, GNOMON_REQUEST_SIZE)?))
+            })()
+        };
+        let (key, out) = match args {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        // SAFETY: `written` checked by `writable` above.
+        unsafe { store_len(crate::query::build_os_random(version, key, out), written) }
+    })
+}
+
+/// The nonce of the next request of a measurement sequence (RFC 10049
+/// §8.2), in `version`'s format: derived from the previous response as
+/// received and a fresh random `rand` of `gnomon_nonce_length` bytes.
+/// Writes the nonce to `out` (at least that long) and its length to
+/// `*written`; pass it to `gnomon_build_request`, and keep `rand` for
+/// `gnomon_check_chain`.
+///
+/// # Safety
+/// Every non-NULL pointer points to as many bytes as its length says;
+/// `written` to a writable `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_chain_nonce(
+    version: u32,
+    previous_response: *const u8,
+    previous_len: usize,
+    rand: *const u8,
+    rand_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    written: *mut usize,
+) -> GnomonError {
+    if let Err(e) = writable(written) {
+        return e;
+    }
+    guard(|| {
+        let need = match logic::nonce_len(version) {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        // SAFETY: the caller's promises, checked for NULL inside.
+        let args = unsafe {
+            (|| {
+                Ok::<_, GnomonError>((
+                    input(previous_response, previous_len)?,
+                    input(rand, rand_len)?,
+                    output(out, out_len, need)?,
+                ))
+            })()
+        };
+        let (previous, rand, out) = match args {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        // SAFETY: `written` checked by `writable` above.
+        unsafe { store_len(logic::next_nonce(version, previous, rand, out), written) }
+    })
+}
+
+/// Verify `response` (as received) to `request` (as sent) against the
+/// server's 32-byte long-term `public_key`: the delegation's and the
+/// response's signatures, the Merkle proof of the request's nonce, the
+/// version negotiation (no downgrade), the midpoint inside the delegation.
+/// Fills `*result` on every path where `result` is usable and returns the
+/// same code. What the caller must still do: see docs/C.md.
+///
+/// # Safety
+/// Every non-NULL pointer points to as many bytes as its length says
+/// (`public_key`: 32); `result` to a writable, aligned `gnomon_result`.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_verify(
+    request: *const u8,
+    request_len: usize,
+    response: *const u8,
+    response_len: usize,
+    public_key: *const u8,
+    result: *mut GnomonResult,
+) -> GnomonError {
+    if let Err(e) = writable(result) {
+        return e;
+    }
+    let mut out = Outcome::default();
+    let code = guard(|| {
+        // SAFETY: the caller's promises, checked for NULL inside.
+        let args = unsafe {
+            (|| {
+                Ok::<_, GnomonError>((
+                    input(request, request_len)?,
+                    input(response, response_len)?,
+                    key(public_key)?,
+                ))
+            })()
+        };
+        let (request, response, key) = match args {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        match logic::verify(request, response, key, &mut out.message) {
+            Ok(v) => {
+                out.verified(&v);
+                GnomonError::GnomonOk
+            }
+            Err(e) => e,
+        }
+    });
+    // SAFETY: `result` checked by `writable` above.
+    unsafe { result.write(out.finish(code)) };
+    code
+}
+
+/// Ask `address` ("host:port", NUL-terminated; IPv6 as "[::1]:port")
+/// once over UDP (and TCP for versions that define it), in `version`
+/// (`GNOMON_VERSION_AUTO`: the newest the server speaks), verify the answer
+/// against the 32-byte `public_key`, and fill `*result`. Blocks at most
+/// `timeout_ms` (1 ms to one day), name resolution included. `std` builds
+/// only.
+///
+/// # Safety
+/// `address` is NULL or a NUL-terminated string; `public_key` NULL or 32
+/// readable bytes; `result` to a writable, aligned `gnomon_result`.
+#[cfg(feature = "std")]
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_query(
+    address: *const c_char,
+    public_key: *const u8,
+    version: u32,
+    timeout_ms: u32,
+    result: *mut GnomonResult,
+) -> GnomonError {
+    if let Err(e) = writable(result) {
+        return e;
+    }
+    let mut out = Outcome::default();
+    let code = guard(|| {
+        if address.is_null() {
+            return GnomonError::GnomonErrNull;
+        }
+        // SAFETY: non-NULL and NUL-terminated by the caller's promise.
+        let address = unsafe { core::ffi::CStr::from_ptr(address) };
+        // SAFETY: the caller's promise, checked for NULL inside.
+        let key = match unsafe { key(public_key) } {
+            Ok(k) => *k,
+            Err(e) => return e,
+        };
+        let Ok(address) = address.to_str() else {
+            return GnomonError::GnomonErrArgument;
+        };
+        if address.is_empty() {
+            return GnomonError::GnomonErrEmpty;
+        }
+        if address.len() > 1024 {
+            return GnomonError::GnomonErrTooLong;
+        }
+        let entropy = crate::query::os_entropy();
+        match crate::query::query(address, key, version, timeout_ms, entropy, &mut out.message) {
+            Ok(v) => {
+                out.verified(&v);
+                GnomonError::GnomonOk
+            }
+            Err(e) => e,
+        }
+    });
+    // SAFETY: `result` checked by `writable` above.
+    unsafe { result.write(out.finish(code)) };
+    code
+}
+
+/// Decode a long-term public key written in base64 (as server lists and
+/// `gnomon keygen` print it) or as 64 hex digits, from the NUL-terminated
+/// `text` into the 32 bytes at `out`.
+///
+/// # Safety
+/// `text` is NULL or NUL-terminated; `out` NULL or 32 writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_parse_public_key(text: *const c_char, out: *mut u8) -> GnomonError {
+    if text.is_null() || out.is_null() {
+        return GnomonError::GnomonErrNull;
+    }
+    guard(|| {
+        // SAFETY: non-NULL and NUL-terminated by the caller's promise.
+        let text = unsafe { core::ffi::CStr::from_ptr(text) }.to_bytes();
+        if text.is_empty() {
+            return GnomonError::GnomonErrEmpty;
+        }
+        if text.len() > 1024 {
+            return GnomonError::GnomonErrTooLong;
+        }
+        match logic::parse_key(text) {
+            Ok(k) => {
+                // SAFETY: non-NULL, 32 writable bytes by the caller's
+                // promise, alignment 1.
+                unsafe { out.cast::<[u8; 32]>().write(k) };
+                GnomonError::GnomonOk
+            }
+            Err(e) => e,
+        }
+    })
+}
+
+/// Check a measurement sequence: `exchanges[0..count]` in the order the
+/// responses were received. Every response must verify against its
+/// request and key, every request after the first must carry the nonce
+/// `gnomon_chain_nonce` gives for the previous response and its `rand`,
+/// and no two responses may contradict each other (the earlier one's
+/// midpoint − radius after the later one's midpoint + radius). Stops at
+/// the first failure and says which exchange in `*result`.
+///
+/// # Safety
+/// `exchanges` is NULL or points to `count` aligned `gnomon_exchange`
+/// values whose pointers each satisfy `gnomon_verify`'s rules; `result`
+/// to a writable, aligned `gnomon_chain_result`.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_check_chain(
+    exchanges: *const GnomonExchange,
+    count: usize,
+    result: *mut GnomonChainResult,
+) -> GnomonError {
+    if let Err(e) = writable(result) {
+        return e;
+    }
+    let mut message = [0u8; MESSAGE_LEN];
+    let mut at = (0, 0);
+    let code = guard(|| {
+        if exchanges.is_null() {
+            return GnomonError::GnomonErrNull;
+        }
+        if !exchanges.is_aligned() {
+            return GnomonError::GnomonErrArgument;
+        }
+        let link = |i: usize| {
+            // SAFETY: i < count (check_chain never asks past it, and
+            // refuses count > GNOMON_MAX_CHAIN first); aligned, and
+            // `count` readable values by the caller's promise.
+            let e = unsafe { exchanges.add(i).read() };
+            // SAFETY: the caller's promises for each exchange's pointers,
+            // checked for NULL inside.
+            unsafe {
+                Ok(Link {
+                    request: input(e.request, e.request_len)?,
+                    response: input(e.response, e.response_len)?,
+                    rand: if i == 0 {
+                        &[]
+                    } else {
+                        input(e.rand, e.rand_len)?
+                    },
+                    key: key(e.public_key)?,
+                })
+            }
+        };
+        match logic::check_chain(count, link, &mut message) {
+            Ok(()) => GnomonError::GnomonOk,
+            Err(f) => {
+                at = (f.index, f.other);
+                f.code
+            }
+        }
+    });
+    if code == GnomonError::GnomonErrInternal {
+        message = [0; MESSAGE_LEN];
+        at = (0, 0);
+    }
+    message_or_text(&mut message, code);
+    let r = GnomonChainResult {
+        code,
+        index: at.0,
+        other: at.1,
+        message: c_message(&message),
+    };
+    // SAFETY: `result` checked by `writable` above.
+    unsafe { result.write(r) };
+    code
+}
+
+/// A result being filled.
+struct Outcome {
+    version: u32,
+    midpoint_us: u64,
+    radius_us: u64,
+    message: [u8; MESSAGE_LEN],
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome {
+            version: 0,
+            midpoint_us: 0,
+            radius_us: 0,
+            message: [0; MESSAGE_LEN],
+        }
+    }
+}
+
+impl Outcome {
+    fn verified(&mut self, v: &gnomon_protocol::Verified) {
+        self.version = v.profile.version.0;
+        self.midpoint_us = v.midpoint_us;
+        self.radius_us = v.radius_us;
+    }
+
+    fn finish(mut self, code: GnomonError) -> GnomonResult {
+        if code != GnomonError::GnomonOk {
+            // Nothing half-filled: a failure carries no time.
+            let message = if code == GnomonError::GnomonErrInternal {
+                [0; MESSAGE_LEN]
+            } else {
+                self.message
+            };
+            self = Outcome {
+                message,
+                ..Outcome::default()
+            };
+        } else {
+            self.message = [0; MESSAGE_LEN];
+        }
+        message_or_text(&mut self.message, code);
+        GnomonResult {
+            code,
+            version: self.version,
+            midpoint_us: self.midpoint_us,
+            radius_us: self.radius_us,
+            message: c_message(&self.message),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! # libgnomon
+//!
+//! gnomon's Roughtime client as a C library: `libgnomon.a`, `libgnomon.so`
+//! and `include/gnomon.h` (generated from this crate by cbindgen). Build a
+//! request for any version, verify a response against it and a server's
+//! key, check a measurement chain, and (with `std`) ask a server in one
+//! blocking call. docs/C.md is the guide.
+//!
+//! ```text
+//!  C caller ──▶ ffi.rs (the only unsafe: pointers → slices, catch_unwind)
+//!                 ├─▶ logic.rs  build, verify, chain (no_std, no allocation)
+//!                 └─▶ query.rs  blocking query, OS randomness (std)
+//!                       └─▶ gnomon-client ─▶ gnomon-protocol
+//! ```
+//!
+//! Without the default `std` feature the crate is `#![no_std]` for
+//! firmware: build, verify and the chain check, no allocation (its global
+//! allocator refuses every request, see [`NoHeap`]).
+#![no_std]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod error;
+pub mod ffi;
+pub mod logic;
+#[cfg(feature = "std")]
+pub mod query;
+
+pub use error::GnomonError;
+pub use ffi::*;
+
+/// Without `std` a panic has nowhere to unwind to; the code paths are
+/// written not to panic (lengths are checked before slicing). Should one
+/// happen anyway, the call never returns, which a firmware watchdog sees.
+#[cfg(all(not(feature = "std"), not(test)))]
+#[panic_handler]
+fn panic(_: &::core::panic::PanicInfo<'_>) -> ! {
+    loop {
+        ::core::hint::spin_loop();
+    }
+}
+
+/// The allocator of the `no_std` build: the protocol crate links `alloc`
+/// for its reports and lists, which libgnomon never uses, so a firmware
+/// needs no heap. Every allocation fails (and would reach the panic
+/// handler): nothing in build, verify or the chain check allocates.
+#[cfg(not(feature = "std"))]
+pub struct NoHeap;
+
+#[cfg(not(feature = "std"))]
+#[allow(unsafe_code)]
+// SAFETY: returning NULL is a valid answer to every request (allocation
+// failure), and dealloc is never called with memory this allocator gave.
+unsafe impl ::core::alloc::GlobalAlloc for NoHeap {
+    unsafe fn alloc(&self, _layout: ::core::alloc::Layout) -> *mut u8 {
+        ::core::ptr::null_mut()
+    }
+    unsafe fn dealloc(&self, _ptr: *mut u8, _layout: ::core::alloc::Layout) {}
+}
+
+#[cfg(all(not(feature = "std"), not(test)))]
+#[global_allocator]
+static ALLOCATOR: NoHeap = NoHeap;

@@ -1,0 +1,100 @@
+//! The blocking query and OS randomness: what needs `std`.
+#![forbid(unsafe_code)]
+
+extern crate std;
+
+use std::string::ToString as _;
+use std::time::Duration;
+
+use gnomon_client::{Client, Config, Entropy, OsEntropy, QueryError, Rejection, Server};
+use gnomon_protocol::Verified;
+
+use crate::error::{of_verify, GnomonError};
+use crate::logic::{profile_for, text, write_message, MESSAGE_LEN, REQUEST_SIZE};
+
+/// Longest timeout accepted: a day is long past any use.
+pub const MAX_TIMEOUT_MS: u32 = 86_400_000;
+
+/// Build a request with a nonce from `entropy`.
+pub fn build_random(
+    version: u32,
+    key: Option<&[u8; 32]>,
+    out: &mut [u8],
+    entropy: &mut dyn Entropy,
+) -> Result<usize, GnomonError> {
+    let profile = profile_for(version)?;
+    if out.len() < REQUEST_SIZE {
+        return Err(GnomonError::GnomonErrBufferTooSmall);
+    }
+    let mut nonce = [0u8; gnomon_protocol::chain::MAX_NONCE_LEN];
+    let nonce = &mut nonce[..profile.nonce_len];
+    entropy
+        .fill(nonce)
+        .map_err(|_| GnomonError::GnomonErrLocal)?;
+    crate::logic::build(version, nonce, key, out)
+}
+
+/// [`build_random`] from the operating system.
+pub fn build_os_random(
+    version: u32,
+    key: Option<&[u8; 32]>,
+    out: &mut [u8],
+) -> Result<usize, GnomonError> {
+    build_random(version, key, out, &mut OsEntropy)
+}
+
+/// Ask `address` (HOST:PORT) once, verified against `key`, in `version`
+/// (0: the newest the server speaks), giving up after `timeout_ms`.
+pub fn query(
+    address: &str,
+    key: [u8; 32],
+    version: u32,
+    timeout_ms: u32,
+    entropy: impl Entropy + Send + 'static,
+    message: &mut [u8; MESSAGE_LEN],
+) -> Result<Verified, GnomonError> {
+    let fail =
+        |code: GnomonError, message: &mut [u8; MESSAGE_LEN], why: &dyn core::fmt::Display| {
+            write_message(message, format_args!("{why}"));
+            code
+        };
+    if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+        let why = "the timeout must be 1 ms to 1 day";
+        return Err(fail(GnomonError::GnomonErrArgument, message, &why));
+    }
+    let mut server =
+        Server::at(address, key).map_err(|e| fail(GnomonError::GnomonErrAddress, message, &e))?;
+    if version != 0 {
+        server = server.with_version(profile_for(version)?);
+    }
+    let config = Config {
+        deadline: Some(Duration::from_millis(u64::from(timeout_ms))),
+        ..Config::default()
+    };
+    let mut client = Client::with_entropy(config, entropy);
+    match client.query(&server) {
+        Ok(answer) => Ok(answer.verified),
+        Err(e) => {
+            let code = match &e {
+                QueryError::Resolve { .. } => GnomonError::GnomonErrAddress,
+                QueryError::NoAnswer { .. } => GnomonError::GnomonErrTimeout,
+                QueryError::Invalid {
+                    rejection: Rejection::Verify(v),
+                    ..
+                } => of_verify(v),
+                // A TCP stream cut inside a response, or a frame longer
+                // than any response: malformed.
+                QueryError::Invalid { .. } => GnomonError::GnomonErrMalformed,
+                _ => GnomonError::GnomonErrLocal,
+            };
+            let why = e.to_string();
+            let why = if why.is_empty() { text(code) } else { &why };
+            Err(fail(code, message, &why))
+        }
+    }
+}
+
+/// The default entropy of [`query`].
+pub fn os_entropy() -> OsEntropy {
+    OsEntropy
+}

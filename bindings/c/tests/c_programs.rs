@@ -1,0 +1,283 @@
+//! C programs against libgnomon: examples/c/query.c and tests/c/api.c,
+//! compiled by the system's `cc` against include/gnomon.h and the
+//! libraries in target/release, run against a real `gnomon serve` on
+//! loopback.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"))
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
+/// `cargo ARGS` in the workspace; it must succeed.
+fn cargo(args: &[&str]) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = run(Command::new(cargo)
+        .current_dir(repo())
+        .args(args)
+        .args(["--locked", "--quiet"]));
+    assert!(
+        out.status.success(),
+        "cargo {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// target/release with libgnomon.a and libgnomon.so built as users build
+/// them (docs/C.md), and target/debug/gnomon: built once per test binary.
+fn built() -> &'static (PathBuf, PathBuf) {
+    static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        cargo(&["build", "--release", "-p", "gnomon-ffi"]);
+        cargo(&["build", "-p", "gnomon"]);
+        let t = target_dir();
+        (t.join("release"), t.join("debug/gnomon"))
+    })
+}
+
+/// The system C compiler, or None (the caller skips).
+fn cc() -> Option<&'static str> {
+    let ok = Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some("cc")
+}
+
+/// How a program is linked.
+#[derive(Clone, Copy, PartialEq)]
+enum Link {
+    Static,
+    /// The static library, the program under ASan and UBSan.
+    Sanitized,
+    Shared,
+}
+
+/// Compile `source` against the header and the release library.
+fn compile(cc: &str, source: &Path, name: &str, link: Link) -> Result<PathBuf, String> {
+    let (release, _) = built();
+    let out_dir = target_dir().join("c-tests");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let exe = out_dir.join(name);
+    let mut cmd = Command::new(cc);
+    cmd.args([
+        "-std=c11",
+        "-D_DEFAULT_SOURCE",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-g",
+    ])
+    .arg("-I")
+    .arg(repo().join("bindings/c/include"))
+    .arg(source)
+    .arg("-o")
+    .arg(&exe);
+    match link {
+        Link::Static | Link::Sanitized => {
+            if link == Link::Sanitized {
+                cmd.args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]);
+            }
+            cmd.arg(release.join("libgnomon.a"));
+        }
+        Link::Shared => {
+            cmd.arg("-L").arg(release).arg("-lgnomon");
+            cmd.arg(format!("-Wl,-rpath,{}", release.display()));
+        }
+    }
+    // What a Rust staticlib needs from the C library on Linux.
+    cmd.args(["-lpthread", "-ldl", "-lm"]);
+    let out = run(&mut cmd);
+    if out.status.success() {
+        Ok(exe)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// A running `gnomon serve`; killed when dropped, on every path.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    key_base64: String,
+}
+
+impl Serve {
+    fn start() -> Serve {
+        let (_, gnomon) = built();
+        let mut child = Command::new(gnomon)
+            .args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
+            .args(["--summary-interval", "0"])
+            // This machine's kernel clock may be unsynchronized; the
+            // server answers anyway with its radius floor.
+            .args(["--clock-unsynchronized", "answer-with-radius"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let mut serve = Serve {
+            child,
+            addr: "0.0.0.0:0".parse().unwrap(),
+            key_base64: line
+                .trim()
+                .strip_prefix("public key (base64): ")
+                .unwrap_or_else(|| panic!("public key line, not {line:?}"))
+                .to_owned(),
+        };
+        let mut stderr = BufReader::new(serve.child.stderr.take().unwrap());
+        // Bounded: the server prints this line or exits (EOF).
+        loop {
+            line.clear();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "server exited before listening"
+            );
+            if let Some((_, rest)) = line.split_once("listening on udp ") {
+                serve.addr = rest.split_whitespace().next().unwrap().parse().unwrap();
+                break;
+            }
+        }
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        serve
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+fn field(stdout: &str, name: &str) -> u64 {
+    stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("no {name}= in {stdout:?}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn query_example_prints_the_servers_time_and_refuses_a_wrong_key() {
+    let Some(cc) = cc() else {
+        return gnomon_testkit::skip("query_example", "no C compiler (cc) on this machine");
+    };
+    let exe = compile(
+        cc,
+        &repo().join("examples/c/query.c"),
+        "query",
+        Link::Static,
+    )
+    .unwrap();
+    let serve = Serve::start();
+
+    let before = now_us();
+    let out = run(Command::new(&exe)
+        .arg(serve.addr.to_string())
+        .arg(&serve.key_base64));
+    let after = now_us();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mid, radius) = (field(&stdout, "midpoint_us"), field(&stdout, "radius_us"));
+    // The server read its clock between our two readings; it vouches for
+    // mid ± radius, so that interval must meet [before, after].
+    assert!(
+        mid + radius >= before && mid.saturating_sub(radius) <= after,
+        "{stdout}: midpoint {mid} ± {radius} µs, now was {before}..{after}"
+    );
+    assert!(stdout.contains(" UTC ± "), "{stdout}");
+
+    // The request names the key it expects (SRV): a server holding
+    // another key stays silent, so a wrong key is "no answer" (status 3),
+    // and the example says a wrong key is one reason.
+    let wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let out = run(Command::new(&exe).arg(serve.addr.to_string()).arg(wrong));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("no answer (error 20)") && stderr.contains("is the public key right?"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let out = run(Command::new(&exe)
+        .arg(serve.addr.to_string())
+        .arg("tooshort"));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn api_test(name: &str, link: Link) {
+    let Some(cc) = cc() else {
+        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    };
+    let source = repo().join("bindings/c/tests/c/api.c");
+    let exe = match compile(cc, &source, name, link) {
+        Ok(exe) => exe,
+        Err(e) if link == Link::Sanitized && e.contains("sanitize") => {
+            return gnomon_testkit::skip(name, &format!("cc cannot build with ASan/UBSan: {e}"));
+        }
+        Err(e) => panic!("{name}: {e}"),
+    };
+    let serve = Serve::start();
+    let out = run(Command::new(&exe)
+        .arg(serve.addr.to_string())
+        .arg(&serve.key_base64)
+        // Leak checking needs ptrace, which containers often refuse; the
+        // library never hands out memory to free, so leaks are not the
+        // question here.
+        .env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
+        .env("UBSAN_OPTIONS", "print_stacktrace=1"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stdout}{stderr}");
+    assert!(stdout.starts_with("ok "), "{stdout}");
+    // UBSan reports without failing unless told; make sure it said nothing.
+    assert!(!stderr.contains("runtime error"), "{stderr}");
+}
+
+#[test]
+fn c_api_with_the_static_library_under_asan_and_ubsan() {
+    api_test("api_sanitized", Link::Sanitized);
+}
+
+#[test]
+fn c_api_with_the_static_library() {
+    api_test("api_static", Link::Static);
+}
+
+#[test]
+fn c_api_with_the_shared_library() {
+    api_test("api_shared", Link::Shared);
+}

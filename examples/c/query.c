@@ -1,0 +1,73 @@
+/* query: ask a Roughtime server for the time through libgnomon.
+ *
+ *   cargo build --release -p gnomon-ffi
+ *   cc -Ibindings/c/include examples/c/query.c target/release/libgnomon.a \
+ *      -lpthread -ldl -lm -o query
+ *   ./query roughtime.example.net:2002 'iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA='
+ *
+ * Prints the server's time (UTC) and the radius it vouches for, then the
+ * same as numbers. Exit status: 0 the time, 1 an answer that failed
+ * verification (a forgery), 2 bad arguments, 3 no answer (timeout,
+ * address; also a wrong key, since servers ignore requests naming a key
+ * they do not hold). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "gnomon.h"
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s HOST:PORT PUBKEY_BASE64\n", argv[0]);
+    return 2;
+  }
+  uint8_t key[32];
+  gnomon_error err = gnomon_parse_public_key(argv[2], key);
+  if (err != GNOMON_OK) {
+    fprintf(stderr, "query: %s\n", gnomon_error_string(err));
+    return 2;
+  }
+
+  gnomon_result r;
+  err = gnomon_query(argv[1], key, GNOMON_VERSION_AUTO, 5000, &r);
+  switch (err) {
+  case GNOMON_OK:
+    break;
+  case GNOMON_ERR_TIMEOUT:
+  case GNOMON_ERR_ADDRESS:
+  case GNOMON_ERR_LOCAL:
+    fprintf(stderr, "query: no answer (error %d): %s\n", (int)err, r.message);
+    if (err == GNOMON_ERR_TIMEOUT) {
+      /* The request names the key it expects (SRV); servers that do not
+       * hold it stay silent. */
+      fprintf(stderr, "query: is the public key right? Servers ignore "
+                      "requests for keys they do not hold.\n");
+    }
+    return 3;
+  case GNOMON_ERR_ARGUMENT:
+  case GNOMON_ERR_EMPTY:
+  case GNOMON_ERR_TOO_LONG:
+    fprintf(stderr, "query: %s\n", r.message);
+    return 2;
+  default:
+    fprintf(stderr, "query: invalid answer (error %d): %s\n", (int)err,
+            r.message);
+    return 1;
+  }
+
+  time_t secs = (time_t)(r.midpoint_us / 1000000);
+  struct tm utc;
+  char when[32];
+  if (gmtime_r(&secs, &utc) == NULL ||
+      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &utc) == 0) {
+    fprintf(stderr, "query: the time does not fit this system's calendar\n");
+    return 1;
+  }
+  printf("%s.%06" PRIu64 " UTC ± %" PRIu64 ".%06" PRIu64
+         " s (version 0x%08" PRIx32 ")\n",
+         when, r.midpoint_us % 1000000, r.radius_us / 1000000,
+         r.radius_us % 1000000, r.version);
+  printf("midpoint_us=%" PRIu64 " radius_us=%" PRIu64 "\n", r.midpoint_us,
+         r.radius_us);
+  return 0;
+}
