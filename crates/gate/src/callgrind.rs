@@ -4,6 +4,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use gnomon_sha512x4::Backend;
+
 /// What one callgrind run of a stage gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Measurement {
@@ -121,5 +123,19 @@ pub fn cpu_features() -> String {
     #[cfg(not(target_arch = "x86_64"))]
     {
         std::env::consts::ARCH.to_string()
+    }
+}
+
+/// Pin the multi-buffer hash to AVX2 ×8 where the CPU (valgrind's, under
+/// the gate) has AVX2, and return the backend the stage will use. Valgrind
+/// executes no AVX-512 and hides it from CPUID, so unpinned it would pick
+/// AVX2 today; pinning keeps the counts the same on a host with or without
+/// AVX-512 and under a future valgrind that runs it (docs/COST.md, "The
+/// gate").
+pub fn pin_hash() -> Backend {
+    if gnomon_sha512x4::pin(Some(Backend::Avx2x8)).is_ok() {
+        Backend::Avx2x8
+    } else {
+        Backend::best()
     }
 }

@@ -50,8 +50,9 @@ fn run_child(args: &[String]) -> Result<bool, String> {
         return Err("usage: gnomon-gate run STAGE".to_string());
     };
     let stage = stages::find(name).ok_or_else(|| format!("no stage {name}"))?;
+    let hash = callgrind::pin_hash();
     stage.run().map_err(|e| format!("stage {name}: {e}"))?;
-    println!("cpu: {}", callgrind::cpu_features());
+    println!("cpu: {}; sha512x4 {hash:?}", callgrind::cpu_features());
     Ok(true)
 }
 

@@ -24,7 +24,7 @@ fn lanes(c: &mut Criterion) {
         let msgs: Vec<Message<'_>> = data.iter().map(|d| [&[0u8][..], &d[..], &[][..]]).collect();
         let mut out = [[0u8; 64]; 8];
         group.throughput(Throughput::Elements(8));
-        for backend in [Backend::Portable, Backend::Avx2x4, Backend::Avx2x8] {
+        for backend in Backend::ALL {
             if !backend.available() {
                 continue;
             }

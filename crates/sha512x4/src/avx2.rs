@@ -23,6 +23,7 @@ use core::arch::x86_64::{
 
 use crate::consts::{IV_512, IV_512_256, K};
 use crate::pad::{blocks, Padded};
+use crate::shared::Shared;
 use crate::{portable, Digest, Message, Variant};
 
 /// Hash every message: runs of equal padded length go through the lanes,
@@ -64,11 +65,11 @@ pub(crate) fn digest_many(variant: Variant, wide: bool, msgs: &[Message<'_>], ou
 
 /// [`group`] for 1 to `4 × G` messages; missing lanes repeat the last one.
 #[target_feature(enable = "avx2")]
-fn padded_group<const G: usize>(
+pub(crate) fn padded_group<const G: usize>(
     variant: Variant,
     msgs: &[Message<'_>],
     out: &mut [Digest],
-    shared: &mut Shared,
+    shared: &mut Shared<false>,
 ) {
     let n = msgs.len();
     if n == 4 * G {
@@ -87,7 +88,7 @@ fn group<const G: usize>(
     variant: Variant,
     msgs: &[Message<'_>],
     out: &mut [Digest],
-    shared: &mut Shared,
+    shared: &mut Shared<false>,
 ) {
     let padded: [[Padded<'_>; 4]; G] =
         core::array::from_fn(|g| core::array::from_fn(|l| Padded::new(&msgs[4 * g + l])));
@@ -276,58 +277,4 @@ fn compress<const G: usize>(state: &mut [[__m256i; G]; 8], w: &[[__m256i; G]; 80
             s[i] = add!(s[i], v[i]);
         }
     }
-}
-
-/// Schedules (W[16..80], §6.4.2 step 1) of blocks that were the same in
-/// every lane, kept for the groups of one call. In a batch of version-1
-/// requests, 8 of each request's 9 blocks are zero padding or the length
-/// block, the same in every request: their schedules are computed once per
-/// call instead of once per group and block.
-struct Shared {
-    keys: [[u64; 16]; 2],
-    schedules: [[u64; 80]; 2],
-    filled: usize,
-}
-
-impl Shared {
-    fn new() -> Shared {
-        Shared {
-            keys: [[0; 16]; 2],
-            schedules: [[0; 80]; 2],
-            filled: 0,
-        }
-    }
-
-    fn schedule(&mut self, words: &[u64; 16]) -> &[u64; 80] {
-        let n = self.filled.min(2);
-        let i = match self.keys[..n].iter().position(|k| k == words) {
-            Some(i) => i,
-            None => {
-                // Fill both slots, then replace them in turn.
-                let i = self.filled % 2;
-                self.filled += 1;
-                self.keys[i] = *words;
-                self.schedules[i] = expand(words);
-                i
-            }
-        };
-        &self.schedules[i]
-    }
-}
-
-/// One message's schedule, scalar.
-fn expand(words: &[u64; 16]) -> [u64; 80] {
-    let mut w = [0u64; 80];
-    w[..16].copy_from_slice(words);
-    for t in 16..80 {
-        let x = w[t - 15];
-        let s0 = x.rotate_right(1) ^ x.rotate_right(8) ^ (x >> 7);
-        let y = w[t - 2];
-        let s1 = y.rotate_right(19) ^ y.rotate_right(61) ^ (y >> 6);
-        w[t] = s1
-            .wrapping_add(w[t - 7])
-            .wrapping_add(s0)
-            .wrapping_add(w[t - 16]);
-    }
-    w
 }

@@ -28,16 +28,26 @@ impl<'a> Padded<'a> {
         self.blocks
     }
 
-    /// Block `b` as sixteen big-endian words.
-    pub(crate) fn block(&self, b: usize) -> [u64; 16] {
+    /// Block `b`'s bytes where it lies inside one slice (no padding), read
+    /// in place.
+    pub(crate) fn in_place(&self, b: usize) -> Option<&'a [u8]> {
         let start = 128 * b;
         let mut off = 0;
         for p in self.parts {
             if start >= off && start + 128 <= off + p.len() {
-                return words(&p[start - off..start - off + 128]);
+                return Some(&p[start - off..start - off + 128]);
             }
             off += p.len();
         }
+        None
+    }
+
+    /// Block `b` as sixteen big-endian words.
+    pub(crate) fn block(&self, b: usize) -> [u64; 16] {
+        if let Some(bytes) = self.in_place(b) {
+            return words(bytes);
+        }
+        let start = 128 * b;
         let mut buf = [0u8; 128];
         let mut off = 0;
         for p in self.parts {
@@ -66,7 +76,7 @@ pub(crate) fn blocks(len: usize) -> usize {
     (len + 1 + 16).div_ceil(128)
 }
 
-fn words(block: &[u8]) -> [u64; 16] {
+pub(crate) fn words(block: &[u8]) -> [u64; 16] {
     core::array::from_fn(|i| {
         let mut w = [0u8; 8];
         w.copy_from_slice(&block[8 * i..8 * i + 8]);

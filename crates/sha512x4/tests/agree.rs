@@ -4,9 +4,11 @@
 
 use gnomon_sha512x4::{digest_many, digest_many_with, Backend, Digest, Message, Variant};
 use proptest::prelude::*;
+
+mod common;
+use common::bytes;
 use sha2::{Digest as _, Sha512, Sha512_256};
 
-const BACKENDS: [Backend; 3] = [Backend::Portable, Backend::Avx2x4, Backend::Avx2x8];
 const VARIANTS: [Variant; 2] = [Variant::Sha512, Variant::Sha512_256];
 
 fn reference(variant: Variant, m: &Message<'_>) -> Digest {
@@ -19,23 +21,10 @@ fn reference(variant: Variant, m: &Message<'_>) -> Digest {
     out
 }
 
-/// A deterministic byte stream (xorshift), so failures reproduce.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn check(msgs: &[Message<'_>]) {
     for variant in VARIANTS {
         let want: Vec<Digest> = msgs.iter().map(|m| reference(variant, m)).collect();
-        for backend in BACKENDS {
+        for backend in Backend::ALL {
             if !backend.available() {
                 continue;
             }
