@@ -252,9 +252,13 @@ fn every_deploy_file_passes_config_check() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&deploy).unwrap() {
         let path = entry.unwrap().path();
-        // gnomon-sync.toml is `gnomon sync`'s, checked by sync_cli.
+        // gnomon-sync.toml is `gnomon sync`'s, checked by sync_cli;
+        // gnomon-watch.toml is watch's and report-server's, checked by
+        // watch_cli.
         if path.extension().is_none_or(|e| e != "toml")
-            || path.file_name().is_some_and(|n| n == "gnomon-sync.toml")
+            || path
+                .file_name()
+                .is_some_and(|n| n == "gnomon-sync.toml" || n == "gnomon-watch.toml")
         {
             continue;
         }

@@ -318,6 +318,12 @@ fn sink_on_sqlite() {
     let path = temp("sink.db");
     sink_lifecycle(&format!("sqlite:{}", path.display()));
     assert!(path.exists(), "the database is one file");
+    // SIGTERM closed it: SQLite folded its log back into the file.
+    let wal = path.with_extension("db-wal");
+    assert!(
+        !wal.exists(),
+        "{wal:?} remains: the database was not closed"
+    );
     let _ = std::fs::remove_file(&path);
 }
 

@@ -142,6 +142,29 @@ fn each_server_shows_its_state_in_the_api_and_the_metrics() {
         "gnomon_watch_version_answered{{server=\"{}\",version=\"draft-08\"}} 1",
         HONEST[1]
     )));
+    // Reachability by transport, sizes and the tree orientation are
+    // exported as well as shown.
+    for (server, transport, v) in [
+        (HONEST[0], "udp", 1),
+        (HONEST[0], "tcp", 1),
+        (SILENT, "udp", 0),
+    ] {
+        let line = format!(
+            "gnomon_watch_reachable{{server=\"{server}\",transport=\"{transport}\"}} {v}\n"
+        );
+        assert!(m.contains(&line), "{line} missing\n{m}");
+    }
+    let sent = metric(&m, "gnomon_watch_request_bytes", HONEST[0]).unwrap();
+    let got = metric(&m, "gnomon_watch_response_bytes", HONEST[0]).unwrap();
+    assert!(got > 0.0 && got <= sent, "{got} B for {sent} B");
+    let orientation = server(&api, HONEST[0])["batch"]["orientations"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.contains(&format!(
+        "gnomon_watch_batch_tree_orientation{{server=\"{}\",orientation=\"{orientation}\"}} 1",
+        HONEST[0]
+    )));
     for (name, reason) in [
         (SILENT, "silent"),
         (GARBAGE, "invalid"),
@@ -154,4 +177,222 @@ fn each_server_shows_its_state_in_the_api_and_the_metrics() {
         "gnomon_watch_failures_total{{server=\"{}\"",
         HONEST[0]
     )));
+}
+
+/// The list's key for `name`, as the audit page writes it (HTML-escaped:
+/// '/' becomes `&#x2f;`).
+fn listed_key(list: &std::path::Path, name: &str) -> String {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(list).unwrap()).unwrap();
+    let s = doc["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap();
+    s["publicKey"].as_str().unwrap().replace('/', "&#x2f;")
+}
+
+/// `--sink`: the report sink on watch's own listener. The liar's report,
+/// made by watch itself, is in the store after the first round: listed
+/// under every key of a contradicting pair (either signer may be the
+/// liar), served as made, verifying on demand and with `verify-report`;
+/// a POST of it through the endpoint is a replay. Then SIGTERM: watch
+/// stops, closes the database (SQLite folds its log back into the file,
+/// so no `-wal` is left) and exits 0.
+#[test]
+fn watch_runs_the_sink_keeps_its_own_report_and_stops_on_sigterm() {
+    let name = "watch_runs_the_sink_keeps_its_own_report_and_stops_on_sigterm";
+    if !sync_support::have_faketime(name) {
+        return;
+    }
+    let lineup = watch_support::start("watch-sink", true);
+    let db = lineup.dir.join("watch.db");
+    let url = format!("sqlite:{}", db.display());
+    let mut watch = Watch::start_with(&lineup.list, &["--database", &url, "--sink"]);
+    let api = watch.first_round(FIRST_ROUND);
+    assert_eq!(server(&api, LIAR)["state"], "lying");
+
+    // Stored before the round was published: no waiting.
+    let (status, listing) = watch.get("/reports");
+    assert_eq!(status, 200, "{listing}");
+    let id = listing
+        .split("/reports/")
+        .nth(1)
+        .and_then(|s| s.split(".json").next())
+        .unwrap_or_else(|| panic!("no report listed: {listing}"))
+        .to_string();
+    let (status, body) = watch.get(&format!("/reports/{id}.json"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        verify_report(&lineup.dir.join("stored.json"), body.as_bytes()),
+        Some(3)
+    );
+    let (status, check) = watch.get(&format!("/reports/{id}/verify"));
+    assert_eq!(status, 200, "{check}");
+    let check: serde_json::Value = serde_json::from_str(&check).unwrap();
+    assert_eq!(check["proof_of_malfeasance"], true, "{check}");
+
+    // Every key on either side of a contradiction heads a group that
+    // links the report: the liar's and the honest servers' it contradicts.
+    let mut keys: Vec<String> = check["contradictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| [&c["earlier_key"], &c["later_key"]])
+        .map(|k| k.as_str().unwrap().replace('/', "&#x2f;"))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert!(keys.contains(&listed_key(&lineup.list, LIAR)), "{keys:?}");
+    assert!(
+        keys.contains(&listed_key(&lineup.list, HONEST[0])),
+        "{keys:?}"
+    );
+    let groups: Vec<&str> = listing.split("<h2>").skip(1).collect();
+    assert_eq!(groups.len(), keys.len(), "{listing}");
+    for key in &keys {
+        let group = groups
+            .iter()
+            .find(|g| g.contains(&format!("<code>{key}</code>")))
+            .unwrap_or_else(|| panic!("no group for {key}: {listing}"));
+        assert!(group.contains(&id), "{key}'s group lacks the report");
+    }
+
+    let (_, metrics) = watch.get("/metrics");
+    assert!(
+        metrics.contains("gnomon_reports_accepted_total 1\n"),
+        "{metrics}"
+    );
+    let (status, answer) = watch_support::post(watch.addr, "/reports", body.as_bytes());
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("already known"), "{answer}");
+
+    let status = watch.terminate(Duration::from_secs(60));
+    assert!(status.success(), "{status}: {:?}", watch.log());
+    assert!(watch.log().iter().any(|l| l.ends_with("stopped")));
+    let wal = lineup.dir.join("watch.db-wal");
+    assert!(
+        !wal.exists(),
+        "the database was not closed: {wal:?} remains"
+    );
+}
+
+/// deploy/gnomon-watch.toml loads for both commands and prints back;
+/// variables win over the file and flags over both; a value out of range
+/// exits 64 naming its table, key and range.
+#[test]
+fn deploy_watch_toml_loads_and_bad_values_are_named() {
+    let file = serve_support::repo().join("deploy/gnomon-watch.toml");
+    let gnomon = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let f = file.to_str().unwrap();
+    let (code, out, err) = gnomon(&["watch", "--config", f, "--print-config"], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for line in [
+        "servers = \"/etc/gnomon/servers.json\"",
+        "interval = \"5m\"",
+        "burst = 12",
+        "sink = false",
+        "max-body = 65536",
+    ] {
+        assert!(out.contains(line), "{line} missing:\n{out}");
+    }
+    // What it printed loads back to the same.
+    let printed = sync_support::tempdir("watch-toml").join("printed.toml");
+    std::fs::write(&printed, &out).unwrap();
+    let (code, again, err) = gnomon(
+        &[
+            "watch",
+            "--config",
+            printed.to_str().unwrap(),
+            "--print-config",
+        ],
+        &[],
+    );
+    assert_eq!((code, again.as_str()), (Some(0), out.as_str()), "{err}");
+    let (code, out, err) = gnomon(&["report-server", "--config", f, "--print-config"], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("database = \"sqlite:/var/lib/gnomon/reports.db\""),
+        "{out}"
+    );
+    assert!(out.contains("rate = 10"), "{out}");
+
+    let env = [
+        ("GNOMON_WATCH_INTERVAL", "90s"),
+        ("GNOMON_WATCH_BURST", "20"),
+        ("GNOMON_REPORT_SERVER_RATE", "7"),
+    ];
+    let (_, out, _) = gnomon(&["watch", "--config", f, "--print-config"], &env);
+    assert!(
+        out.contains("interval = \"90s\"") && out.contains("burst = 20"),
+        "{out}"
+    );
+    let (_, out, _) = gnomon(
+        &["watch", "--config", f, "--print-config", "--burst", "30"],
+        &env,
+    );
+    assert!(out.contains("burst = 30"), "{out}");
+    let (_, out, _) = gnomon(&["report-server", "--config", f, "--print-config"], &env);
+    assert!(out.contains("rate = 7"), "{out}");
+
+    let dir = sync_support::tempdir("watch-toml-bad");
+    for (text, command, needle) in [
+        (
+            "[watch]\nconcurrency = 300\n",
+            "watch",
+            "[watch] concurrency: `300` is not an integer in 1..=256",
+        ),
+        ("[watch]\ninterval = \"0s\"\n", "watch", "[watch] interval"),
+        ("[watch]\nsink = \"yes\"\n", "watch", "sink"),
+        (
+            "[report-server]\nmax-body = 100\n",
+            "report-server",
+            "[report-server] max-body: `100` is not a byte count",
+        ),
+        (
+            "[report-server]\nrates = 5\n",
+            "report-server",
+            "unknown field `rates`",
+        ),
+    ] {
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, text).unwrap();
+        let (code, _, err) = gnomon(
+            &[command, "--config", bad.to_str().unwrap(), "--print-config"],
+            &[],
+        );
+        assert_eq!(code, Some(64), "{text}: {err}");
+        assert!(err.contains(needle), "{text}: {err}");
+    }
+    let (code, _, err) = gnomon(
+        &["watch", "--config", f, "--print-config"],
+        &[("GNOMON_WATCH_TIMEOUT", "1m")],
+    );
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("100ms..=10s"), "{err}");
+    let (code, _, err) = gnomon(
+        &[
+            "watch",
+            "--servers",
+            "l.json",
+            "--listen",
+            "127.0.0.1:0",
+            "--sink",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("give `database`"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

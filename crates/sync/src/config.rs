@@ -416,8 +416,9 @@ impl fmt::Display for Settings {
     }
 }
 
-/// A duration in the largest unit that writes it exactly.
-struct DurationText(Duration);
+/// A duration in the largest unit that writes it exactly (`--print-config`
+/// of sync, watch and report-server).
+pub struct DurationText(pub Duration);
 
 impl fmt::Display for DurationText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -457,14 +458,16 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     n.checked_mul(ms).map(Duration::from_millis)
 }
 
-fn duration_in(s: &str, lo: Duration, hi: Duration, what: &str) -> Result<Duration, String> {
+/// A duration in `lo..=hi`; the error says `what` was expected.
+pub fn duration_in(s: &str, lo: Duration, hi: Duration, what: &str) -> Result<Duration, String> {
     match parse_duration(s) {
         Some(d) if lo <= d && d <= hi => Ok(d),
         _ => Err(format!("`{s}` is not {what}")),
     }
 }
 
-fn int_in(s: &str, lo: i64, hi: i64, what: &str) -> Result<i64, String> {
+/// An integer in `lo..=hi`; the error says `what` was expected.
+pub fn int_in(s: &str, lo: i64, hi: i64, what: &str) -> Result<i64, String> {
     match s.trim().parse::<i64>() {
         Ok(v) if lo <= v && v <= hi => Ok(v),
         _ => Err(format!("`{s}` is not {what}")),

@@ -19,9 +19,11 @@ use crate::store::{Observation, ServerRow, Store, StoreError};
 pub const PROBE: &str = "probe";
 /// How far back a server page looks.
 pub const WINDOW: Duration = Duration::from_secs(7 * 86_400);
-/// Rows read for one page at most (a week of 5-minute rounds with every
-/// family, and room).
-const PAGE_ROWS: u32 = 20_000;
+/// Points a server page plots at most, whatever the store holds: the
+/// database sums the window into this many buckets (a week of 5-minute
+/// rounds is ~2,000 rows; a busier schedule, or several monitors writing
+/// one database, many more).
+pub const MAX_POINTS: i64 = 500;
 
 /// The store, written from the prober's (synchronous) thread.
 #[derive(Clone, Debug)]
@@ -54,13 +56,8 @@ impl History {
     /// Record a round's statuses; the number of rows written.
     pub fn record(&self, statuses: &[Status]) -> Result<usize, StoreError> {
         self.handle.block_on(async {
-            let mut n = 0;
-            for s in statuses {
-                for o in observations(s) {
-                    n += usize::from(self.store.insert_observation(&o).await?);
-                }
-            }
-            Ok(n)
+            let rows: Vec<Observation> = statuses.iter().flat_map(observations).collect();
+            self.store.insert_observations(&rows).await
         })
     }
 }
@@ -123,18 +120,41 @@ pub fn observations(s: &Status) -> Vec<Observation> {
     out
 }
 
-/// A server's history points from the store, oldest first.
-pub async fn points(store: &Store, server: &str, now_us: i64) -> Result<Vec<Point>, StoreError> {
+/// A server's history over the last [`WINDOW`], oldest first: at most
+/// [`MAX_POINTS`] points (each the mean of a bucket of rounds, down when
+/// any round in it was), and the uptime over every round in the window.
+pub async fn points(store: &Store, server: &str, now_us: i64) -> Result<Window, StoreError> {
     let since = now_us - WINDOW.as_micros() as i64;
-    let rows = store.observations(server, since, PAGE_ROWS).await?;
-    Ok(rows
-        .iter()
-        .filter(|o| o.check == PROBE)
-        .map(|o| Point {
-            at_us: o.time_us,
-            up: o.result == "ok",
-            rtt_us: o.rtt_us.map(|v| v.max(0) as u64),
-            offset_us: o.offset_us,
-        })
-        .collect())
+    let Some(first) = store.first_time(server, PROBE, since).await? else {
+        return Ok(Window::default());
+    };
+    // Buckets span what is there, not the whole week: a monitor started
+    // an hour ago still plots its rounds one by one.
+    let bucket = ((now_us - first) / MAX_POINTS + 1).max(1);
+    let buckets = store
+        .buckets(server, PROBE, (first, now_us), bucket)
+        .await?;
+    let mut w = Window::default();
+    for b in buckets {
+        w.rounds += b.count.max(0) as u64;
+        w.up += b.ok.max(0) as u64;
+        w.points.push(Point {
+            at_us: b.first_us,
+            up: b.ok == b.count,
+            rtt_us: b.rtt_us.map(|v| v.max(0) as u64),
+            offset_us: b.offset_us,
+        });
+    }
+    Ok(w)
+}
+
+/// What a server page shows of the history.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Window {
+    /// The plotted points, oldest first.
+    pub points: Vec<Point>,
+    /// Rounds in the window.
+    pub rounds: u64,
+    /// Of those, rounds answered.
+    pub up: u64,
 }

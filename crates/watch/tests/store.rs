@@ -151,3 +151,78 @@ fn an_unknown_url_is_refused() {
     let err = runtime().block_on(Store::open("mysql://x")).unwrap_err();
     assert!(err.to_string().contains("sqlite:PATH"), "{err}");
 }
+
+/// A server page reads a bounded summary of its window, not every row: a
+/// store holding thousands of rounds (and rows older than the window,
+/// and rows of other checks) yields at most `MAX_POINTS` points, the
+/// newest rounds among them, and the uptime of exactly the window's
+/// rounds.
+#[test]
+fn history_is_read_as_a_bounded_summary_of_its_window() {
+    use gnomon_watch::history::{self, MAX_POINTS, PROBE, WINDOW};
+    on_both(
+        "history_is_read_as_a_bounded_summary_of_its_window",
+        |url| async move {
+            let store = Store::open(&url).await.expect("open");
+            store.upsert_server(&server("busy", 1)).await.unwrap();
+            let minute = 60_000_000i64;
+            let now = 1_800_000_000_000_000i64;
+            let window = WINDOW.as_micros() as i64;
+            let mut rows = Vec::new();
+            // Before the window: every round down; none may count.
+            for i in 0..144 {
+                let t = now - window - minute - i * 10 * minute;
+                rows.push(Observation::new("busy", "rfc", PROBE, t, "silent"));
+            }
+            // Two days of 1-minute rounds, one in four down, each with a
+            // family row that is not a round.
+            let rounds = 2 * 1440;
+            for i in 0..rounds {
+                let t = now - i * minute;
+                let mut o = Observation::new(
+                    "busy",
+                    "rfc",
+                    PROBE,
+                    t,
+                    if i % 4 == 0 { "silent" } else { "ok" },
+                );
+                o.rtt_us = Some(1000);
+                rows.push(o);
+                rows.push(Observation::new(
+                    "busy",
+                    "google",
+                    "answers",
+                    t,
+                    "no_answer",
+                ));
+            }
+            assert_eq!(store.insert_observations(&rows).await.unwrap(), rows.len());
+
+            let w = history::points(&store, "busy", now).await.unwrap();
+            assert_eq!(w.rounds, rounds as u64);
+            assert_eq!(w.up, (rounds - rounds / 4) as u64);
+            assert!(
+                !w.points.is_empty() && w.points.len() <= MAX_POINTS as usize,
+                "{} points",
+                w.points.len()
+            );
+            // Oldest first, reaching the newest rounds, RTT averaged.
+            assert!(w.points.windows(2).all(|p| p[0].at_us < p[1].at_us));
+            let last = w.points.last().unwrap();
+            assert!(
+                now - last.at_us <= 2 * rounds * minute / MAX_POINTS,
+                "{last:?}"
+            );
+            assert_eq!(w.points[0].at_us, now - (rounds - 1) * minute);
+            assert!(w.points.iter().all(|p| p.rtt_us == Some(1000)));
+            // A short history is plotted round by round.
+            store.upsert_server(&server("new", 1)).await.unwrap();
+            let few: Vec<Observation> = (0..10)
+                .map(|i| Observation::new("new", "rfc", PROBE, now - i * minute, "ok"))
+                .collect();
+            store.insert_observations(&few).await.unwrap();
+            let w = history::points(&store, "new", now).await.unwrap();
+            assert_eq!((w.points.len(), w.rounds, w.up), (10, 10, 10));
+        },
+    );
+}

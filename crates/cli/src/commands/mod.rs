@@ -15,3 +15,4 @@ pub(crate) mod service;
 pub(crate) mod sync;
 pub(crate) mod verify_report;
 pub(crate) mod watch;
+pub(crate) mod watch_config;

@@ -11,95 +11,111 @@ use std::time::Duration;
 use gnomon_client::{reports_url, PostPolicy};
 use gnomon_watch::history::History;
 use gnomon_watch::probe::{self, Settings};
+use gnomon_watch::sink::Sink;
 use gnomon_watch::state::Latest;
 use gnomon_watch::web::{self, App};
 use gnomon_watch::Store;
 
-use super::client_out::{parse_duration, usage, Exit};
+use super::client_out::{usage, Exit};
+use super::watch_config::{
+    self as cfg, FileLayers, SinkLayer, SinkSettings, WatchLayer, WatchSettings,
+};
 
-/// Arguments.
+/// Arguments. Every setting is also a key of the `[watch]` table of
+/// --config and a GNOMON_WATCH_* variable (deploy/gnomon-watch.toml).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
+    /// A TOML file with a [watch] table (flags and GNOMON_WATCH_* win over
+    /// it); its [report-server] table sets the limits of --sink.
+    #[arg(long, env = "GNOMON_WATCH_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
     /// The server list (RFC 10049 §6.5 JSON).
     #[arg(long, value_name = "LIST.json", env = "GNOMON_WATCH_SERVERS")]
-    servers: PathBuf,
+    servers: Option<PathBuf>,
     /// Address of the web page, /metrics and /api/servers.
-    #[arg(long, value_name = "ADDR", env = "GNOMON_WATCH_LISTEN")]
-    listen: SocketAddr,
+    #[arg(long, value_name = "ADDR", env = "GNOMON_WATCH_LISTEN", value_parser = cfg::parse_listen)]
+    listen: Option<SocketAddr>,
     /// Where history is kept: sqlite:PATH (created on first start) or
     /// postgres://…; without it, a week of rounds in memory.
-    #[arg(long, value_name = "URL", env = "GNOMON_WATCH_DATABASE")]
+    #[arg(long, value_name = "URL", env = "GNOMON_WATCH_DATABASE", value_parser = cfg::parse_database)]
     database: Option<String>,
-    /// Time between rounds (±10 % jitter), 1s to 24h.
-    #[arg(long, default_value = "5m", value_parser = interval, env = "GNOMON_WATCH_INTERVAL")]
-    interval: Duration,
-    /// Servers probed at once, 1 to 256.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256), env = "GNOMON_WATCH_CONCURRENCY")]
-    concurrency: u16,
-    /// First wait for an answer (retries wait 1.5× longer), 100ms to 10s.
-    #[arg(long, default_value = "1s", value_parser = timeout, env = "GNOMON_WATCH_TIMEOUT")]
-    timeout: Duration,
-    /// Requests sent together to test batched Merkle paths, 2 to 64.
-    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u16).range(2..=64), env = "GNOMON_WATCH_BURST")]
-    burst: u16,
+    /// Time between rounds (±10 % jitter), 1s..=1d [default: 5m].
+    #[arg(long, value_name = "DURATION", value_parser = cfg::parse_interval, env = "GNOMON_WATCH_INTERVAL")]
+    interval: Option<Duration>,
+    /// Servers probed at once, 1..=256 [default: 8].
+    #[arg(long, value_name = "N", value_parser = cfg::parse_concurrency, env = "GNOMON_WATCH_CONCURRENCY")]
+    concurrency: Option<u16>,
+    /// First wait for an answer (retries wait 1.5× longer), 100ms..=10s
+    /// [default: 1s].
+    #[arg(long, value_name = "DURATION", value_parser = cfg::parse_timeout, env = "GNOMON_WATCH_TIMEOUT")]
+    timeout: Option<Duration>,
+    /// Requests sent together to test batched Merkle paths, 2..=64
+    /// [default: 12].
+    #[arg(long, value_name = "N", value_parser = cfg::parse_burst, env = "GNOMON_WATCH_BURST")]
+    burst: Option<u16>,
     /// POST each malfeasance report (once per server, when it becomes
-    /// flagged) to the list's `reports` URL.
-    #[arg(long, env = "GNOMON_WATCH_REPORT")]
-    report: bool,
+    /// flagged) to the list's `reports` URL: true or false [default: false].
+    #[arg(long, env = "GNOMON_WATCH_REPORT", value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true", value_parser = clap::value_parser!(bool),
+          hide_possible_values = true)]
+    report: Option<bool>,
+    /// Run the report sink in this process: POST /reports, the audit list
+    /// at GET /reports; this monitor's own reports are stored there too.
+    /// Needs --database. true or false [default: false].
+    #[arg(long, env = "GNOMON_WATCH_SINK", value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true", value_parser = clap::value_parser!(bool),
+          hide_possible_values = true)]
+    sink: Option<bool>,
     /// Testing only: accept a plain-HTTP `reports` URL on 127.0.0.1, ::1 or
     /// localhost. Real lists must use HTTPS.
     #[arg(long, hide = true)]
     allow_loopback_http_reports: bool,
-    /// A certificate (delegation) with less than this left is a warning.
-    #[arg(long, default_value = "1h", value_parser = expiry, env = "GNOMON_WATCH_EXPIRY_WARNING")]
-    expiry_warning: Duration,
+    /// A certificate (delegation) with less than this left is a warning,
+    /// 0s..=30d [default: 1h].
+    #[arg(long, value_name = "DURATION", value_parser = cfg::parse_expiry_warning, env = "GNOMON_WATCH_EXPIRY_WARNING")]
+    expiry_warning: Option<Duration>,
+    /// Print the effective settings as [watch] and [report-server] tables
+    /// and exit.
+    #[arg(long)]
+    print_config: bool,
 }
 
-fn ranged(s: &str, lo: Duration, hi: Duration, what: &str) -> Result<Duration, String> {
-    let d = if let Some(h) = s.trim().strip_suffix('h') {
-        parse_duration(h)? * 3600
-    } else {
-        parse_duration(s)?
-    };
-    if d < lo || d > hi {
-        return Err(format!("{what} must be from {lo:?} to {hi:?}"));
+impl Args {
+    fn layer(&self) -> WatchLayer {
+        WatchLayer {
+            servers: self.servers.clone(),
+            listen: self.listen,
+            database: self.database.clone(),
+            interval: self.interval,
+            concurrency: self.concurrency,
+            timeout: self.timeout,
+            burst: self.burst,
+            report: self.report,
+            expiry_warning: self.expiry_warning,
+            sink: self.sink,
+        }
     }
-    Ok(d)
-}
-
-fn interval(s: &str) -> Result<Duration, String> {
-    ranged(
-        s,
-        Duration::from_secs(1),
-        Duration::from_secs(86_400),
-        "--interval",
-    )
-}
-
-fn timeout(s: &str) -> Result<Duration, String> {
-    ranged(
-        s,
-        Duration::from_millis(100),
-        Duration::from_secs(10),
-        "--timeout",
-    )
-}
-
-fn expiry(s: &str) -> Result<Duration, String> {
-    ranged(
-        s,
-        Duration::ZERO,
-        Duration::from_secs(30 * 86_400),
-        "--expiry-warning",
-    )
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
-    let raw = match std::fs::read(&args.servers) {
-        Ok(r) => r,
-        Err(e) => return usage("watch", format!("{}: {e}", args.servers.display())),
+    let file = match FileLayers::load(args.config.as_deref()) {
+        Ok(f) => f,
+        Err(e) => return usage("watch", e),
     };
-    let loaded = match gnomon_sync::list::parse(raw, &args.servers.display().to_string()) {
+    let settings = match WatchSettings::resolve(&file.watch, &args.layer()) {
+        Ok(s) => s,
+        Err(e) => return usage("watch", e),
+    };
+    let sink_settings = SinkSettings::resolve(&file.sink, &SinkLayer::default());
+    if args.print_config {
+        print!("{settings}\n{sink_settings}");
+        return Exit::Ok.into();
+    }
+    let raw = match std::fs::read(&settings.servers) {
+        Ok(r) => r,
+        Err(e) => return usage("watch", format!("{}: {e}", settings.servers.display())),
+    };
+    let loaded = match gnomon_sync::list::parse(raw, &settings.servers.display().to_string()) {
         Ok(l) => l,
         Err(e) => return usage("watch", e),
     };
@@ -107,22 +123,22 @@ pub(crate) fn run(args: Args) -> ExitCode {
     for n in &loaded.notes {
         eprintln!("gnomon watch: {n}");
     }
-    let settings = Settings {
-        interval: args.interval,
-        concurrency: usize::from(args.concurrency),
-        timeout: args.timeout,
-        burst: usize::from(args.burst),
+    let mut probing = Settings {
+        interval: settings.interval,
+        concurrency: usize::from(settings.concurrency),
+        timeout: settings.timeout,
+        burst: usize::from(settings.burst),
         report_to: None,
+        sink: None,
     };
-    let mut settings = settings;
-    if args.report {
+    if settings.report {
         match report_url {
             Some(url) => {
                 let policy = PostPolicy {
                     allow_loopback_http: args.allow_loopback_http_reports,
                     ..PostPolicy::default()
                 };
-                settings.report_to = Some((url, policy));
+                probing.report_to = Some((url, policy));
             }
             None => {
                 eprintln!("gnomon watch: --report given, but the list has no HTTPS `reports` URL")
@@ -148,14 +164,14 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return Exit::Local.into();
         }
     };
-    let listener = match runtime.block_on(tokio::net::TcpListener::bind(args.listen)) {
+    let listener = match runtime.block_on(tokio::net::TcpListener::bind(settings.listen)) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("gnomon watch: cannot listen on {}: {e}", args.listen);
+            eprintln!("gnomon watch: cannot listen on {}: {e}", settings.listen);
             return Exit::Local.into();
         }
     };
-    let store = match &args.database {
+    let store = match &settings.database {
         Some(url) => match runtime.block_on(Store::open(url)) {
             Ok(s) => Some(s),
             Err(e) => {
@@ -165,21 +181,32 @@ pub(crate) fn run(args: Args) -> ExitCode {
         },
         None => None,
     };
+    // resolve() refuses `sink` without a database.
+    let sink = store
+        .clone()
+        .filter(|_| settings.sink)
+        .map(|s| Sink::new(s, sink_settings.sink_config()));
+    probing.sink = sink.clone().map(|s| (s, runtime.handle().clone()));
     let history = store
         .clone()
         .map(|s| History::new(s, runtime.handle().clone()));
-    let local = listener.local_addr().unwrap_or(args.listen);
+    let local = listener.local_addr().unwrap_or(settings.listen);
     eprintln!(
-        "gnomon watch: {} servers every {:?}; listening on http://{local}/",
+        "gnomon watch: {} servers every {:?}{}; listening on http://{local}/",
         loaded.servers.len(),
-        args.interval
+        settings.interval,
+        if sink.is_some() {
+            "; the report sink at /reports"
+        } else {
+            ""
+        }
     );
     let prober = {
         let (latest, stop) = (latest.clone(), stop.clone());
         let servers = loaded.servers;
         std::thread::Builder::new()
             .name("gnomon-probe".into())
-            .spawn(move || probe::run(servers, settings, latest, history, stop))
+            .spawn(move || probe::run(servers, probing, latest, history, stop))
     };
     let prober = match prober {
         Ok(p) => p,
@@ -188,7 +215,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return Exit::Local.into();
         }
     };
-    let app = App::new(latest, args.expiry_warning, store);
+    let app = App::new(latest, settings.expiry_warning, store.clone(), sink);
     let shutdown = {
         let stop = stop.clone();
         async move {
@@ -199,12 +226,21 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let served = runtime.block_on(web::serve(listener, app, shutdown));
     stop.store(true, Ordering::Relaxed);
-    // A round in progress ends within its probes' deadlines; the process
-    // does not wait for it.
-    drop(prober);
+    // No probe starts after `stop`; those running end within their
+    // deadlines (a few times --timeout), and the round is not recorded.
+    if prober.join().is_err() {
+        eprintln!("gnomon watch: the prober failed");
+    }
+    // Closing the pool lets SQLite checkpoint its log into the file.
+    if let Some(s) = store {
+        runtime.block_on(s.close());
+    }
     runtime.shutdown_timeout(Duration::from_millis(200));
     match served {
-        Ok(()) => Exit::Ok.into(),
+        Ok(()) => {
+            eprintln!("gnomon watch: stopped");
+            Exit::Ok.into()
+        }
         Err(e) => {
             eprintln!("gnomon watch: {e}");
             Exit::Local.into()

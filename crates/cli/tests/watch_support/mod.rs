@@ -160,6 +160,8 @@ pub fn start_reporting(test: &str, with_liar: bool, reports: Option<&str>) -> Li
 pub struct Watch {
     child: Child,
     pub addr: SocketAddr,
+    /// Its stderr lines after the one saying where it listens.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Watch {
@@ -202,10 +204,41 @@ impl Watch {
                 break;
             }
         }
-        std::thread::spawn(move || for _ in lines {});
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
         Watch {
             addr: addr.expect("gnomon watch says where it listens"),
             child,
+            log,
+        }
+    }
+
+    /// Its stderr so far (after the listening line).
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then its exit status, within `patience` (a panic if it
+    /// is still running then; the drop kills it).
+    pub fn terminate(&mut self, patience: Duration) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+        let until = Instant::now() + patience;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < until,
+                "gnomon watch still runs {patience:?} after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -235,13 +268,26 @@ impl Watch {
 
 /// A plain HTTP/1.1 GET: status and body.
 pub fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    request(addr, &format!("GET {path} HTTP/1.1\r\n"), b"")
+}
+
+/// A POST of a malfeasance report: status and body.
+pub fn post(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+        gnomon_protocol::report::MEDIA_TYPE,
+        body.len()
+    );
+    request(addr, &head, body)
+}
+
+/// `start` (request line and headers but the last), then `Host`,
+/// `Connection: close` and `body`: the status and body of the answer.
+fn request(addr: SocketAddr, start: &str, body: &[u8]) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    write!(s, "{start}Host: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    s.write_all(body).unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let text = String::from_utf8_lossy(&raw).into_owned();

@@ -26,7 +26,10 @@ use gnomon_client::{
 
 pub use check::now_us;
 
+use tokio::runtime::Handle;
+
 use crate::history::History;
+use crate::sink::Sink;
 use crate::state::{Shared, Status};
 
 /// How the prober runs.
@@ -44,6 +47,10 @@ pub struct Settings {
     /// Where malfeasance reports are POSTed (the list's `reports` URL),
     /// and how.
     pub report_to: Option<(String, PostPolicy)>,
+    /// The report sink running in this process (`gnomon watch --sink`),
+    /// and the runtime its store is driven by: each report is checked and
+    /// stored there as a POSTed one would be.
+    pub sink: Option<(Sink, Handle)>,
 }
 
 impl Default for Settings {
@@ -54,6 +61,7 @@ impl Default for Settings {
             timeout: Duration::from_secs(1),
             burst: 12,
             report_to: None,
+            sink: None,
         }
     }
 }
@@ -76,13 +84,22 @@ pub fn jittered(interval: Duration, r: u32) -> Duration {
 type Probed = (Option<Answer>, Status);
 
 /// One round over `servers`: every probe, the consensus, the flags and the
-/// report. Returns the statuses in list order and the consensus.
-pub fn round(servers: &[Server], settings: &Settings) -> (Vec<Status>, Option<(i64, i64)>) {
+/// report. Returns the statuses in list order and the consensus. Once
+/// `stop` is set no further probe starts (those running end within their
+/// deadlines), and the round's results mean nothing.
+pub fn round(
+    servers: &[Server],
+    settings: &Settings,
+    stop: &AtomicBool,
+) -> (Vec<Status>, Option<(i64, i64)>) {
     let results: Vec<Mutex<Option<Probed>>> = servers.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..settings.concurrency.clamp(1, servers.len().max(1)) {
             scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(server) = servers.get(i) else { break };
                 let r = check::probe(server, settings);
@@ -138,7 +155,7 @@ pub fn round(servers: &[Server], settings: &Settings) -> (Vec<Status>, Option<(i
             .to_string(),
         );
     }
-    if !agreement.flagged.is_empty() {
+    if !agreement.flagged.is_empty() && !stop.load(Ordering::Relaxed) {
         prove(servers, &answers, &mut statuses);
     }
     (statuses, consensus)
@@ -199,11 +216,25 @@ pub fn run(
     // becomes flagged, not every round it stays so.
     let mut accused: Vec<String> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        let (statuses, consensus) = round(&servers, &settings);
-        if let Some((url, policy)) = &settings.report_to {
-            for s in &statuses {
-                if let (Some(report), false) = (&s.report, accused.contains(&s.name)) {
-                    post(url.clone(), report.clone(), *policy, s.name.clone());
+        let (statuses, consensus) = round(&servers, &settings, &stop);
+        if stop.load(Ordering::Relaxed) {
+            // Cut short: servers not probed would count as failures.
+            break;
+        }
+        for s in &statuses {
+            let Some(report) = s.report.as_ref().filter(|_| !accused.contains(&s.name)) else {
+                continue;
+            };
+            if let Some((url, policy)) = &settings.report_to {
+                post(url.clone(), report.clone(), *policy, s.name.clone());
+            }
+            if let Some((sink, handle)) = &settings.sink {
+                match handle.block_on(sink.submit(report, LOCAL_SENDER)) {
+                    Ok(stored) => eprintln!(
+                        "gnomon watch: report on {:?} stored as /reports/{}.json",
+                        s.name, stored.id
+                    ),
+                    Err(e) => eprintln!("gnomon watch: report on {:?} NOT stored: {e}", s.name),
                 }
             }
         }
@@ -231,6 +262,9 @@ pub fn run(
         }
     }
 }
+
+/// The sender the store keeps for reports this process made.
+pub const LOCAL_SENDER: &str = "local (this monitor)";
 
 /// POST `report` on a thread of its own (the RFC's retries take minutes;
 /// rounds go on), one line for the outcome.

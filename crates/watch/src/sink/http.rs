@@ -4,24 +4,25 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::Router;
-use gnomon_client::report_check::{accused_keys, check_json, parse_verifiable, Verdict};
+use gnomon_client::report_check::{check_json, parse_verifiable};
 use gnomon_protocol::report::MEDIA_TYPE;
 use serde_json::json;
 use tokio::net::TcpListener;
 
+use super::accept::Stored;
 use super::limit::{retry_after, sender_prefix};
 use super::metrics::Reject;
 use super::{page, Shared, SinkConfig};
-use crate::store::{report_id, Inserted, NewReport, Table};
+use crate::store::{Inserted, Table};
 use crate::Store;
 
 /// Lines on the audit page.
@@ -47,30 +48,24 @@ pub async fn serve(
     .await
 }
 
-/// The sink's routes over `store`, for a process that serves them itself
-/// (`watch` running the sink beside its page: nest them, e.g. under
-/// `/sink`, since `/` and `/metrics` are the sink's own). Serve them with
-/// crate::http::serve_router: its limits guard the connections, and the
-/// peer address it attaches to each request is what the rate limit and
-/// the stored sender prefix read (a POST without it is refused).
-pub fn router(store: Store, config: SinkConfig) -> Router {
-    routes(Shared::new(store, config))
+pub(crate) fn routes(shared: Arc<Shared>) -> Router {
+    reports_routes(shared.clone()).merge(
+        Router::new()
+            .route("/", get(list).post(receive))
+            .route("/metrics", get(metrics))
+            .with_state(shared),
+    )
 }
 
-fn routes(shared: Arc<Shared>) -> Router {
+/// Everything under `/reports`: what a process serving other pages at `/`
+/// and `/metrics` (`gnomon watch --sink`) mounts beside them. `GET
+/// /reports` is the audit list, as `GET /` is on the sink alone.
+pub(crate) fn reports_routes(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/", get(list).post(receive))
-        .route("/reports", post(receive))
+        .route("/reports", get(list).post(receive))
         .route("/reports/{file}", get(raw))
         .route("/reports/{id}/verify", get(verify))
-        .route("/metrics", get(metrics))
         .with_state(shared)
-}
-
-fn now_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
 fn json_response(status: StatusCode, v: serde_json::Value) -> Response {
@@ -146,95 +141,30 @@ async fn receive(
             };
         }
     };
-    // Verifying is a few hundred signature checks at most: off the
-    // runtime's threads.
-    let checked = tokio::task::spawn_blocking(move || {
-        let report = parse_verifiable(&bytes);
-        let report = match report {
-            Ok(r) => r,
-            Err(e) => return Err((e, bytes)),
-        };
-        let check = report.verify();
-        Ok((report, check, bytes))
-    })
-    .await;
-    let (report, check, bytes) = match checked {
-        Ok(Ok(x)) => x,
-        Ok(Err((why, bytes))) => {
-            let legacy = why.starts_with("a pre-draft-12");
-            drop(bytes);
-            let reason = if legacy {
-                Reject::Unverifiable
-            } else {
-                Reject::Malformed
-            };
-            return refuse(&shared, reason, why);
-        }
-        Err(_) => {
-            return refuse(
-                &shared,
-                Reject::Malformed,
-                "the report could not be checked",
-            )
-        }
-    };
-    match Verdict::of(&check) {
-        Verdict::Malfeasance => {}
-        Verdict::Invalid => {
-            return refuse(
-                &shared,
-                Reject::Invalid,
-                "a signature or chain link fails, so the report proves nothing",
-            )
-        }
-        Verdict::NoContradiction => {
-            return refuse(
-                &shared,
-                Reject::NoContradiction,
-                "every signature holds but no pair of answers contradicts: no malfeasance shown",
-            )
-        }
-    }
-    // The parser read it as JSON, so it is UTF-8.
-    let Ok(body) = String::from_utf8(bytes.to_vec()) else {
-        return refuse(&shared, Reject::Malformed, "the report is not UTF-8");
-    };
-    let id = report_id(&report);
-    let new = NewReport {
-        id: id.clone(),
-        received_us: now_us(),
-        sender_prefix: prefix,
-        body,
-        verdict: Verdict::Malfeasance.label().into(),
-        entries: report.entries.len() as i64,
-        contradictions: check.contradictions.len() as i64,
-        accused: accused_keys(&report, &check),
-    };
-    let location = format!("/reports/{id}.json");
-    match shared.store.insert_report(&new).await {
-        Ok(Inserted::New) => {
-            shared.counters.accepted();
+    let location = |id: &str| format!("/reports/{id}.json");
+    match super::accept::accept(&shared, bytes, prefix).await {
+        Ok(Stored {
+            id,
+            inserted: Inserted::New,
+        }) => {
+            let url = location(&id);
             let mut r = json_response(
                 StatusCode::CREATED,
-                json!({ "status": "stored", "id": id, "url": location }),
+                json!({ "status": "stored", "id": id, "url": url }),
             );
-            if let Ok(v) = HeaderValue::from_str(&location) {
+            if let Ok(v) = HeaderValue::from_str(&url) {
                 r.headers_mut().insert(LOCATION, v);
             }
             r
         }
-        Ok(Inserted::Duplicate) => {
-            shared.counters.duplicate();
-            json_response(
-                StatusCode::OK,
-                json!({ "status": "already known", "id": id, "url": location }),
-            )
-        }
-        Err(_) => refuse(
-            &shared,
-            Reject::Store,
-            "the database is unavailable; retry later",
+        Ok(Stored {
+            id,
+            inserted: Inserted::Duplicate,
+        }) => json_response(
+            StatusCode::OK,
+            json!({ "status": "already known", "id": id, "url": location(&id) }),
         ),
+        Err((why, detail)) => refuse(&shared, why, detail),
     }
 }
 

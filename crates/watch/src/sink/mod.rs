@@ -8,7 +8,7 @@
 //!  POST / or /reports   rate (prefix) ─▶ type ─▶ size ─▶ parse ─▶ verify ─▶ store
 //!                       429             415      413     400      422       201 new
 //!                                                                           200 known
-//!  GET  /               reports by accused server (HTML, no script)
+//!  GET  / or /reports  reports by accused server (HTML, no script)
 //!  GET  /reports/ID.json   the body exactly as received
 //!  GET  /reports/ID/verify the check recomputed now (JSON)
 //!  GET  /metrics        Prometheus text
@@ -20,6 +20,7 @@
 //! closed at once), a body is read up to `max_body` and no further, and
 //! every refusal is counted by reason, never logged per request.
 
+mod accept;
 mod http;
 pub mod limit;
 mod metrics;
@@ -27,7 +28,8 @@ mod page;
 
 use std::sync::Arc;
 
-pub use http::{router, serve};
+pub use accept::Stored;
+pub use http::serve;
 pub use metrics::Counters;
 
 use crate::Store;
@@ -77,6 +79,54 @@ impl Shared {
             limiter: limit::RateLimiter::new(config.rate_per_minute),
             config,
             counters: Counters::default(),
+        })
+    }
+}
+
+/// The sink as a part of another program (`gnomon watch --sink`): its
+/// `/reports` routes to mount, its counters to export, and a door for the
+/// host's own reports, which are checked and stored exactly as POSTed ones
+/// are.
+#[derive(Clone, Debug)]
+pub struct Sink {
+    shared: Arc<Shared>,
+}
+
+impl Sink {
+    /// A sink over `store`.
+    pub fn new(store: Store, config: SinkConfig) -> Sink {
+        Sink {
+            shared: Shared::new(store, config),
+        }
+    }
+
+    /// `POST /reports`, `GET /reports` (the audit list),
+    /// `/reports/ID.json` and `/reports/ID/verify`. Serve them with
+    /// crate::http::serve_router: its limits guard the connections, and the
+    /// peer address it attaches to each request is what the rate limit and
+    /// the stored sender prefix read.
+    pub fn router(&self) -> axum::Router {
+        http::reports_routes(self.shared.clone())
+    }
+
+    /// The sink's counters as Prometheus text (`gnomon_reports_*`).
+    pub async fn metrics(&self) -> String {
+        let stored = self.shared.store.count(crate::Table::Reports).await.ok();
+        self.shared.counters.render(stored)
+    }
+
+    /// Check and store a report made by this process; `sender` is what
+    /// the store keeps as its source (no rate limit applies).
+    pub async fn submit(&self, body: &str, sender: &str) -> Result<Stored, String> {
+        accept::accept(
+            &self.shared,
+            axum::body::Bytes::copy_from_slice(body.as_bytes()),
+            sender.to_string(),
+        )
+        .await
+        .map_err(|(why, detail)| {
+            self.shared.counters.rejected(why);
+            detail
         })
     }
 }

@@ -251,27 +251,77 @@ impl Store {
     /// Records an observation. Returns false when one with the same key
     /// was already there (nothing changes then).
     pub async fn insert_observation(&self, o: &Observation) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "INSERT INTO observations (server, version, check_name, time_us, result, detail, \
-             rtt_us, offset_us, radius_us, cert_min_us, cert_max_us, response_hex) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-             ON CONFLICT DO NOTHING",
+        insert_observation(&self.pool, o).await
+    }
+
+    /// Records several observations in one transaction (a round's rows:
+    /// one commit, not one each). Returns how many were new.
+    pub async fn insert_observations(&self, all: &[Observation]) -> Result<usize, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut n = 0;
+        for o in all {
+            n += insert_observation(&mut *tx, o).await? as usize;
+        }
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    /// One `check` of `server` in `since_us..=until_us`, summed into
+    /// buckets of `bucket_us` by the database: at most (until - since) /
+    /// bucket + 1 rows come back however many were recorded, oldest
+    /// bucket first.
+    pub async fn buckets(
+        &self,
+        server: &str,
+        check: &str,
+        (since_us, until_us): (i64, i64),
+        bucket_us: i64,
+    ) -> Result<Vec<Bucket>, StoreError> {
+        // Integer division on both backends; AVG is cast back to BIGINT
+        // (PostgreSQL's AVG is NUMERIC, SQLite's REAL).
+        let rows = sqlx::query(
+            "SELECT MIN(time_us), COUNT(*), SUM(CASE WHEN result = 'ok' THEN 1 ELSE 0 END), \
+             CAST(AVG(rtt_us) AS BIGINT), CAST(AVG(offset_us) AS BIGINT) FROM observations \
+             WHERE server = $1 AND check_name = $2 AND time_us >= $3 AND time_us <= $5 \
+             GROUP BY (time_us - $3) / $4 ORDER BY 1",
         )
-        .bind(&o.server)
-        .bind(&o.version)
-        .bind(&o.check)
-        .bind(o.time_us)
-        .bind(&o.result)
-        .bind(o.detail.as_deref())
-        .bind(o.rtt_us)
-        .bind(o.offset_us)
-        .bind(o.radius_us)
-        .bind(o.cert_min_us)
-        .bind(o.cert_max_us)
-        .bind(o.response.as_deref().map(hex::encode))
-        .execute(&self.pool)
+        .bind(server)
+        .bind(check)
+        .bind(since_us)
+        .bind(bucket_us.max(1))
+        .bind(until_us)
+        .fetch_all(&self.pool)
         .await?;
-        Ok(done.rows_affected() == 1)
+        rows.iter()
+            .map(|r| {
+                Ok(Bucket {
+                    first_us: r.try_get(0)?,
+                    count: r.try_get(1)?,
+                    ok: r.try_get(2)?,
+                    rtt_us: r.try_get(3)?,
+                    offset_us: r.try_get(4)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The time of `server`'s oldest `check` at or after `since_us`.
+    pub async fn first_time(
+        &self,
+        server: &str,
+        check: &str,
+        since_us: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query(
+            "SELECT MIN(time_us) FROM observations \
+             WHERE server = $1 AND check_name = $2 AND time_us >= $3",
+        )
+        .bind(server)
+        .bind(check)
+        .bind(since_us)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get(0)?)
     }
 
     /// A server's observations with `time_us >= since_us`, oldest first,
@@ -316,6 +366,48 @@ impl Store {
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
+}
+
+/// One bucket of [`Store::buckets`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    /// Its oldest row's time.
+    pub first_us: i64,
+    /// Rows in it.
+    pub count: i64,
+    /// Of those, rows whose result is "ok".
+    pub ok: i64,
+    /// Mean round trip of those that have one.
+    pub rtt_us: Option<i64>,
+    /// Mean offset of those that have one.
+    pub offset_us: Option<i64>,
+}
+
+async fn insert_observation<'e>(
+    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    o: &Observation,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "INSERT INTO observations (server, version, check_name, time_us, result, detail, \
+         rtt_us, offset_us, radius_us, cert_min_us, cert_max_us, response_hex) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&o.server)
+    .bind(&o.version)
+    .bind(&o.check)
+    .bind(o.time_us)
+    .bind(&o.result)
+    .bind(o.detail.as_deref())
+    .bind(o.rtt_us)
+    .bind(o.offset_us)
+    .bind(o.radius_us)
+    .bind(o.cert_min_us)
+    .bind(o.cert_max_us)
+    .bind(o.response.as_deref().map(hex::encode))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// The store's tables, for [`Store::count`].

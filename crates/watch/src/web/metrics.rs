@@ -88,6 +88,50 @@ pub fn render(latest: &Latest) -> String {
                 .map(|b| b.verified as f64 / b.sent.max(1) as f64)
         }),
     );
+    gauge(
+        &mut o,
+        "gnomon_watch_request_bytes",
+        "Size of the last request sent",
+        per(&|s| s.request_len.map(|v| v as f64)),
+    );
+    gauge(
+        &mut o,
+        "gnomon_watch_response_bytes",
+        "Size of the last response (larger than the request: amplification)",
+        per(&|s| s.response_len.map(|v| v as f64)),
+    );
+    let mut reachable = Vec::new();
+    for s in &latest.servers {
+        for (t, v) in [("udp", s.udp), ("tcp", s.tcp)] {
+            if let Some(v) = v {
+                let labels = format!("server=\"{}\",transport=\"{t}\"", label(&s.name));
+                reachable.push((labels, if v { 1.0 } else { 0.0 }));
+            }
+        }
+    }
+    gauge(
+        &mut o,
+        "gnomon_watch_reachable",
+        "1 when the server answered over the transport in the last round (absent: not asked)",
+        reachable,
+    );
+    let orientations: Vec<(String, f64)> = latest
+        .servers
+        .iter()
+        .flat_map(|s| {
+            let seen = s.batch.iter().flat_map(|b| b.orientations.iter());
+            seen.map(move |t| {
+                let labels = format!("server=\"{}\",orientation=\"{}\"", label(&s.name), label(t));
+                (labels, 1.0)
+            })
+        })
+        .collect();
+    gauge(
+        &mut o,
+        "gnomon_watch_batch_tree_orientation",
+        "1 for each Merkle tree orientation the burst's paths verified in",
+        orientations,
+    );
     let versions: Vec<(String, f64)> = latest
         .servers
         .iter()

@@ -29,6 +29,7 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 
 use crate::history;
+use crate::sink::Sink;
 use crate::state::{Point, Shared, Status};
 use crate::store::Store;
 use view::Cell;
@@ -43,12 +44,19 @@ pub struct App {
     pub expiry_warning: Duration,
     /// Where the history is, when not only in memory.
     pub store: Option<Store>,
+    /// The report sink served beside the pages (`/reports…`), when on.
+    pub sink: Option<Sink>,
     templates: Environment<'static>,
 }
 
 impl App {
     /// Handlers over `latest`.
-    pub fn new(latest: Shared, expiry_warning: Duration, store: Option<Store>) -> Arc<App> {
+    pub fn new(
+        latest: Shared,
+        expiry_warning: Duration,
+        store: Option<Store>,
+        sink: Option<Sink>,
+    ) -> Arc<App> {
         let mut templates = Environment::new();
         // `.html` names turn on auto-escaping: every value from the list
         // or a server is text, never markup.
@@ -62,6 +70,7 @@ impl App {
             latest,
             expiry_warning,
             store,
+            sink,
             templates,
         })
     }
@@ -77,14 +86,19 @@ pub async fn serve(
     crate::http::serve_router(listener, router(app), MAX_CONNECTIONS, || {}, shutdown).await
 }
 
-/// The routes.
+/// The routes, and the sink's under `/reports` when it runs here.
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let sink = app.sink.as_ref().map(Sink::router);
+    let pages = Router::new()
         .route("/", get(status_page))
         .route("/servers/{name}", get(server_page))
         .route("/metrics", get(metrics_text))
         .route("/api/servers", get(api_servers))
-        .with_state(app)
+        .with_state(app);
+    match sink {
+        Some(s) => pages.merge(s),
+        None => pages,
+    }
 }
 
 /// What a server name keeps unencoded in its page's path: letters,
@@ -184,17 +198,22 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
     let Some(s) = latest.server(&name) else {
         return (StatusCode::NOT_FOUND, "no such server in the list\n").into_response();
     };
-    let points: Vec<Point> = stored.unwrap_or_else(|| {
-        latest
+    let window = stored.unwrap_or_else(|| {
+        let points: Vec<Point> = latest
             .history
             .get(&name)
             .map(|h| h.iter().copied().collect())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        history::Window {
+            rounds: points.len() as u64,
+            up: points.iter().filter(|p| p.up).count() as u64,
+            points,
+        }
     });
-    let up = points.iter().filter(|p| p.up).count();
-    let uptime = (!points.is_empty()).then(|| 100.0 * up as f64 / points.len() as f64);
-    let offset_svg = plot::line(&points, "offset", false, |p| p.offset_us.map(|v| v as f64));
-    let rtt_svg = plot::line(&points, "round-trip time", true, |p| {
+    let points = &window.points;
+    let uptime = (window.rounds > 0).then(|| 100.0 * window.up as f64 / window.rounds as f64);
+    let offset_svg = plot::line(points, "offset", false, |p| p.offset_us.map(|v| v as f64));
+    let rtt_svg = plot::line(points, "round-trip time", true, |p| {
         p.rtt_us.map(|v| v as f64)
     });
     let decoded =
@@ -216,7 +235,7 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
     let ctx = context! {
         row => r,
         checked_at => utc(s.checked_at_us),
-        uptime => uptime.map(|u| format!("{u:.1} % of {} rounds", points.len())),
+        uptime => uptime.map(|u| format!("{u:.1} % of {} rounds", window.rounds)),
         offset_svg => minijinja::Value::from_safe_string(offset_svg),
         rtt_svg => minijinja::Value::from_safe_string(rtt_svg),
         decoded => decoded,
@@ -229,11 +248,17 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
 }
 
 async fn metrics_text(State(app): State<Arc<App>>) -> Response {
+    // The sink's counters first: its store is read before the lock is
+    // taken, so no await holds it.
+    let sink = match &app.sink {
+        Some(s) => s.metrics().await,
+        None => String::new(),
+    };
     let Ok(latest) = app.latest.read() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     with_type(
-        metrics::render(&latest),
+        metrics::render(&latest) + &sink,
         "text/plain; version=0.0.4; charset=utf-8",
     )
 }

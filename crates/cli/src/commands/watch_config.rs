@@ -1,0 +1,442 @@
+//! What `gnomon watch` and `gnomon report-server` are told, checked once.
+//!
+//! ```text
+//!  defaults ◀── file ([watch], [report-server]; --config) ◀── GNOMON_* ◀── flags
+//! ```
+//!
+//! One file holds both tables (deploy/gnomon-watch.toml shows every key):
+//! a monitor running the sink in its own process (`sink = true`) takes the
+//! sink's limits from `[report-server]`. Each key is a flag of the same
+//! name and a variable (`max-body` → `--max-body`,
+//! `GNOMON_REPORT_SERVER_MAX_BODY`); flags and variables go through the
+//! parsers below, so a value is range-checked the same way wherever it
+//! came from. Unknown keys and tables are errors. The duration and integer
+//! checks are sync's (gnomon_sync::config), so every client-side command
+//! reads `5m` the same way.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gnomon_sync::config::{duration_in, int_in, DurationText};
+use gnomon_watch::sink::{
+    SinkConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_RATE_PER_MINUTE,
+};
+use serde::Deserialize;
+
+/// `interval`: 1 s to a day.
+pub(crate) fn parse_interval(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_secs(1),
+        Duration::from_secs(86_400),
+        "a duration in 1s..=1d",
+    )
+}
+
+/// `timeout`: 100 ms to 10 s.
+pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_millis(100),
+        Duration::from_secs(10),
+        "a duration in 100ms..=10s",
+    )
+}
+
+/// `expiry-warning`: 0 to 30 days.
+pub(crate) fn parse_expiry_warning(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::ZERO,
+        Duration::from_secs(30 * 86_400),
+        "a duration in 0s..=30d",
+    )
+}
+
+/// `concurrency`: 1..=256.
+pub(crate) fn parse_concurrency(s: &str) -> Result<u16, String> {
+    int_in(s, 1, 256, "an integer in 1..=256").map(|v| v as u16)
+}
+
+/// `burst`: 2..=64.
+pub(crate) fn parse_burst(s: &str) -> Result<u16, String> {
+    int_in(s, 2, 64, "an integer in 2..=64").map(|v| v as u16)
+}
+
+/// `listen`: `127.0.0.1:8080`, `[::1]:8080`.
+pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a socket address (like 127.0.0.1:8080)"))
+}
+
+/// `database`: `sqlite:PATH` or `postgres://…` (the store says more when
+/// it connects; this catches a typo before anything starts).
+pub(crate) fn parse_database(s: &str) -> Result<String, String> {
+    let ok = ["sqlite:", "postgres://", "postgresql://"]
+        .iter()
+        .any(|p| s.len() > p.len() && s.starts_with(p));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "`{s}` is not a database URL (sqlite:PATH, postgres://… or postgresql://…)"
+        ))
+    }
+}
+
+/// `max-body`: 1 KiB to 16 MiB.
+pub(crate) fn parse_max_body(s: &str) -> Result<u64, String> {
+    int_in(s, 1024, 16 << 20, "a byte count in 1024..=16777216").map(|v| v as u64)
+}
+
+/// `rate`: 1..=100000 a minute.
+pub(crate) fn parse_rate(s: &str) -> Result<u32, String> {
+    int_in(s, 1, 100_000, "an integer in 1..=100000").map(|v| v as u32)
+}
+
+/// `max-connections`: 1..=65536.
+pub(crate) fn parse_max_connections(s: &str) -> Result<u64, String> {
+    int_in(s, 1, 65_536, "an integer in 1..=65536").map(|v| v as u64)
+}
+
+/// `[watch]`, each key present or not (from the file, or from flags and
+/// variables).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub(crate) struct WatchLayer {
+    pub servers: Option<PathBuf>,
+    pub listen: Option<SocketAddr>,
+    pub database: Option<String>,
+    pub interval: Option<Duration>,
+    pub concurrency: Option<u16>,
+    pub timeout: Option<Duration>,
+    pub burst: Option<u16>,
+    pub report: Option<bool>,
+    pub expiry_warning: Option<Duration>,
+    pub sink: Option<bool>,
+}
+
+/// `[report-server]`, each key present or not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub(crate) struct SinkLayer {
+    pub listen: Option<SocketAddr>,
+    pub database: Option<String>,
+    pub max_body: Option<u64>,
+    pub rate: Option<u32>,
+    pub max_connections: Option<u64>,
+}
+
+/// A file's two tables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FileLayers {
+    pub watch: WatchLayer,
+    pub sink: SinkLayer,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    watch: Option<WatchTable>,
+    #[serde(rename = "report-server")]
+    report_server: Option<SinkTable>,
+}
+
+/// Values as TOML types them; checked by the same parsers as flags.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct WatchTable {
+    servers: Option<String>,
+    listen: Option<String>,
+    database: Option<String>,
+    interval: Option<String>,
+    concurrency: Option<i64>,
+    timeout: Option<String>,
+    burst: Option<i64>,
+    report: Option<bool>,
+    expiry_warning: Option<String>,
+    sink: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct SinkTable {
+    listen: Option<String>,
+    database: Option<String>,
+    max_body: Option<i64>,
+    rate: Option<i64>,
+    max_connections: Option<i64>,
+}
+
+/// Applies `parse` to a present value, naming `[table] key` in the error.
+fn checked<T, V: ToString>(
+    file: &Path,
+    table: &str,
+    key: &str,
+    v: Option<V>,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    v.map(|v| {
+        parse(&v.to_string()).map_err(|e| format!("{}: [{table}] {key}: {e}", file.display()))
+    })
+    .transpose()
+}
+
+impl FileLayers {
+    /// Both tables of `path` (either may be absent); a relative `servers`
+    /// is relative to the file's directory.
+    pub(crate) fn from_file(path: &Path) -> Result<FileLayers, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        FileLayers::from_toml(&text, path)
+    }
+
+    /// As [`FileLayers::from_file`], from the text; `path` names it.
+    pub(crate) fn from_toml(text: &str, path: &Path) -> Result<FileLayers, String> {
+        let doc: FileDoc = toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let w = doc.watch.unwrap_or_default();
+        let r = doc.report_server.unwrap_or_default();
+        let base = path.parent().unwrap_or(Path::new(""));
+        let (wt, rt) = ("watch", "report-server");
+        Ok(FileLayers {
+            watch: WatchLayer {
+                servers: w.servers.map(|p| base.join(p)),
+                listen: checked(path, wt, "listen", w.listen, parse_listen)?,
+                database: checked(path, wt, "database", w.database, parse_database)?,
+                interval: checked(path, wt, "interval", w.interval, parse_interval)?,
+                concurrency: checked(path, wt, "concurrency", w.concurrency, parse_concurrency)?,
+                timeout: checked(path, wt, "timeout", w.timeout, parse_timeout)?,
+                burst: checked(path, wt, "burst", w.burst, parse_burst)?,
+                report: w.report,
+                expiry_warning: checked(
+                    path,
+                    wt,
+                    "expiry-warning",
+                    w.expiry_warning,
+                    parse_expiry_warning,
+                )?,
+                sink: w.sink,
+            },
+            sink: SinkLayer {
+                listen: checked(path, rt, "listen", r.listen, parse_listen)?,
+                database: checked(path, rt, "database", r.database, parse_database)?,
+                max_body: checked(path, rt, "max-body", r.max_body, parse_max_body)?,
+                rate: checked(path, rt, "rate", r.rate, parse_rate)?,
+                max_connections: checked(
+                    path,
+                    rt,
+                    "max-connections",
+                    r.max_connections,
+                    parse_max_connections,
+                )?,
+            },
+        })
+    }
+
+    /// The file named by `--config`, or nothing.
+    pub(crate) fn load(config: Option<&Path>) -> Result<FileLayers, String> {
+        config.map_or_else(|| Ok(FileLayers::default()), FileLayers::from_file)
+    }
+}
+
+/// `gnomon watch`'s checked settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WatchSettings {
+    pub servers: PathBuf,
+    pub listen: SocketAddr,
+    pub database: Option<String>,
+    pub interval: Duration,
+    pub concurrency: u16,
+    pub timeout: Duration,
+    pub burst: u16,
+    pub report: bool,
+    pub expiry_warning: Duration,
+    pub sink: bool,
+}
+
+impl WatchSettings {
+    /// Defaults, then `file`, then `over` (variables and flags), key by
+    /// key. `servers` and `listen` have no default; `sink` needs a
+    /// database to keep the reports in.
+    pub(crate) fn resolve(file: &WatchLayer, over: &WatchLayer) -> Result<WatchSettings, String> {
+        macro_rules! pick {
+            ($f:ident) => {
+                over.$f.clone().or_else(|| file.$f.clone())
+            };
+        }
+        let required = |key: &str, var: &str| {
+            format!("`{key}` is required: --{key}, {var} or `{key}` in the [watch] table")
+        };
+        let s = WatchSettings {
+            servers: pick!(servers).ok_or_else(|| required("servers", "GNOMON_WATCH_SERVERS"))?,
+            listen: pick!(listen).ok_or_else(|| required("listen", "GNOMON_WATCH_LISTEN"))?,
+            database: pick!(database),
+            interval: pick!(interval).unwrap_or(Duration::from_secs(300)),
+            concurrency: pick!(concurrency).unwrap_or(8),
+            timeout: pick!(timeout).unwrap_or(Duration::from_secs(1)),
+            burst: pick!(burst).unwrap_or(12),
+            report: pick!(report).unwrap_or(false),
+            expiry_warning: pick!(expiry_warning).unwrap_or(Duration::from_secs(3600)),
+            sink: pick!(sink).unwrap_or(false),
+        };
+        if s.sink && s.database.is_none() {
+            return Err("`sink` keeps reports in a database: give `database` too \
+                        (--database, GNOMON_WATCH_DATABASE or [watch] database)"
+                .into());
+        }
+        Ok(s)
+    }
+}
+
+/// `gnomon report-server`'s checked settings (also the limits of the sink
+/// `gnomon watch --sink` runs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SinkSettings {
+    pub listen: SocketAddr,
+    pub database: String,
+    pub max_body: u64,
+    pub rate: u32,
+    pub max_connections: u64,
+}
+
+impl SinkSettings {
+    /// Defaults, then `file`, then `over`, key by key.
+    pub(crate) fn resolve(file: &SinkLayer, over: &SinkLayer) -> SinkSettings {
+        macro_rules! pick {
+            ($f:ident) => {
+                over.$f.clone().or_else(|| file.$f.clone())
+            };
+        }
+        SinkSettings {
+            listen: pick!(listen).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            database: pick!(database).unwrap_or_else(|| "sqlite:gnomon-reports.db".into()),
+            max_body: pick!(max_body).unwrap_or(DEFAULT_MAX_BODY as u64),
+            rate: pick!(rate).unwrap_or(DEFAULT_RATE_PER_MINUTE),
+            max_connections: pick!(max_connections).unwrap_or(DEFAULT_MAX_CONNECTIONS as u64),
+        }
+    }
+
+    /// The sink's limits.
+    pub(crate) fn sink_config(&self) -> SinkConfig {
+        SinkConfig {
+            max_body: self.max_body as usize,
+            rate_per_minute: self.rate,
+            max_connections: self.max_connections as usize,
+        }
+    }
+}
+
+fn quoted(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// The effective settings as a `[watch]` table that loads back the same.
+impl fmt::Display for WatchSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "[watch]")?;
+        writeln!(
+            f,
+            "servers = {}",
+            quoted(&self.servers.display().to_string())
+        )?;
+        writeln!(f, "listen = {}", quoted(&self.listen.to_string()))?;
+        if let Some(d) = &self.database {
+            writeln!(f, "database = {}", quoted(d))?;
+        }
+        writeln!(f, "interval = \"{}\"", DurationText(self.interval))?;
+        writeln!(f, "concurrency = {}", self.concurrency)?;
+        writeln!(f, "timeout = \"{}\"", DurationText(self.timeout))?;
+        writeln!(f, "burst = {}", self.burst)?;
+        writeln!(f, "report = {}", self.report)?;
+        writeln!(
+            f,
+            "expiry-warning = \"{}\"",
+            DurationText(self.expiry_warning)
+        )?;
+        writeln!(f, "sink = {}", self.sink)
+    }
+}
+
+/// The effective settings as a `[report-server]` table.
+impl fmt::Display for SinkSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "[report-server]")?;
+        writeln!(f, "listen = {}", quoted(&self.listen.to_string()))?;
+        writeln!(f, "database = {}", quoted(&self.database))?;
+        writeln!(f, "max-body = {}", self.max_body)?;
+        writeln!(f, "rate = {}", self.rate)?;
+        writeln!(f, "max-connections = {}", self.max_connections)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "/etc/gnomon/gnomon-watch.toml";
+
+    #[test]
+    fn layers_apply_in_order_and_print_back() {
+        let file = FileLayers::from_toml(
+            "[watch]\nservers = \"list.json\"\nlisten = \"127.0.0.1:9000\"\ninterval = \"2m\"\n\
+             burst = 20\n[report-server]\nrate = 5\n",
+            Path::new(FILE),
+        )
+        .unwrap();
+        let over = WatchLayer {
+            burst: Some(30),
+            ..WatchLayer::default()
+        };
+        let w = WatchSettings::resolve(&file.watch, &over).unwrap();
+        assert_eq!(w.servers, Path::new("/etc/gnomon/list.json"));
+        assert_eq!(w.interval, Duration::from_secs(120));
+        assert_eq!((w.burst, w.concurrency), (30, 8));
+        let back = FileLayers::from_toml(&w.to_string(), Path::new(FILE)).unwrap();
+        assert_eq!(
+            WatchSettings::resolve(&back.watch, &WatchLayer::default()),
+            Ok(w)
+        );
+        let s = SinkSettings::resolve(&file.sink, &SinkLayer::default());
+        assert_eq!((s.rate, s.max_body), (5, DEFAULT_MAX_BODY as u64));
+        let back = FileLayers::from_toml(&s.to_string(), Path::new(FILE)).unwrap();
+        assert_eq!(SinkSettings::resolve(&back.sink, &SinkLayer::default()), s);
+    }
+
+    #[test]
+    fn bad_values_unknown_keys_and_missing_requirements_are_errors() {
+        for (text, needle) in [
+            (
+                "[watch]\ninterval = \"0s\"",
+                "[watch] interval: `0s` is not a duration in 1s..=1d",
+            ),
+            (
+                "[watch]\nconcurrency = 0",
+                "[watch] concurrency: `0` is not an integer in 1..=256",
+            ),
+            ("[watch]\nburst = 65", "[watch] burst"),
+            ("[watch]\ntimeout = \"20s\"", "[watch] timeout"),
+            ("[watch]\nlisten = \"nowhere\"", "[watch] listen"),
+            ("[watch]\ndatabase = \"mysql://x\"", "[watch] database"),
+            ("[watch]\nintervall = \"5m\"", "unknown field `intervall`"),
+            ("[report-server]\nmax-body = 10", "[report-server] max-body"),
+            ("[report-server]\nrate = 0", "[report-server] rate"),
+            ("[monitor]\n", "unknown field `monitor`"),
+        ] {
+            let e = FileLayers::from_toml(text, Path::new(FILE)).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+            assert!(e.starts_with(FILE), "{e}");
+        }
+        let e = WatchSettings::resolve(&WatchLayer::default(), &WatchLayer::default());
+        assert!(e.unwrap_err().contains("`servers` is required"));
+        let sink_only = WatchLayer {
+            servers: Some("l.json".into()),
+            listen: Some(parse_listen("127.0.0.1:1").unwrap()),
+            sink: Some(true),
+            ..WatchLayer::default()
+        };
+        let e = WatchSettings::resolve(&sink_only, &WatchLayer::default()).unwrap_err();
+        assert!(e.contains("give `database`"), "{e}");
+    }
+}
