@@ -49,7 +49,19 @@ def gnomon_bin() -> Path:
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built with maturin from the package's own pyproject.toml
-    (its `python` profile: release code that unwinds on panic)."""
+    (its `bindings` profile: release code that unwinds on panic).
+
+    Not `--profile dev` to reuse what `cargo test --workspace` built: maturin
+    builds this one package, so Cargo resolves other features than for the
+    whole workspace (serde, getrandom, digest, syn and a dozen more), and
+    the client's whole dependency tree compiles again either way; in dev,
+    with the workspace's opt-level 3 and full debug info for dependencies,
+    that cost 154 s of CPU against 96 s for this profile from cold."""
+    given = os.environ.get("GNOMON_PYTHON_WHEEL")
+    if given:
+        # A wheel built elsewhere, e.g. from a deliberately broken change,
+        # to see a test fail against it.
+        return Path(given)
     out = REPO / "target" / "wheels" / "pytest"
     shutil.rmtree(out, ignore_errors=True)
     maturin = Path(sys.executable).parent / "maturin"

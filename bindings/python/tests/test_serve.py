@@ -8,6 +8,7 @@ import json
 import socket
 import threading
 import time
+import types
 
 import pytest
 
@@ -99,38 +100,69 @@ def test_silence_is_no_answer_within_the_timeout(gnomon):
         assert time.monotonic() - start < 30
 
 
-def test_a_query_in_flight_releases_the_interpreter(gnomon, server):
-    """The server is reached through a relay written in Python, running in
-    another thread of this interpreter. The relay can only pass the request
-    on (Python code, after its recvfrom returns) while the query waits
-    without holding the interpreter's lock; were the lock held, the relay
-    would stall until the query gave up with NoAnswer."""
-    host, port = server.addr.rsplit(":", 1)
-    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    relay.bind(("127.0.0.1", 0))
-    relay.settimeout(30)
-    relayed = []
+class Relay:
+    """A UDP relay written in Python, on a thread of this interpreter:
+    each datagram from the client goes to `upstream`, and its answer back.
+    Forwarding runs Python code after each recvfrom returns, so it makes
+    progress only while no other thread holds the interpreter's lock."""
 
-    def run() -> None:
-        data, client = relay.recvfrom(65_536)
+    def __init__(self, upstream: str) -> None:
+        host, port = upstream.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        # Short waits, so that the loop sees `stop` (and ends by itself
+        # within its deadline in any case).
+        self.sock.settimeout(0.2)
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.forwarded = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        deadline = time.monotonic() + 120
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as up:
             up.settimeout(30)
-            up.sendto(data, (host, int(port)))
-            answer, _ = up.recvfrom(65_536)
-        relayed.append(len(data))
-        relay.sendto(answer, client)
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                try:
+                    data, client = self.sock.recvfrom(65_536)
+                except socket.timeout:
+                    continue
+                up.sendto(data, self.upstream)
+                answer, _ = up.recvfrom(65_536)
+                self.forwarded += 1
+                self.sock.sendto(answer, client)
 
-    t = threading.Thread(target=run)
-    t.start()
-    try:
-        addr = "127.0.0.1:%d" % relay.getsockname()[1]
-        # One attempt (the first UDP wait is 1 s), well inside the timeout.
-        a = gnomon.query(addr, server.public_key, version="rfc-10049", timeout=10.0, tcp=False)
-    finally:
-        t.join(60)
-        relay.close()
-    assert relayed and a.server == addr
-    close_to_now(a)
+    def __enter__(self) -> "Relay":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        self.sock.close()
+
+
+@pytest.mark.parametrize("call", ["query", "measure"])
+def test_a_call_in_flight_releases_the_interpreter(gnomon, server, call):
+    """The only way to the server is a relay written in Python, running in
+    another thread of this interpreter: the call can only succeed if that
+    thread runs while the call waits for its answer. Were the lock held
+    (seen with `py.detach` removed from query and measure in src/lib.rs),
+    the relay would stall until the call gave up with NoAnswer."""
+    with Relay(server.addr) as relay:
+        if call == "query":
+            # One attempt (the first UDP wait is 1 s), well inside the timeout.
+            a = gnomon.query(relay.addr, server.public_key, version="rfc-10049", timeout=10.0, tcp=False)
+            assert a.server == relay.addr
+            close_to_now(a)
+            want = 1
+        else:
+            relayed = types.SimpleNamespace(addr=relay.addr, public_key=server.public_key)
+            m = gnomon.measure(server_list([relayed], ["relayed"]), quorum=None, timeout=10.0, tcp=False)
+            assert len(m.entries) == 2 and all(e.answer for e in m.entries)
+            want = 2
+    assert relay.forwarded >= want
 
 
 def server_list(servers, names) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _native
 from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer
@@ -108,7 +108,7 @@ class Answer:
     """The response as received."""
 
     @classmethod
-    def _of(cls, d: dict) -> "Answer":
+    def _of(cls, d: Dict[str, Any]) -> "Answer":
         rtt = d.get("rtt_us")
         return cls(
             midpoint=_utc(d["midpoint_us"]),
@@ -118,7 +118,7 @@ class Answer:
             version=d["version"],
             version_number=d["version_number"],
             online_key=d["online_key"],
-            delegation_us=tuple(d["delegation_us"]),  # type: ignore[arg-type]
+            delegation_us=tuple(d["delegation_us"]),
             rtt=None if rtt is None else rtt / 1e6,
             server=d.get("server"),
             transport=d.get("transport"),
@@ -268,7 +268,7 @@ def _entry_error(kind: str, message: str, reason: Optional[str]) -> GnomonError:
     return NoAnswer(message)
 
 
-def _measurement(d: dict) -> Measurement:
+def _measurement(d: Dict[str, Any]) -> Measurement:
     entries = []
     for e in d["entries"]:
         err = e.get("error")
@@ -286,8 +286,8 @@ def _measurement(d: dict) -> Measurement:
         order=list(d["order"]),
         chain=[Exchange(*x) for x in d["chain"]],
         consensus=None if c is None else Consensus(c[0], c[1], list(c[2]), c[3]),
-        outside=[tuple(x) for x in d["outside"]],  # type: ignore[misc]
-        contradictions=[tuple(x) for x in d["contradictions"]],  # type: ignore[misc]
+        outside=[tuple(x) for x in d["outside"]],
+        contradictions=[tuple(x) for x in d["contradictions"]],
         malfeasance=d["malfeasance"],
         suspects=list(d["suspects"]),
         report=d["report"],
@@ -385,7 +385,7 @@ def verify_report(report_json: Union[str, bytes]) -> ReportResult:
     ]
     return ReportResult(
         entries=entries,
-        contradictions=[tuple(x) for x in d["contradictions"]],  # type: ignore[misc]
+        contradictions=[tuple(x) for x in d["contradictions"]],
         all_valid=d["all_valid"],
         proof_of_malfeasance=d["proof_of_malfeasance"],
     )

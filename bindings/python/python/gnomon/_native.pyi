@@ -1,12 +1,16 @@
 # The Rust extension (bindings/python/src); gnomon/__init__.py wraps it.
+# Checked against the compiled module by mypy's stubtest
+# (tests/test_types.py::test_stubs_match_the_compiled_module).
 from typing import Any, Dict, List, Optional, Tuple, Union
+
+__all__ = ["build_request", "measure", "query", "verify", "verify_report", "versions"]
 
 def versions() -> List[Tuple[str, int]]: ...
 def build_request(
     version: Union[str, int],
     nonce: Optional[bytes] = None,
     public_key: Optional[Union[str, bytes]] = None,
-    size: int = 1024,
+    size: Optional[int] = None,
 ) -> bytes: ...
 def verify(request: bytes, response: bytes, public_key: Union[str, bytes]) -> Dict[str, Any]: ...
 def query(
