@@ -18,7 +18,7 @@ use core::arch::x86_64::{
 };
 
 use crate::consts::{IV_512, IV_512_256, K};
-use crate::pad::{blocks, words, Padded};
+use crate::pad::{blocks, same_in_place, Padded};
 use crate::shared::Shared;
 use crate::{avx2, portable, Digest, Message, Variant};
 
@@ -123,7 +123,7 @@ fn group<const G: usize>(
     let mut state: [[__m512i; G]; 8] = core::array::from_fn(|k| [splat(iv[k]); G]);
     let mut w = [[splat(0); G]; 80];
     for b in 0..padded[0][0].blocks() {
-        if let Some(words) = same_in_place(&padded, b) {
+        if let Some(words) = same_in_place(padded.as_flattened(), b) {
             // The same bytes in every lane (a request's zero padding),
             // seen before any vector is built: one scalar schedule,
             // likely computed already, broadcast round by round.
@@ -173,19 +173,6 @@ fn group<const G: usize>(
             }
         }
     }
-}
-
-/// Block `b`'s words where it lies in place in every lane with the same
-/// bytes: one comparison of 128 bytes per lane, most often stopped at the
-/// first lane by a difference in its first bytes.
-fn same_in_place<const G: usize>(padded: &[[Padded<'_>; 8]; G], b: usize) -> Option<[u64; 16]> {
-    let first = padded[0][0].in_place(b)?;
-    let same = padded
-        .iter()
-        .flatten()
-        .skip(1)
-        .all(|p| p.in_place(b) == Some(first));
-    same.then(|| words(first))
 }
 
 /// Whether W[0..16] holds the same block in all `8 × G` lanes.

@@ -76,10 +76,23 @@ pub(crate) fn blocks(len: usize) -> usize {
     (len + 1 + 16).div_ceil(128)
 }
 
-pub(crate) fn words(block: &[u8]) -> [u64; 16] {
+fn words(block: &[u8]) -> [u64; 16] {
     core::array::from_fn(|i| {
         let mut w = [0u8; 8];
         w.copy_from_slice(&block[8 * i..8 * i + 8]);
         u64::from_be_bytes(w)
     })
+}
+
+/// Block `b`'s words where it lies in place in every lane with the same
+/// bytes: one comparison of 128 bytes per lane, most often stopped at the
+/// first lane by a difference in its first bytes. The vector paths use it
+/// to skip building vectors for a block every lane shares.
+#[inline]
+pub(crate) fn same_in_place(lanes: &[Padded<'_>], b: usize) -> Option<[u64; 16]> {
+    let (first, rest) = lanes.split_first()?;
+    let first = first.in_place(b)?;
+    rest.iter()
+        .all(|p| p.in_place(b) == Some(first))
+        .then(|| words(first))
 }
