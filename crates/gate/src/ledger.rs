@@ -13,10 +13,10 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use ed25519_dalek::{Signer, SigningKey};
 use gnomon_protocol::merkle::Tree;
 use gnomon_protocol::wire::{self, Message};
-use gnomon_protocol::{Acceptor, Request, Responder, ResponderOptions};
+use gnomon_protocol::{Acceptor, KeyPair, Request, Responder, ResponderOptions, Sign};
+use gnomon_server::signer::Signer;
 use gnomon_server::sys;
 
 use crate::fixture::{leaf_inputs, profile, requests, Server, Sink, ONLINE_SEED};
@@ -233,7 +233,7 @@ pub fn measure(profile_name: &str, n: usize) -> Result<Cell, String> {
     }));
     let mut signed = p.contexts.srep.to_vec();
     signed.extend_from_slice(srep_of(&response)?);
-    let key = SigningKey::from_bytes(&ONLINE_SEED);
+    let key = Signer::new(&KeyPair::from_seed(&ONLINE_SEED));
     let signature_per_batch = time_ns(|| {
         black_box(key.sign(black_box(&signed)));
     });

@@ -10,14 +10,14 @@
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use ed25519_dalek::{Signer, SigningKey};
 use gnomon_protocol::merkle::Tree;
 use gnomon_protocol::wire::{self, Message};
 use gnomon_protocol::{
-    verify_response, Acceptor, Profile, Request, Responder, ResponderOptions, Tag,
+    verify_response, Acceptor, KeyPair, Profile, Request, Responder, ResponderOptions, Sign, Tag,
 };
 
 use gnomon_server::limit::{LimitConfig, SourceLimiter, Verdict};
+use gnomon_server::signer::Signer;
 use gnomon_server::sources::{Broadcasts, SourceFilter};
 
 use crate::fixture::{leaf_inputs, profile, requests, Server, Sink, NOW_US, ONLINE_SEED};
@@ -386,11 +386,11 @@ fn sign(name: &str) -> Result<(), String> {
     let response = answer(p, &datagrams)?;
     let mut signed = p.contexts.srep.to_vec();
     signed.extend_from_slice(srep_of(&response)?);
-    // The online key the responder signs with, as the signature crate sees it.
-    let key = SigningKey::from_bytes(&ONLINE_SEED);
+    // The online key the responder signs with, as the server's workers do.
+    let key = Signer::new(&KeyPair::from_seed(&ONLINE_SEED));
     let mut sig = key.sign(&signed);
     measured(&mut || sig = key.sign(black_box(&signed)));
-    if body_of(&response)?.get(Tag::SIG) != Some(&sig.to_bytes()[..]) {
+    if body_of(&response)?.get(Tag::SIG) != Some(&sig[..]) {
         return Err("signature differs from the responder's".to_string());
     }
     Ok(())

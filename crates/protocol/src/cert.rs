@@ -17,6 +17,22 @@ const DELE_LEN: usize = 72;
 /// Longest context string of any version.
 pub(crate) const MAX_CONTEXT: usize = 36;
 
+/// What signs a batch's SREP with the online key: Ed25519 over the bytes
+/// given, into a returned array, without allocating (the server's workers
+/// must not). [`KeyPair`] is the portable signer; a server may pass a faster
+/// one for the same key (gnomon-server's `signer` module), which must give
+/// the same bytes: Ed25519 signatures are deterministic.
+pub trait Sign: core::fmt::Debug + Sync {
+    /// The signature of `message` as it is.
+    fn sign(&self, message: &[u8]) -> [u8; 64];
+}
+
+impl Sign for KeyPair {
+    fn sign(&self, message: &[u8]) -> [u8; 64] {
+        self.0.sign(message).to_bytes()
+    }
+}
+
 /// An Ed25519 key pair, as the long-term identity or as an online key.
 #[derive(Clone)]
 pub struct KeyPair(SigningKey);
@@ -35,11 +51,6 @@ impl KeyPair {
     /// The seed (for writing key files), wiped from memory when dropped.
     pub fn seed(&self) -> Zeroizing<[u8; 32]> {
         Zeroizing::new(self.0.to_bytes())
-    }
-
-    /// Sign `message` as it is.
-    pub(crate) fn sign_raw(&self, message: &[u8]) -> [u8; 64] {
-        self.0.sign(message).to_bytes()
     }
 
     /// Sign `context ‖ message` without allocating (contexts are short and

@@ -43,7 +43,7 @@ pub mod verify;
 pub mod version;
 pub mod wire;
 
-pub use cert::{Certificate, CertificateSet, KeyPair};
+pub use cert::{Certificate, CertificateSet, KeyPair, Sign};
 pub use chain::{causal_violations, chain_nonce, Exchange, Measurement};
 pub use error::WireError;
 pub use profile::{Profile, ProfileId, ProfileSet, PROFILES};

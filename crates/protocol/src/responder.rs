@@ -15,7 +15,7 @@
 //! bound: over TCP the handshake proves the source, so there is nothing to
 //! amplify, and clients that send unpadded requests there are answered.
 
-use crate::cert::{Certificate, KeyPair, MAX_CONTEXT};
+use crate::cert::{Certificate, Sign, MAX_CONTEXT};
 use crate::error::WireError;
 use crate::merkle::Tree;
 use crate::profile::{Batching, LeafInput, NoncePlace, Profile, VerPlace};
@@ -69,8 +69,9 @@ pub struct BatchContext<'a> {
     pub now_us: u64,
     /// Honest radius in µs.
     pub radius_us: u32,
-    /// The online key.
-    pub online: &'a KeyPair,
+    /// The online key's signer: a [`crate::KeyPair`], or a faster signer
+    /// of the same key that the server injects.
+    pub online: &'a dyn Sign,
     /// The delegation of `online`, minted for this profile.
     pub cert: &'a Certificate,
     /// Versions the server supports, ascending (VERS, 12+ only).
@@ -337,7 +338,7 @@ impl Responder {
             )?,
         };
         // One signature for the whole chunk, over context ‖ SREP.
-        let sig = ctx.online.sign_raw(&self.signed[..ctx_len + srep_len]);
+        let sig = ctx.online.sign(&self.signed[..ctx_len + srep_len]);
         let mut layout = Layout {
             header: [0; 64],
             header_len: 0,

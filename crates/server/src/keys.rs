@@ -12,6 +12,8 @@ use arc_swap::ArcSwap;
 use gnomon_protocol::request::srv_for;
 use gnomon_protocol::{BatchContext, CertificateSet, KeyPair, Profile, Version};
 
+use crate::signer::Signer;
+
 /// One long-term identity as seen by workers.
 pub struct Identity {
     /// Long-term public key.
@@ -20,6 +22,9 @@ pub struct Identity {
     pub srv: [u8; 32],
     /// The online key.
     pub online: KeyPair,
+    /// The online key as workers sign with it (the fastest signer this CPU
+    /// supports).
+    pub signer: Signer,
     /// Delegations of `online` for every profile.
     pub certs: CertificateSet,
     /// The host an offline delegation set was made for (a label for
@@ -33,6 +38,7 @@ impl Identity {
         Identity {
             public,
             srv: srv_for(&public),
+            signer: Signer::new(&online),
             online,
             certs,
             host: None,
@@ -52,7 +58,7 @@ impl Identity {
             profile,
             now_us,
             radius_us,
-            online: &self.online,
+            online: &self.signer,
             cert: self.certs.for_profile(profile),
             vers,
         }

@@ -28,6 +28,7 @@ pub mod liveness;
 pub mod metrics;
 pub mod offline;
 pub mod reload;
+pub mod signer;
 pub mod sources;
 pub mod stats;
 pub mod sys;

@@ -123,6 +123,11 @@ fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
         60_000_000,
     )
     .unwrap();
+    // The signer measured is the one production uses on this CPU.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    if graviola::util::is_cpu_supported() {
+        assert_eq!(epoch.identities[0].signer.backend(), "graviola");
+    }
     let socket = sys::udp_socket(
         "127.0.0.1:0".parse().unwrap(),
         Some(4 << 20),
