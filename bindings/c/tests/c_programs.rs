@@ -3,10 +3,11 @@
 //! libraries in target/release, run against a real `gnomon serve` on
 //! loopback.
 
+use gnomon_testkit::Reaped;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -112,7 +113,7 @@ fn compile(cc: &str, source: &Path, name: &str, link: Link) -> Result<PathBuf, S
 
 /// A running `gnomon serve`; killed when dropped, on every path.
 struct Serve {
-    child: Child,
+    child: Reaped,
     addr: SocketAddr,
     key_base64: String,
 }
@@ -135,7 +136,7 @@ impl Serve {
             .read_line(&mut line)
             .unwrap();
         let mut serve = Serve {
-            child,
+            child: child.into(),
             addr: "0.0.0.0:0".parse().unwrap(),
             key_base64: line
                 .trim()
@@ -159,13 +160,6 @@ impl Serve {
         // Keep draining its log so it never blocks on a full pipe.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         serve
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

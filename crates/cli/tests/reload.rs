@@ -1,10 +1,11 @@
 //! SIGHUP and the delegation rescan on a real `gnomon serve`: each reload
 //! is waited for on the server's own counters (bounded), never slept for.
 
+use gnomon_testkit::Reaped;
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -22,20 +23,13 @@ const FAILURE: &str = "gnomon_reloads_total{result=\"failure\"}";
 /// A `gnomon serve --config FILE` child, killed when dropped; its log
 /// lines arrive on a channel so that a test can wait for one with a bound.
 struct Server {
-    child: Child,
+    child: Reaped,
     addr: SocketAddr,
     metrics: SocketAddr,
     public: [u8; 32],
     log: mpsc::Receiver<String>,
     /// Every line received so far.
     seen: Vec<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Server {
@@ -67,7 +61,7 @@ impl Server {
             }
         });
         let mut s = Server {
-            child,
+            child: child.into(),
             addr: "0.0.0.0:0".parse().unwrap(),
             metrics: "0.0.0.0:0".parse().unwrap(),
             public,

@@ -5,9 +5,10 @@
 
 mod client_support;
 
+use gnomon_testkit::Reaped;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use client_support::{gnomon, liar_lineup, temp, FAST};
@@ -20,7 +21,7 @@ const START_DEADLINE: Duration = Duration::from_secs(60);
 
 /// A running `gnomon report-server`, stopped (SIGTERM, then SIGKILL) on drop.
 struct Sink {
-    child: Child,
+    child: Reaped,
     addr: SocketAddr,
 }
 
@@ -64,7 +65,10 @@ impl Sink {
                 }
             }
         };
-        Sink { child, addr }
+        Sink {
+            child: child.into(),
+            addr,
+        }
     }
 
     fn url(&self) -> String {
@@ -126,13 +130,6 @@ impl Sink {
             std::thread::sleep(Duration::from_millis(20));
         }
         panic!("report-server did not stop on SIGTERM");
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

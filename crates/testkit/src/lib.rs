@@ -10,6 +10,7 @@
 //! fraction of a second, never a hang.
 #![forbid(unsafe_code)]
 
+mod child;
 pub mod chrony;
 mod http;
 mod icmp;
@@ -17,6 +18,7 @@ pub mod postgres;
 pub mod raw;
 mod server;
 
+pub use child::Reaped;
 pub use http::{slowloris, PostedReport, ReportSink};
 pub use server::{Fixture, FixtureConfig, Mode};
 

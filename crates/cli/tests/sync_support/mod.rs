@@ -3,8 +3,9 @@
 //! own clock shifted the same way.
 #![allow(dead_code, unreachable_pub)]
 
+use gnomon_testkit::Reaped;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,7 +19,7 @@ pub const FAST: [&str; 4] = ["--timeout", "500ms", "--retries", "3"];
 
 /// Servers that are stopped when dropped (a failing test too).
 pub struct Servers {
-    children: Vec<Child>,
+    children: Vec<Reaped>,
     pub names: Vec<String>,
     /// A server list naming them all.
     pub list: PathBuf,
@@ -28,10 +29,8 @@ pub struct Servers {
 
 impl Drop for Servers {
     fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        // Stopped before their directory goes.
+        self.children.clear();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -97,7 +96,7 @@ pub fn start_servers(test: &str, spec: &[(&str, Option<&str>)], reports: Option<
         // The server's log must not fill its pipe: read it away.
         let mut stderr = started.stderr;
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        children.push(started.child);
+        children.push(started.child.into());
     }
     let reports = reports
         .map(|r| format!(r#","reports":"{r}""#))
@@ -146,7 +145,7 @@ pub fn sync(args: &[&str], offset: Option<&str>) -> Run {
 
 /// `gnomon sync` as a service, stopped when dropped.
 pub struct Service {
-    pub child: Child,
+    pub child: Reaped,
     lines: std::sync::mpsc::Receiver<String>,
     pub log: String,
 }
@@ -172,7 +171,7 @@ impl Service {
             }
         });
         Service {
-            child,
+            child: child.into(),
             lines,
             log: String::new(),
         }
@@ -236,13 +235,6 @@ impl Service {
             "{}",
             self.log
         );
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -5,10 +5,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gnomon_testkit::{Fixture, FixtureConfig, Mode};
+use gnomon_testkit::{Fixture, FixtureConfig, Mode, Reaped};
 
 use crate::serve_support::{gnomon_ok, keygen, start_serve};
 use crate::sync_support::{shift_clock, tempdir};
@@ -21,7 +21,7 @@ pub const GARBAGE: &str = "garbage";
 pub const EXPIRING: &str = "expiring";
 
 pub struct Lineup {
-    children: Vec<Child>,
+    children: Vec<Reaped>,
     _fixture: Fixture,
     _silent: UdpSocket,
     pub list: PathBuf,
@@ -30,10 +30,8 @@ pub struct Lineup {
 
 impl Drop for Lineup {
     fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        // Stopped before their directory goes.
+        self.children.clear();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -87,7 +85,7 @@ pub fn start_reporting(test: &str, with_liar: bool, reports: Option<&str>) -> Li
         ));
         let mut stderr = started.stderr;
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        children.push(started.child);
+        children.push(started.child.into());
     };
     serve(HONEST[0], 1, &[], None);
     serve(HONEST[1], 0x8000_0008, &["--versions", "draft-08"], None);
@@ -158,17 +156,10 @@ pub fn start_reporting(test: &str, with_liar: bool, reports: Option<&str>) -> Li
 
 /// `gnomon watch`, stopped when dropped.
 pub struct Watch {
-    child: Child,
+    child: Reaped,
     pub addr: SocketAddr,
     /// Its stderr lines after the one saying where it listens.
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Watch {
@@ -213,7 +204,7 @@ impl Watch {
         });
         Watch {
             addr: addr.expect("gnomon watch says where it listens"),
-            child,
+            child: child.into(),
             log,
         }
     }
