@@ -9,3 +9,4 @@ pub mod compare;
 pub mod fixture;
 pub mod ledger;
 pub mod stages;
+pub mod versions;

@@ -4,6 +4,7 @@
 //! gnomon-gate [--update] [--baseline FILE] [--repeat N] [STAGE...]
 //! gnomon-gate list
 //! gnomon-gate run STAGE     # one stage, what callgrind runs
+//! gnomon-gate versions      # every profile's protocol work (docs/COST.md, "Every version")
 //! ```
 
 use std::path::PathBuf;
@@ -13,7 +14,8 @@ use std::sync::Mutex;
 
 use gnomon_gate::callgrind::{self, Measurement};
 use gnomon_gate::compare::{self, Baseline, Setup};
-use gnomon_gate::stages::{self, Stage, STAGES};
+use gnomon_gate::stages::{self, Stage, MEASURED_SYMBOL, STAGES};
+use gnomon_gate::versions;
 
 struct Options {
     update: bool,
@@ -26,6 +28,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("run") => run_child(&args[1..]),
+        Some("versions") => versions(),
         Some("list") => {
             for s in STAGES {
                 println!("{:<20} {}", s.name, s.what);
@@ -49,9 +52,13 @@ fn run_child(args: &[String]) -> Result<bool, String> {
     let [name] = args else {
         return Err("usage: gnomon-gate run STAGE".to_string());
     };
-    let stage = stages::find(name).ok_or_else(|| format!("no stage {name}"))?;
     let hash = callgrind::pin_hash();
-    stage.run().map_err(|e| format!("stage {name}: {e}"))?;
+    if let Some(case) = versions::Case::from_arg(name) {
+        versions::run(case).map_err(|e| format!("{name}: {e}"))?;
+    } else {
+        let stage = stages::find(name).ok_or_else(|| format!("no stage {name}"))?;
+        stage.run().map_err(|e| format!("stage {name}: {e}"))?;
+    }
     println!("cpu: {}; sha512x4 {hash:?}", callgrind::cpu_features());
     Ok(true)
 }
@@ -191,4 +198,43 @@ fn gate(o: &Options) -> Result<bool, String> {
         println!("gate: pass ({} stages)", now.len());
     }
     Ok(report.passed())
+}
+
+/// Every profile's parse and respond of 64 requests under callgrind, two
+/// at a time; prints the table of docs/COST.md, "Every version".
+fn versions() -> Result<bool, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
+    let scratch = std::env::temp_dir();
+    let cases = versions::cases();
+    let results: Mutex<Vec<Option<Result<Measurement, String>>>> =
+        Mutex::new(vec![None; cases.len()]);
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for _ in 0..workers.min(cases.len()) {
+            scope.spawn(|| loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some(case) = cases.get(j) else { break };
+                let m = callgrind::measure(&exe, &case.arg(), MEASURED_SYMBOL, &scratch);
+                results.lock().expect("no worker panics")[j] = Some(m);
+            });
+        }
+    });
+    let mut counts = Vec::new();
+    let mut cpu = String::new();
+    for (case, r) in cases
+        .iter()
+        .zip(results.into_inner().expect("no worker panics"))
+    {
+        let m = r.expect("every case ran")?;
+        cpu = m.cpu;
+        counts.push((*case, m.instructions));
+    }
+    print!("{}", versions::table(&counts));
+    println!(
+        "rustc {}, {}, CPU features seen: {cpu}",
+        env!("GATE_RUSTC_VERSION"),
+        callgrind::valgrind_version()?
+    );
+    Ok(true)
 }
