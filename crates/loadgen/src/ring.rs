@@ -6,9 +6,13 @@
 //! index, and a per-run tag, so a response that copies the nonce back
 //! (drafts and version 1) is matched in O(1). Google responses carry no
 //! nonce; those are matched by finding the outstanding request whose Merkle
-//! leaf climbs PATH to the response's ROOT, a few hashes per candidate.
+//! leaf climbs PATH to the response's ROOT. Responses of one batch share
+//! ROOT and the upper PATH, so after the first the climb stops where it
+//! meets the path of the one matched before it ([`LastProof`]): a leaf and
+//! one or two node hashes per response instead of a climb to the root,
+//! which at batch 64 had made the generator, not the server, the limit.
 
-use gnomon_protocol::merkle::{self, Orientation};
+use gnomon_protocol::merkle::{self, Orientation, MAX_DEPTH};
 use gnomon_protocol::profile::{Framing, LeafInput};
 use gnomon_protocol::wire::{self, Message};
 use gnomon_protocol::{Offer, Profile, Tag};
@@ -52,6 +56,32 @@ pub(crate) struct Ring {
     offer: Offer,
     srv: [u8; 32],
     profile: &'static Profile,
+    last: Option<Box<LastProof>>,
+    /// Responses matched (or not) by climbing to the root.
+    full_climbs: u64,
+}
+
+/// The last response matched by its Merkle proof.
+struct LastProof {
+    root: [u8; 64],
+    indx: u32,
+    path: [u8; 64 * MAX_DEPTH],
+    path_len: usize,
+    orientation: Orientation,
+}
+
+impl LastProof {
+    /// Where a response of the same batch with `indx` and `path` meets
+    /// this one's path: the level at which their subtrees are siblings,
+    /// if both proofs agree above it.
+    fn meeting(&self, root: &[u8], indx: u32, path: &[u8], len: usize) -> Option<usize> {
+        if &self.root[..len] != root || self.path_len != path.len() || self.indx == indx {
+            return None;
+        }
+        let level = (31 - (self.indx ^ indx).leading_zeros()) as usize;
+        let above = (level + 1) * len;
+        (above <= path.len() && path[above..] == self.path[above..self.path_len]).then_some(level)
+    }
 }
 
 impl Ring {
@@ -89,6 +119,8 @@ impl Ring {
             offer: Offer::single(profile),
             srv: gnomon_protocol::request::srv_for(key),
             profile,
+            last: None,
+            full_climbs: 0,
         }
     }
 
@@ -136,7 +168,7 @@ impl Ring {
     }
 
     /// Which request in `oldest..next` `response` answers, if any.
-    pub(crate) fn find(&self, response: &[u8], oldest: u64, next: u64) -> Option<u64> {
+    pub(crate) fn find(&mut self, response: &[u8], oldest: u64, next: u64) -> Option<u64> {
         match copied_nonce(self.profile, response) {
             Some(n) if n.len() == self.nonce_len && n[8..16] == self.tag => {
                 let mut seq = [0u8; 8];
@@ -149,7 +181,7 @@ impl Ring {
         }
     }
 
-    fn find_by_proof(&self, response: &[u8], oldest: u64, next: u64) -> Option<u64> {
+    fn find_by_proof(&mut self, response: &[u8], oldest: u64, next: u64) -> Option<u64> {
         let p = self.profile;
         let body = match p.framing {
             Framing::Packet => wire::unframe(response).ok()?,
@@ -160,30 +192,79 @@ impl Ring {
         let indx = msg.u32(Tag::INDX).ok()?;
         let root = msg.nested(Tag::SREP).ok()?.get(Tag::ROOT)?;
         let len = p.hash_len();
-        if root.len() != len {
+        if root.len() != len || path.len() > 64 * MAX_DEPTH {
             return None;
         }
         let first = next.saturating_sub(MAX_PROOF_SCAN).max(oldest);
-        (first..next).find(|&seq| {
-            if !matches!(
-                self.get(seq),
-                Some((State::Outstanding | State::Expired, _))
-            ) {
-                return false;
+        // The same batch as the last match: climb only to where the two
+        // proofs meet, and compare with the sibling the last one carried.
+        let quick = self.last.as_ref().and_then(|last| {
+            let level = last.meeting(root, indx, path, len)?;
+            let mut want = [0u8; 64];
+            want[..len].copy_from_slice(&last.path[level * len..(level + 1) * len]);
+            Some((level, last.orientation, want))
+        });
+        if let Some((level, o, want)) = quick {
+            let mask = (1u32 << level) - 1;
+            let below = &path[..level * len];
+            let found = (first..next).find(|&seq| {
+                self.candidate(seq).is_some_and(|leaf| {
+                    merkle::climb(p.hash, &leaf, below, indx & mask, o)
+                        .is_ok_and(|h| h[..len] == want[..len])
+                })
+            });
+            if let Some(seq) = found {
+                self.remember(root, indx, path, o);
+                return Some(seq);
             }
-            let nonce = self.nonce_for(seq);
-            let input = match p.leaf {
-                LeafInput::Nonce => &nonce[..self.nonce_len],
-                LeafInput::Packet => self.request(seq),
-            };
-            let mut leaf = [0u8; 64];
-            p.hash.leaf(input, &mut leaf);
+        }
+        self.full_climbs += 1;
+        let (seq, o) = (first..next).find_map(|seq| {
+            let leaf = self.candidate(seq)?;
             [Orientation::HashFirst, Orientation::NodeFirst]
-                .iter()
-                .any(|&o| {
+                .into_iter()
+                .find(|&o| {
                     merkle::climb(p.hash, &leaf, path, indx, o).is_ok_and(|h| &h[..len] == root)
                 })
-        })
+                .map(|o| (seq, o))
+        })?;
+        self.remember(root, indx, path, o);
+        Some(seq)
+    }
+
+    /// The leaf hash of `seq`, if it may still be answered.
+    fn candidate(&self, seq: u64) -> Option<[u8; 64]> {
+        if !matches!(
+            self.get(seq),
+            Some((State::Outstanding | State::Expired, _))
+        ) {
+            return None;
+        }
+        let nonce = self.nonce_for(seq);
+        let input = match self.profile.leaf {
+            LeafInput::Nonce => &nonce[..self.nonce_len],
+            LeafInput::Packet => self.request(seq),
+        };
+        let mut leaf = [0u8; 64];
+        self.profile.hash.leaf(input, &mut leaf);
+        Some(leaf)
+    }
+
+    fn remember(&mut self, root: &[u8], indx: u32, path: &[u8], orientation: Orientation) {
+        let last = self.last.get_or_insert_with(|| {
+            Box::new(LastProof {
+                root: [0; 64],
+                indx: 0,
+                path: [0; 64 * MAX_DEPTH],
+                path_len: 0,
+                orientation,
+            })
+        });
+        last.root[..root.len()].copy_from_slice(root);
+        last.indx = indx;
+        last.path[..path.len()].copy_from_slice(path);
+        last.path_len = path.len();
+        last.orientation = orientation;
     }
 
     fn nonce_for(&self, seq: u64) -> [u8; 64] {
@@ -210,4 +291,92 @@ pub(crate) fn splitmix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gnomon_protocol::responder::RespondError;
+    use gnomon_protocol::{
+        Acceptor, BatchContext, Certificate, KeyPair, Responder, ResponderOptions, ResponseSink,
+    };
+
+    const NOW_US: u64 = 1_791_158_400_000_000;
+
+    struct Replies(Vec<Vec<u8>>);
+
+    impl ResponseSink for Replies {
+        fn buffer(&mut self, i: usize) -> &mut [u8] {
+            &mut self.0[i]
+        }
+        fn finish(&mut self, i: usize, result: Result<usize, RespondError>) {
+            let len = result.expect("answered");
+            self.0[i].truncate(len);
+        }
+    }
+
+    /// The server's answers to `seqs` of `ring`, as one batch.
+    fn answer(ring: &Ring, seqs: std::ops::Range<u64>) -> Vec<Vec<u8>> {
+        let p = ring.profile;
+        let long_term = KeyPair::from_seed(&[1; 32]);
+        let online = KeyPair::from_seed(&[2; 32]);
+        let cert = Certificate::mint(&long_term, &online.public(), NOW_US - 1, NOW_US + 1, p);
+        let ctx = BatchContext {
+            profile: p,
+            now_us: NOW_US,
+            radius_us: 1_000_000,
+            online: &online,
+            cert: &cert,
+            vers: &[],
+        };
+        let acceptor = Acceptor::default();
+        let requests: Vec<_> = seqs
+            .clone()
+            .map(|s| acceptor.parse(ring.request(s)).expect("request parses"))
+            .collect();
+        let mut replies = Replies(vec![vec![0; ring.size]; requests.len()]);
+        let mut responder = Responder::new(requests.len(), ResponderOptions::default());
+        let stats = responder.respond(&ctx, &requests, &mut replies);
+        assert_eq!(stats.signatures, 1);
+        replies.0
+    }
+
+    #[test]
+    fn google_answers_are_found_by_proof_climbing_to_the_root_once_a_batch() {
+        let p = Profile::google();
+        let mut ring = Ring::new(256, 1024, p, 7, &[9; 32]);
+        for seq in 0..128 {
+            assert!(ring.build(seq));
+            ring.sent(seq, 0);
+        }
+        let (a, b) = (answer(&ring, 0..64), answer(&ring, 64..128));
+        // The second batch first, its even indices then its odd ones; then
+        // the first batch backwards.
+        let mut order: Vec<u64> = (64..128).step_by(2).chain((65..128).step_by(2)).collect();
+        order.extend((0..64).rev());
+        for seq in order {
+            let reply = if seq < 64 {
+                &a[seq as usize]
+            } else {
+                &b[seq as usize - 64]
+            };
+            assert_eq!(ring.find(reply, 0, 128), Some(seq));
+            ring.set_state(seq, State::Answered);
+            // Answered: the same reply again is nobody's.
+            assert_eq!(ring.find(reply, 0, 128), None);
+        }
+        // One climb to the root per batch, one per duplicate that fell back
+        // to the full scan and found no one.
+        assert_eq!(ring.full_climbs, 2 + 128);
+
+        // Another generator's requests, and one of ours a batch did not hold.
+        let mut other = Ring::new(256, 1024, p, 8, &[9; 32]);
+        for seq in 0..2 {
+            assert!(other.build(seq));
+        }
+        ring.set_state(5, State::Outstanding);
+        for reply in answer(&other, 0..2) {
+            assert_eq!(ring.find(&reply, 0, 128), None);
+        }
+    }
 }
