@@ -350,3 +350,69 @@ fn the_server_is_not_dumpable() {
     let (status, _, _) = terminate(server);
     assert!(status.success());
 }
+
+#[test]
+fn udp_workers_sleep_without_timer_slack() {
+    // batch-wait is a sleep; with the kernel's default slack (50 µs) every
+    // wait would run up to that much longer than configured.
+    const TEST: &str = "serve::udp_workers_sleep_without_timer_slack";
+    if !gnomon_testkit::is_root() {
+        // Another process's timerslack_ns needs ptrace rights, and the
+        // server is not dumpable.
+        return gnomon_testkit::skip(TEST, "needs root to read the server's timer slack");
+    }
+    struct Stopped(Option<Server>);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            if let Some(s) = self.0.as_mut() {
+                let _ = s.child.kill();
+                let _ = s.child.wait();
+            }
+        }
+    }
+    let mut server = Stopped(Some(start(&["--workers", "2"])));
+    let pid = server.0.as_ref().unwrap().child.id();
+    // (thread name, timer slack ns) of every thread of the server.
+    let threads = || -> Vec<(String, u64)> {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Vec::new();
+        };
+        dir.filter_map(|t| {
+            let t = t.ok()?.path();
+            let name = std::fs::read_to_string(t.join("comm")).ok()?;
+            let slack = std::fs::read_to_string(t.join("timerslack_ns")).ok()?;
+            Some((name.trim().to_string(), slack.trim().parse().ok()?))
+        })
+        .collect()
+    };
+    let workers = |all: &[(String, u64)]| -> Vec<u64> {
+        all.iter()
+            .filter(|(n, _)| n.starts_with("gnomon-udp"))
+            .map(|(_, s)| *s)
+            .collect()
+    };
+    // A worker sets its own slack as it starts: wait for both, boundedly.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let mut seen = threads();
+    while workers(&seen).iter().filter(|&&s| s == 1_000).count() < 2
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        seen = threads();
+    }
+    assert_eq!(workers(&seen), [1_000, 1_000], "threads: {seen:?}");
+    // Only the workers: the rest keep what they inherited (ours).
+    let inherited: u64 = std::fs::read_to_string("/proc/thread-self/timerslack_ns")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(inherited, 1_000);
+    assert!(
+        seen.iter()
+            .any(|(n, s)| !n.starts_with("gnomon-udp") && *s == inherited),
+        "threads: {seen:?}"
+    );
+    let (status, _, _) = terminate(server.0.take().unwrap());
+    assert!(status.success());
+}
