@@ -75,7 +75,7 @@ pub struct Config {
     /// Default 500 ms.
     pub max_queue_delay: QueueDelay,
     /// `batch-wait`: wait this long for a fuller batch, 0..=10ms. Default
-    /// 100 µs.
+    /// 50 µs.
     pub batch_wait: BatchWait,
     /// `versions`: profiles answered. Default all.
     pub versions: Versions,

@@ -98,7 +98,7 @@ pub static KEYS: &[KeySpec] = &[
         kind: Value,
         value_name: "DURATION",
         expected: "a duration in 0ms..=10ms, such as \"100us\"",
-        default: "\"100us\"",
+        default: "\"50us\"",
         help: "With less than a full batch read, wait until the oldest request is this old, then read again (one signature for more requests)",
     },
     KeySpec {

@@ -207,7 +207,9 @@ bounded_duration!(
     BatchWait,
     Duration::ZERO,
     Duration::from_millis(10),
-    Duration::from_micros(100)
+    // The largest wait that leaves room for a 200 µs p99 at half the
+    // capacity (docs/COST.md, "Latency and batch-wait").
+    Duration::from_micros(50)
 );
 
 bounded_duration!(
