@@ -378,9 +378,11 @@ fn udp_workers_sleep_without_timer_slack() {
             return Vec::new();
         };
         dir.filter_map(|t| {
-            let t = t.ok()?.path();
-            let name = std::fs::read_to_string(t.join("comm")).ok()?;
-            let slack = std::fs::read_to_string(t.join("timerslack_ns")).ok()?;
+            let t = t.ok()?;
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            // Only /proc/TID has timerslack_ns, not /proc/PID/task/TID.
+            let tid = t.file_name().into_string().ok()?;
+            let slack = std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns")).ok()?;
             Some((name.trim().to_string(), slack.trim().parse().ok()?))
         })
         .collect()
@@ -402,7 +404,7 @@ fn udp_workers_sleep_without_timer_slack() {
     }
     assert_eq!(workers(&seen), [1_000, 1_000], "threads: {seen:?}");
     // Only the workers: the rest keep what they inherited (ours).
-    let inherited: u64 = std::fs::read_to_string("/proc/thread-self/timerslack_ns")
+    let inherited: u64 = std::fs::read_to_string("/proc/self/timerslack_ns")
         .unwrap()
         .trim()
         .parse()
