@@ -2,7 +2,7 @@
 
 use std::io::{BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -13,7 +13,8 @@ use serve_support::peer::PATIENCE;
 use serve_support::{keygen_and_delegate, start_serve};
 
 struct Server {
-    child: Child,
+    /// Killed and reaped on drop, a panicking test's too.
+    child: gnomon_testkit::Reaped,
     addr: SocketAddr,
     public: [u8; 32],
     stderr: BufReader<std::process::ChildStderr>,
@@ -34,7 +35,7 @@ fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
 impl From<serve_support::Started> for Server {
     fn from(s: serve_support::Started) -> Server {
         Server {
-            child: s.child,
+            child: s.child.into(),
             addr: s.addr,
             public: s.public,
             stderr: s.stderr,
@@ -361,17 +362,8 @@ fn udp_workers_sleep_without_timer_slack() {
         // server is not dumpable.
         return gnomon_testkit::skip(TEST, "needs root to read the server's timer slack");
     }
-    struct Stopped(Option<Server>);
-    impl Drop for Stopped {
-        fn drop(&mut self) {
-            if let Some(s) = self.0.as_mut() {
-                let _ = s.child.kill();
-                let _ = s.child.wait();
-            }
-        }
-    }
-    let mut server = Stopped(Some(start(&["--workers", "2"])));
-    let pid = server.0.as_ref().unwrap().child.id();
+    let server = start(&["--workers", "2"]);
+    let pid = server.child.id();
     // (thread name, timer slack ns) of every thread of the server.
     let threads = || -> Vec<(String, u64)> {
         let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -415,6 +407,6 @@ fn udp_workers_sleep_without_timer_slack() {
             .any(|(n, s)| !n.starts_with("gnomon-udp") && *s == inherited),
         "threads: {seen:?}"
     );
-    let (status, _, _) = terminate(server.0.take().unwrap());
+    let (status, _, _) = terminate(server);
     assert!(status.success());
 }
