@@ -104,7 +104,8 @@ typedef enum gnomon_error {
   // UTF-8, a misaligned struct pointer.
   GNOMON_ERR_ARGUMENT = 22,
   // A bug in libgnomon was caught before it could reach the caller
-  // (a Rust panic); nothing was written but the code and message.
+  // (a Rust panic, in a build that unwinds); a result struct carries
+  // only the code and message, other outputs are not to be used.
   GNOMON_ERR_INTERNAL = 23,
 } gnomon_error;
 

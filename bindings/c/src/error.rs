@@ -64,7 +64,8 @@ pub enum GnomonError {
     /// UTF-8, a misaligned struct pointer.
     GnomonErrArgument = 22,
     /// A bug in libgnomon was caught before it could reach the caller
-    /// (a Rust panic); nothing was written but the code and message.
+    /// (a Rust panic, in a build that unwinds); a result struct carries
+    /// only the code and message, other outputs are not to be used.
     GnomonErrInternal = 23,
 }
 

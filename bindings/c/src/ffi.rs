@@ -100,12 +100,31 @@ pub struct GnomonChainResult {
 }
 
 /// Run `f`; a panic becomes `GNOMON_ERR_INTERNAL` instead of unwinding
-/// into C (undefined behaviour). Without `std` there is no unwinding: the
-/// panic handler in lib.rs stops.
+/// into C (undefined behaviour). That needs a build that unwinds: in one
+/// with `panic = "abort"` (the workspace's release profile) the process
+/// aborts at the panic instead, which never unwinds into C either
+/// (docs/C.md, "Panics"). Without `std` there is no unwinding: the panic
+/// handler in lib.rs stops.
 #[cfg(feature = "std")]
 pub fn guard(f: impl FnOnce() -> GnomonError) -> GnomonError {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or(GnomonError::GnomonErrInternal)
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let code = f();
+        #[cfg(debug_assertions)]
+        panic_if_asked();
+        code
+    }))
+    .unwrap_or(GnomonError::GnomonErrInternal)
+}
+
+/// Debug builds only: with `GNOMON_TEST_PANIC` in the environment, every
+/// guarded entry point panics after doing its work, standing in for a bug,
+/// so that a C program can check what a panic comes back as
+/// (tests/c_programs.rs::a_panic_comes_back_to_c_as_the_internal_error).
+#[cfg(all(feature = "std", debug_assertions))]
+fn panic_if_asked() {
+    if std::env::var_os("GNOMON_TEST_PANIC").is_some() {
+        panic!("GNOMON_TEST_PANIC is set: a stand-in for a bug");
+    }
 }
 
 /// Run `f` (no unwinding without `std`).

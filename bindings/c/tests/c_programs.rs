@@ -1,7 +1,8 @@
 //! C programs against libgnomon: examples/c/query.c and tests/c/api.c,
 //! compiled by the system's `cc` against include/gnomon.h and the
-//! libraries in target/release, run against a real `gnomon serve` on
-//! loopback.
+//! libraries in target/release, and tests/c/panic.c against the debug
+//! build's static library (its test hook); each run against a real
+//! `gnomon serve` on loopback.
 
 use gnomon_testkit::Reaped;
 use std::io::{BufRead, BufReader};
@@ -40,14 +41,29 @@ fn cargo(args: &[&str]) {
 }
 
 /// target/release with libgnomon.a and libgnomon.so built as users build
-/// them (docs/C.md), and target/debug/gnomon: built once per test binary.
-fn built() -> &'static (PathBuf, PathBuf) {
-    static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+/// them (docs/C.md): built once per test binary.
+///
+/// The release library is built in one invocation with the release
+/// `gnomon` binary: the two share every dependency with the same features
+/// (libgnomon adds none), so this compiles the client's dependency tree
+/// once in release, and scripts/package-deb's later `cargo build --release
+/// -p gnomon` finds everything built. Built alone, gnomon-ffi resolves
+/// other features for serde, digest, getrandom and more, and CI compiled
+/// that tree in release twice.
+fn release_dir() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        cargo(&["build", "--release", "-p", "gnomon-ffi"]);
+        cargo(&["build", "--release", "-p", "gnomon", "-p", "gnomon-ffi"]);
+        target_dir().join("release")
+    })
+}
+
+/// target/debug/gnomon, built once per test binary.
+fn gnomon_bin() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
         cargo(&["build", "-p", "gnomon"]);
-        let t = target_dir();
-        (t.join("release"), t.join("debug/gnomon"))
+        target_dir().join("debug/gnomon")
     })
 }
 
@@ -71,7 +87,17 @@ enum Link {
 
 /// Compile `source` against the header and the release library.
 fn compile(cc: &str, source: &Path, name: &str, link: Link) -> Result<PathBuf, String> {
-    let (release, _) = built();
+    compile_with(cc, source, name, link, release_dir())
+}
+
+/// Compile `source` against the header and the libraries in `lib_dir`.
+fn compile_with(
+    cc: &str,
+    source: &Path,
+    name: &str,
+    link: Link,
+    lib_dir: &Path,
+) -> Result<PathBuf, String> {
     let out_dir = target_dir().join("c-tests");
     std::fs::create_dir_all(&out_dir).unwrap();
     let exe = out_dir.join(name);
@@ -94,11 +120,11 @@ fn compile(cc: &str, source: &Path, name: &str, link: Link) -> Result<PathBuf, S
             if link == Link::Sanitized {
                 cmd.args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]);
             }
-            cmd.arg(release.join("libgnomon.a"));
+            cmd.arg(lib_dir.join("libgnomon.a"));
         }
         Link::Shared => {
-            cmd.arg("-L").arg(release).arg("-lgnomon");
-            cmd.arg(format!("-Wl,-rpath,{}", release.display()));
+            cmd.arg("-L").arg(lib_dir).arg("-lgnomon");
+            cmd.arg(format!("-Wl,-rpath,{}", lib_dir.display()));
         }
     }
     // What a Rust staticlib needs from the C library on Linux.
@@ -120,8 +146,7 @@ struct Serve {
 
 impl Serve {
     fn start() -> Serve {
-        let (_, gnomon) = built();
-        let mut child = Command::new(gnomon)
+        let mut child = Command::new(gnomon_bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
             .args(["--summary-interval", "0"])
             // This machine's kernel clock may be unsynchronized; the
@@ -274,4 +299,50 @@ fn c_api_with_the_static_library() {
 #[test]
 fn c_api_with_the_shared_library() {
     api_test("api_shared", Link::Shared);
+}
+
+/// The debug build's libgnomon.a: the one built with this test binary,
+/// beside it in target/debug/deps (Cargo builds the library's every crate
+/// type for the tests, and leaves the static one there), so no build of
+/// its own. Debug builds unwind on panic and have the GNOMON_TEST_PANIC
+/// hook (src/ffi.rs).
+fn debug_library_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    for dir in [deps, deps.parent().unwrap()] {
+        if dir.join("libgnomon.a").is_file() {
+            return dir.to_path_buf();
+        }
+    }
+    panic!("no libgnomon.a in or above {}", deps.display());
+}
+
+/// docs/C.md, "Panics": in a build that unwinds, a panic inside any entry
+/// point comes back to the C caller as GNOMON_ERR_INTERNAL with no time in
+/// its result, and the caller keeps running. Seen to fail (the program
+/// killed by SIGABRT, "panic in a function that cannot unwind") with the
+/// catch_unwind in ffi.rs::guard removed.
+#[test]
+fn a_panic_comes_back_to_c_as_the_internal_error() {
+    let name = "a_panic_comes_back_to_c_as_the_internal_error";
+    let Some(cc) = cc() else {
+        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    };
+    let source = repo().join("bindings/c/tests/c/panic.c");
+    let exe = compile_with(cc, &source, "panic", Link::Static, &debug_library_dir())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let serve = Serve::start();
+    let out = run(Command::new(&exe)
+        .arg(serve.addr.to_string())
+        .arg(&serve.key_base64)
+        .env_remove("GNOMON_TEST_PANIC"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stdout}{stderr}", out.status);
+    assert!(stdout.starts_with("ok "), "{stdout}");
+    // The hook really panicked (Rust's panic message), once per call.
+    assert!(
+        stderr.matches("GNOMON_TEST_PANIC is set").count() >= 8,
+        "{stderr}"
+    );
 }

@@ -14,18 +14,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "gnomon.h"
-
-static int checks;
-
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "api.c:%d: check failed: %s\n", __LINE__, #cond);   \
-      exit(1);                                                             \
-    }                                                                      \
-  } while (0)
 
 #define EXPECT(call, code)                                                 \
   do {                                                                     \
