@@ -1,6 +1,6 @@
 //! The database behind watch and the report sink.
 //!
-//! One schema (`migrations/`, embedded in the binary by `sqlx::migrate!`)
+//! One schema (`migrations/`, embedded in the binary: schema.rs)
 //! runs on SQLite, the default (one file, created and migrated on first
 //! start), and on PostgreSQL, for several monitors or many users sharing
 //! one store. Every query is written once, for sqlx's `Any` driver, with
@@ -29,6 +29,7 @@
 //! ```
 
 mod reports;
+mod schema;
 
 use std::fmt;
 use std::str::FromStr;
@@ -38,9 +39,6 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Row};
 
 pub use reports::{report_id, Inserted, NewReport, ReportSummary, StoredReport};
-
-/// Embedded migrations (crates/watch/migrations).
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Connections per pool. SQLite serialises writers anyway; PostgreSQL is
 /// shared with other monitors, so a watch takes few.
@@ -198,7 +196,12 @@ impl Store {
             })
             .connect_with(options)
             .await?;
-        MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+        schema::migrator()
+            .await
+            .map_err(StoreError::Migrate)?
+            .run(&pool)
+            .await
+            .map_err(StoreError::Migrate)?;
         Ok(Store { pool, backend })
     }
 
