@@ -137,8 +137,10 @@ impl Sample {
         let micros = self.at_us.rem_euclid(1_000_000);
         let raw = SockSample {
             tv: libc::timeval {
-                tv_sec: libc::time_t::try_from(secs).map_err(|_| OutOfRange)?,
-                tv_usec: libc::suseconds_t::try_from(micros).map_err(|_| OutOfRange)?,
+                // The field types, not named: libc deprecates naming
+                // time_t and suseconds_t on musl (they will widen there).
+                tv_sec: secs.try_into().map_err(|_| OutOfRange)?,
+                tv_usec: micros.try_into().map_err(|_| OutOfRange)?,
             },
             // µs to seconds: exact to the µs for any offset below 2^53 µs
             // (285 years).
