@@ -86,7 +86,7 @@ pub enum Backend {
 pub struct Unsupported;
 
 impl Backend {
-    /// Every backend, available here or not (also [`PINNED`]'s numbering:
+    /// Every backend, available here or not (also the numbering of the private `PINNED`:
     /// 1-based, 0 is none).
     pub const ALL: [Backend; 5] = [
         Backend::Portable,
