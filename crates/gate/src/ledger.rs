@@ -89,7 +89,7 @@ impl Stage {
         match self {
             Stage::Recv => "one syscall per batch; buffers and headers preallocated; kernel timestamp read here for the stale check",
             Stage::Framing => "validated once, then lookups are infallible; zero-copy",
-            Stage::Fields => "one pass; VER repeats found by sorting a stack copy (lists capped at 128)",
+            Stage::Fields => "one walk of the tag table for the four tags read; the version row from a table built at compile time; VER repeats found by sorting a stack copy (lists capped at 128)",
             Stage::Leaves => "over the datagram as received (12+/1) or the nonce; the protocol requires it",
             Stage::Tree => "preallocated node array reused per batch; N−1 nodes for N leaves",
             Stage::Signature => "one per batch over context ‖ SREP built in place; the only per-batch crypto",
