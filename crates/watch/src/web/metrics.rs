@@ -172,6 +172,15 @@ pub fn render(latest: &Latest) -> String {
     o
 }
 
+/// The page's own listener: connections it closed at accept.
+pub fn http(connections_refused: u64) -> String {
+    format!(
+        "# HELP gnomon_watch_http_connections_refused_total Connections to the monitor's pages closed at accept (limit reached).\n\
+         # TYPE gnomon_watch_http_connections_refused_total counter\n\
+         gnomon_watch_http_connections_refused_total {connections_refused}\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

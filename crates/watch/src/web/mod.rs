@@ -15,6 +15,7 @@ pub mod view;
 
 use std::future::Future;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +47,8 @@ pub struct App {
     pub store: Option<Store>,
     /// The report sink served beside the pages (`/reports…`), when on.
     pub sink: Option<Sink>,
+    /// Connections closed at accept because [`MAX_CONNECTIONS`] were open.
+    connections_refused: AtomicU64,
     templates: Environment<'static>,
 }
 
@@ -71,6 +74,7 @@ impl App {
             expiry_warning,
             store,
             sink,
+            connections_refused: AtomicU64::new(0),
             templates,
         })
     }
@@ -83,7 +87,11 @@ pub async fn serve(
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    crate::http::serve_router(listener, router(app), MAX_CONNECTIONS, || {}, shutdown).await
+    let counted = app.clone();
+    let refused = move || {
+        counted.connections_refused.fetch_add(1, Ordering::Relaxed);
+    };
+    crate::http::serve_router(listener, router(app), MAX_CONNECTIONS, refused, shutdown).await
 }
 
 /// The routes, and the sink's under `/reports` when it runs here.
@@ -257,8 +265,9 @@ async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     let Ok(latest) = app.latest.read() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
+    let refused = app.connections_refused.load(Ordering::Relaxed);
     with_type(
-        metrics::render(&latest) + &sink,
+        metrics::render(&latest) + &metrics::http(refused) + &sink,
         "text/plain; version=0.0.4; charset=utf-8",
     )
 }
