@@ -126,6 +126,10 @@ fn build_request<'py>(
     public_key: Option<&Bound<'py, PyAny>>,
     size: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    #[cfg(feature = "test-panic")]
+    if std::env::var_os("GNOMON_TEST_PANIC").is_some() {
+        panic!("GNOMON_TEST_PANIC is set: a stand-in for a bug");
+    }
     let p = profile(version)?;
     let mut fresh = [0u8; MAX_NONCE];
     let nonce: &[u8] = match nonce {

@@ -66,7 +66,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     maturin = Path(sys.executable).parent / "maturin"
     subprocess.run(
-        [str(maturin), "build", "--quiet", "--locked", "-o", str(out)],
+        # test-panic: a hook for test_a_rust_panic_is_an_exception_not_an_abort
+        # (Cargo.toml); the package's own features come from pyproject.toml.
+        [str(maturin), "build", "--quiet", "--locked", "--features", "test-panic", "-o", str(out)],
         cwd=PACKAGE,
         check=True,
         timeout=1800,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -210,3 +212,27 @@ def test_reports_that_are_not_reports_are_value_errors(gnomon, bad):
 def test_report_of_wrong_type_is_a_type_error(gnomon):
     with pytest.raises(TypeError):
         gnomon.verify_report(5)
+
+
+def test_a_rust_panic_is_an_exception_not_an_abort(gnomon, tmp_path):
+    """A bug that panics in Rust must reach Python as PyO3's PanicException,
+    not abort the interpreter (the `bindings` profile unwinds; the
+    workspace's release profile would abort). The tests' wheel panics in
+    `build_request` when GNOMON_TEST_PANIC is set (the `test-panic`
+    feature); a separate interpreter takes the panic, so an abort shows as
+    its exit status rather than ending this run."""
+    code = (
+        "import os, gnomon\n"
+        "os.environ['GNOMON_TEST_PANIC'] = '1'\n"
+        "try:\n"
+        "    gnomon.build_request(1)\n"
+        "except BaseException as e:\n"
+        "    print(type(e).__name__)\n"
+        "else:\n"
+        "    print('returned: the wheel has no test-panic hook')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"the interpreter died (status {run.returncode}): {run.stderr}"
+    assert run.stdout.strip() == "PanicException", run.stdout + run.stderr
+    # Without the variable the same call answers: the hook is all it was.
+    assert len(gnomon.build_request(1)) == 1024
