@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use gnomon_sha512x4::Backend;
 
@@ -13,6 +14,39 @@ pub struct Measurement {
     pub instructions: u64,
     /// CPU features the stage saw (valgrind's CPUID, not the host's).
     pub cpu: String,
+}
+
+/// [`measure`] for every `(stage argument, counted symbol)` in `jobs`, one
+/// process per core at a time: runs are independent processes, so running
+/// them side by side keeps CI time down and cannot change a count. The
+/// results are in the order of `jobs`.
+pub fn measure_all(
+    exe: &Path,
+    jobs: &[(String, &str)],
+    scratch: &Path,
+) -> Vec<Result<Measurement, String>> {
+    let results: Mutex<Vec<Option<Result<Measurement, String>>>> =
+        Mutex::new(vec![None; jobs.len()]);
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for _ in 0..workers.min(jobs.len()) {
+            scope.spawn(|| loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some((arg, symbol)) = jobs.get(j) else {
+                    break;
+                };
+                let m = measure(exe, arg, symbol, scratch);
+                results.lock().expect("no worker panics")[j] = Some(m);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no worker panics")
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
 }
 
 /// `valgrind --version`, or why it cannot be run.

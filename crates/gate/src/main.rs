@@ -9,10 +9,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
-use gnomon_gate::callgrind::{self, Measurement};
+use gnomon_gate::callgrind;
 use gnomon_gate::compare::{self, Baseline, Setup};
 use gnomon_gate::stages::{self, Stage, MEASURED_SYMBOL, STAGES};
 use gnomon_gate::versions;
@@ -115,28 +113,12 @@ fn gate(o: &Options) -> Result<bool, String> {
         Err(e) => return Err(format!("{}: {e}", o.baseline.display())),
     };
 
-    // Runs are independent processes: one per core keeps CI time down and
-    // cannot change a count.
-    let jobs: Vec<(&Stage, usize)> = o
+    let jobs: Vec<(String, &str)> = o
         .stages
         .iter()
-        .flat_map(|s| (0..o.repeat).map(move |k| (*s, k)))
+        .flat_map(|s| (0..o.repeat).map(move |_| (s.name.to_string(), s.symbol)))
         .collect();
-    let results: Mutex<Vec<Option<Result<Measurement, String>>>> =
-        Mutex::new(vec![None; jobs.len()]);
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|scope| {
-        for _ in 0..workers.min(jobs.len()) {
-            scope.spawn(|| loop {
-                let j = next.fetch_add(1, Ordering::Relaxed);
-                let Some((stage, _)) = jobs.get(j) else { break };
-                let m = callgrind::measure(&exe, stage.name, stage.symbol, &scratch);
-                results.lock().expect("no worker panics")[j] = Some(m);
-            });
-        }
-    });
-    let results = results.into_inner().expect("no worker panics");
+    let results = callgrind::measure_all(&exe, &jobs, &scratch);
 
     let mut now: Vec<(String, u64)> = Vec::new();
     let mut cpu = String::new();
@@ -145,7 +127,7 @@ fn gate(o: &Options) -> Result<bool, String> {
         let runs = &results[k * o.repeat..(k + 1) * o.repeat];
         let mut counts = Vec::new();
         for r in runs {
-            let m = r.clone().expect("every job ran")?;
+            let m = r.clone()?;
             cpu = m.cpu;
             counts.push(m.instructions);
         }
@@ -206,27 +188,12 @@ fn versions() -> Result<bool, String> {
     let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
     let scratch = std::env::temp_dir();
     let cases = versions::cases();
-    let results: Mutex<Vec<Option<Result<Measurement, String>>>> =
-        Mutex::new(vec![None; cases.len()]);
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|scope| {
-        for _ in 0..workers.min(cases.len()) {
-            scope.spawn(|| loop {
-                let j = next.fetch_add(1, Ordering::Relaxed);
-                let Some(case) = cases.get(j) else { break };
-                let m = callgrind::measure(&exe, &case.arg(), MEASURED_SYMBOL, &scratch);
-                results.lock().expect("no worker panics")[j] = Some(m);
-            });
-        }
-    });
+    let jobs: Vec<(String, &str)> = cases.iter().map(|c| (c.arg(), MEASURED_SYMBOL)).collect();
+    let results = callgrind::measure_all(&exe, &jobs, &scratch);
     let mut counts = Vec::new();
     let mut cpu = String::new();
-    for (case, r) in cases
-        .iter()
-        .zip(results.into_inner().expect("no worker panics"))
-    {
-        let m = r.expect("every case ran")?;
+    for (case, r) in cases.iter().zip(results) {
+        let m = r?;
         cpu = m.cpu;
         counts.push((*case, m.instructions));
     }
