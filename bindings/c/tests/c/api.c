@@ -47,18 +47,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: api HOST:PORT PUBKEY_BASE64\n");
     return 2;
   }
-  char host[64];
-  int port;
-  CHECK(sscanf(argv[1], "%63[^:]:%d", host, &port) == 2);
-  memset(&server, 0, sizeof server);
-  server.sin_family = AF_INET;
-  server.sin_port = htons((uint16_t)port);
-  CHECK(inet_pton(AF_INET, host, &server.sin_addr) == 1);
-  sock = socket(AF_INET, SOCK_DGRAM, 0);
-  CHECK(sock >= 0);
-  struct timeval patience = {10, 0};
-  CHECK(setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &patience,
-                   sizeof patience) == 0);
+  sock = udp_to(argv[1], &server);
 
   uint8_t key[32], wrong[32];
   EXPECT(gnomon_parse_public_key(argv[2], key), GNOMON_OK);

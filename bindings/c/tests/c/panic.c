@@ -43,19 +43,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: panic HOST:PORT PUBKEY_BASE64\n");
     return 2;
   }
-  char host[64];
-  int port;
-  CHECK(sscanf(argv[1], "%63[^:]:%d", host, &port) == 2);
   struct sockaddr_in server;
-  memset(&server, 0, sizeof server);
-  server.sin_family = AF_INET;
-  server.sin_port = htons((uint16_t)port);
-  CHECK(inet_pton(AF_INET, host, &server.sin_addr) == 1);
-  int sock = socket(AF_INET, SOCK_DGRAM, 0);
-  CHECK(sock >= 0);
-  struct timeval patience = {10, 0};
-  CHECK(setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &patience,
-                   sizeof patience) == 0);
+  int sock = udp_to(argv[1], &server);
 
   /* Before: a real exchange that verifies. */
   CHECK(getenv("GNOMON_TEST_PANIC") == NULL);
