@@ -163,11 +163,9 @@ def draw(data):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     bars(left, cpu, "server CPU per response", "o")
-    left.set_xlabel("batch-wait (µs)")
-    left.set_ylabel("µs of server CPU per response")
+    benchlib.dress(left, "batch-wait (µs)", "µs of server CPU per response",
+                   "CPU per response (median, min–max of rounds)", title_size=10)
     left.set_ylim(bottom=0)
-    left.set_title("CPU per response (median, min–max of rounds)", fontsize=10)
-    left.grid(alpha=0.3)
     for w in waits:
         b = statistics.median(r["mean_batch"] for rnd in data["rounds"] for r in rnd["runs"] if r["wait_us"] == w)
         left.annotate(f"batch {b:.0f}", (w, statistics.median(cpu[w])), textcoords="offset points",
@@ -181,12 +179,9 @@ def draw(data):
         right.axhline(statistics.median(n["latency_us"]["p99"] for n in nulls), color="C1", linestyle="--",
                       alpha=0.6, label="p99, do-nothing responder")
     right.axhline(200, color="grey", linestyle=":", label="p99 target (200 µs)")
-    right.set_yscale("log")
-    right.set_xlabel("batch-wait (µs)")
-    right.set_ylabel("latency end to end (µs)")
-    right.set_title("latency on loopback (median, min–max of rounds)", fontsize=10)
-    right.grid(alpha=0.3)
-    right.legend(fontsize=8)
+    benchlib.dress(right, "batch-wait (µs)", "latency end to end (µs)",
+                   "latency on loopback (median, min–max of rounds)", title_size=10, log_y=True,
+                   legend={"fontsize": 8})
     rates = [r["rate"] for r in data["rounds"]]
     loads = [r["load_before"] for rnd in data["rounds"] for r in rnd["runs"]]
     fifo = ", SCHED_FIFO" if data["machine"].get("sched_fifo") else ""

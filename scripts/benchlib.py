@@ -147,3 +147,17 @@ def load(server, version, pacing, workers, window, secs, timeout=0.2, any_reply=
     # worth, the generator, not the server, limits a --max run.
     r["generator_cpu_us_per_answer"] = r["cpu_secs"] * 1e6 / max(r["answered"], 1)
     return r
+
+
+def dress(ax, xlabel, ylabel, title, *, title_size=None, log_y=False, legend=None):
+    """The labels, title, grid and legend every plot of scripts/plots and
+    scripts/bench-latency sets the same way; `legend` is the legend's
+    keyword arguments, or None for no legend."""
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+    ax.grid(alpha=0.3)
+    if legend is not None:
+        ax.legend(**legend)

@@ -74,11 +74,8 @@ def draw(data):
         ax.plot([r["batch"] for r in pts], [r["responses_per_sec"] / 1000 for r in pts], marker="o", label=LABELS[v])
     ax.set_xscale("log", base=2)
     ax.set_xticks(BATCHES, [str(b) for b in BATCHES])
-    ax.set_xlabel("largest batch (--batch-size)")
-    ax.set_ylabel("responses/s (thousands)")
-    ax.set_title("gnomon serve, 1 worker on 1 core, 1024-byte requests")
-    ax.grid(alpha=0.3)
-    ax.legend(title="version")
+    benchlib.dress(ax, "largest batch (--batch-size)", "responses/s (thousands)",
+                   "gnomon serve, 1 worker on 1 core, 1024-byte requests", legend={"title": "version"})
     fig.tight_layout()
     fig.savefig(os.path.join(OUT, "throughput.png"), dpi=110)
 
@@ -88,12 +85,8 @@ def draw(data):
     ax.plot(x, [r["latency_us"]["p50"] / 1000 for r in pts], marker="o", label="p50")
     ax.plot(x, [r["latency_us"]["p99"] / 1000 for r in pts], marker="s", label="p99")
     ax.axvline(pts[0]["capacity"] / 1000, color="grey", linestyle=":", label="capacity (--max)")
-    ax.set_yscale("log")
-    ax.set_xlabel("offered load (thousand requests/s)")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title("version 1, batch 64: latency against offered load")
-    ax.grid(alpha=0.3)
-    ax.legend()
+    benchlib.dress(ax, "offered load (thousand requests/s)", "latency (ms)",
+                   "version 1, batch 64: latency against offered load", log_y=True, legend={})
     fig.tight_layout()
     fig.savefig(os.path.join(OUT, "latency.png"), dpi=110)
 
@@ -111,17 +104,10 @@ def draw(data):
         lat.plot(x, [r["latency_us"]["p50"] / 1000 for r in pts], style, marker="o", label=f"p50, {label}")
         lat.plot(x, [r["latency_us"]["p99"] / 1000 for r in pts], style, marker="s", label=f"p99, {label}")
     ax.axhline(data["overload"][0]["capacity"] / 1000, color="grey", linestyle=":", label="capacity (--max)")
-    ax.set_xlabel("offered load (thousand requests/s)")
-    ax.set_ylabel("thousand per second")
-    ax.set_title("overload: version 1, one signature per request", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    lat.set_yscale("log")
-    lat.set_xlabel("offered load (thousand requests/s)")
-    lat.set_ylabel("latency of answered requests (ms)")
-    lat.set_title("how old the answered requests were", fontsize=10)
-    lat.grid(alpha=0.3)
-    lat.legend(fontsize=7)
+    benchlib.dress(ax, "offered load (thousand requests/s)", "thousand per second",
+                   "overload: version 1, one signature per request", title_size=10, legend={"fontsize": 7})
+    benchlib.dress(lat, "offered load (thousand requests/s)", "latency of answered requests (ms)",
+                   "how old the answered requests were", title_size=10, log_y=True, legend={"fontsize": 7})
     fig.tight_layout()
     fig.savefig(os.path.join(OUT, "overload.png"), dpi=110)
 
