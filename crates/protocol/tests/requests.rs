@@ -340,3 +340,52 @@ fn long_version_lists_are_bounded() {
         RequestError::VerList
     );
 }
+
+/// The request's four tags are found by one walk of the tag table that
+/// stops at TYPE, the highest of them: unknown tags before, between and
+/// after them neither hide a field nor change the answer.
+#[test]
+fn unknown_tags_around_the_read_ones_are_walked_past() {
+    let a = Acceptor::default();
+    let ver = 1u32.to_le_bytes();
+    let nonce = [7u8; 32];
+    let ty = 0u32.to_le_bytes();
+    let mut fields: Vec<(Tag, &[u8])> = Vec::new();
+    // 60 tags below VER (0x00524556), SRV, 20 between SRV and NONC, 10 between
+    // NONC and TYPE, 5 after TYPE but before ZZZZ.
+    fields.extend((1..=60u32).map(|t| (Tag(t), &[][..])));
+    fields.push((Tag::VER, &ver));
+    let srv = [9u8; 32];
+    fields.push((Tag::SRV, &srv));
+    fields.extend((0..20u32).map(|t| (Tag(0x0100_0000 + t), &[][..])));
+    fields.push((Tag::NONC, &nonce));
+    fields.extend((0..10u32).map(|t| (Tag(0x4400_0000 + t), &[][..])));
+    fields.push((Tag::TYPE, &ty));
+    let odd = [0xffu8; 4];
+    fields.extend((0..5u32).map(|t| (Tag(0x4600_0000 + t), &odd[..])));
+    let used = gnomon_protocol::wire::message_len(fields.iter().map(|f| f.1.len()).chain([0]));
+    let pad = vec![0u8; 1012 - used];
+    fields.push((Tag::ZZZZ, &pad));
+    // wire::write_message takes 16 tags at most; this one has 100.
+    let mut body = (fields.len() as u32).to_le_bytes().to_vec();
+    let mut offset = 0u32;
+    for (_, v) in &fields[..fields.len() - 1] {
+        offset += v.len() as u32;
+        body.extend(offset.to_le_bytes());
+    }
+    body.extend(fields.iter().flat_map(|(t, _)| t.0.to_le_bytes()));
+    body.extend(fields.iter().flat_map(|(_, v)| v.iter().copied()));
+    assert_eq!(body.len(), 1012);
+    let mut out = vec![0u8; 12];
+    gnomon_protocol::wire::write_frame_header(&mut out, 1012).unwrap();
+    out.extend(body);
+    assert_eq!(Message::parse(unframe(&out).unwrap()).unwrap().len(), 100);
+
+    let r = a.parse(&out).expect("every field is found");
+    assert_eq!(
+        r.profile.name, "rfc-10049",
+        "TYPE was found: version 1, not draft 12"
+    );
+    assert_eq!(r.nonce, &nonce[..]);
+    assert_eq!(r.srv, Some(&srv));
+}
