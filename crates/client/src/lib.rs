@@ -62,7 +62,7 @@ mod time;
 mod transport;
 
 pub use clock::{SystemClock, WallClock};
-pub use consensus::{Agreement, Consensus, Flag};
+pub use consensus::{agree, Agreement, Consensus, Flag, Vouch};
 pub use entropy::{Entropy, EntropyError, OsEntropy, SeededEntropy};
 pub use error::{describe_verify_error, QueryError, Rejection};
 pub use post::{post_report, reports_url, PostError, PostPolicy, Posted};

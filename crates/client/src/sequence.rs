@@ -4,7 +4,7 @@
 
 use gnomon_protocol::{Measurement, Report};
 
-use crate::consensus::{agree, Agreement};
+use crate::consensus::{agree, Agreement, Vouch};
 use crate::entropy::below;
 use crate::error::QueryError;
 use crate::query::{Answer, Client};
@@ -63,39 +63,36 @@ pub struct Sequence {
     /// Pairs of entries (i, j), i answered before j, whose answers cannot
     /// both be true: MIDP_i − RADI_i > MIDP_j + RADI_j.
     pub contradictions: Vec<(usize, usize)>,
-    /// Consensus over the servers and the ones outside it.
+    /// The majority rule over the answers (one vote per distinct key).
     pub agreement: Agreement,
 }
 
 impl Sequence {
-    /// The servers most likely lying: those outside the consensus; without
-    /// a consensus, the servers named in every contradicting pair (or, when
-    /// no server is, every server named in one).
+    /// The servers the majority rule calls liars: those flagged by
+    /// [`crate::consensus::agree`]. A contradiction in the chain alone
+    /// accuses nobody in particular: it proves that one of its two signers
+    /// lied ([`Sequence::contradicting_servers`]).
     pub fn suspects(&self) -> Vec<usize> {
         let mut out: Vec<usize> = self.agreement.flagged.iter().map(|f| f.0).collect();
-        if out.is_empty() {
-            let pairs: Vec<[usize; 2]> = self
-                .contradictions
-                .iter()
-                .map(|&(i, j)| [self.entries[i].server, self.entries[j].server])
-                .collect();
-            out = pairs.iter().flatten().copied().collect();
-            let common: Vec<usize> = out
-                .iter()
-                .copied()
-                .filter(|s| pairs.iter().all(|p| p.contains(s)))
-                .collect();
-            if !common.is_empty() {
-                out = common;
-            }
-        }
+        out.dedup();
+        out
+    }
+
+    /// The pairs of servers (earlier answer first) whose answers cannot
+    /// both be true: one of each pair lied. Each pair once.
+    pub fn contradicting_servers(&self) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = self
+            .contradictions
+            .iter()
+            .map(|&(i, j)| (self.entries[i].server, self.entries[j].server))
+            .collect();
         out.sort_unstable();
         out.dedup();
         out
     }
 
     /// Whether a server lied: a contradiction in the chain, or a server
-    /// outside the consensus.
+    /// flagged by the majority rule.
     pub fn malfeasance(&self) -> bool {
         !self.contradictions.is_empty() || !self.agreement.flagged.is_empty()
     }
@@ -160,20 +157,26 @@ impl Client {
             .into_iter()
             .map(|(a, b)| (by_exchange[a], by_exchange[b]))
             .collect();
-        let intervals: Vec<(usize, i128, i128)> = entries
+        let vouches: Vec<Vouch<'_>> = entries
             .iter()
             .filter_map(|e| {
                 let a = e.result.as_ref().ok()?;
-                let (lo, hi) = a.offset_interval_us();
-                Some((e.server, lo, hi))
+                let (low_us, high_us) = a.offset_interval_us();
+                Some(Vouch {
+                    server: e.server,
+                    key: &servers[e.server].public_key,
+                    low_us,
+                    high_us,
+                })
             })
             .collect();
+        let agreement = agree(&vouches);
         Ok(Sequence {
             order,
             entries,
             chain,
             contradictions,
-            agreement: agree(&intervals),
+            agreement,
         })
     }
 

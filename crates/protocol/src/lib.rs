@@ -31,6 +31,7 @@ pub mod cert;
 pub mod chain;
 pub mod error;
 pub mod hash;
+pub mod majority;
 pub mod merkle;
 pub mod profile;
 pub mod report;

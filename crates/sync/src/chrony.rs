@@ -117,7 +117,7 @@ impl Sample {
     /// the voting servers, at the latest local moment among their answers
     /// (as [`Sample::of_sequence`]). `None` when the round may not be used.
     pub fn of_round(round: &Round) -> Option<Sample> {
-        let consensus = round.consensus.as_ref().filter(|_| round.quorum_met)?;
+        let consensus = round.usable()?;
         let at_us = round
             .sequence
             .answers()

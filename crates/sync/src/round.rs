@@ -1,16 +1,21 @@
 //! One round: the client's measurement sequence over the servers asked,
-//! then the consensus over those not excluded for lying.
+//! then the majority rule over every distinct key that answered.
 //!
-//! A server excluded in an earlier round is still asked (its answers are
-//! in the chain, where a new lie is proven), but it does not vote: a liar
-//! cannot dilute the majority, and it rejoins once its interval overlaps
-//! the consensus again.
+//! Servers marked as lying in an earlier round still vote. Taking a vote
+//! away on the strength of history would make the consensus rest on every
+//! earlier round's assumption too, and a round in which liars once held a
+//! majority would keep honest servers out for good. A liar that is still
+//! voting can at worst widen the consensus, which the radius limits then
+//! refuse; it can never move it while fewer than half of the keys lie.
+//! The marks only decide what is reported again and what `--status`
+//! shows; a marked server is cleared once its interval meets the
+//! consensus again.
 
 use std::time::Instant;
 
-use gnomon_client::consensus::agree;
-use gnomon_client::Agreement;
-use gnomon_client::{Client, Consensus, Flag, Plan, QueryError, Selection, Sequence, Server};
+use gnomon_client::{
+    Agreement, Client, Consensus, Flag, Plan, QueryError, Selection, Sequence, Server,
+};
 use gnomon_protocol::Report;
 
 use crate::clock::Recorder;
@@ -23,16 +28,25 @@ pub struct Round {
     pub asked: Vec<usize>,
     /// Servers with no verified answer, and the last reason.
     pub unreachable: Vec<(usize, String)>,
-    /// The consensus of the servers not excluded (before the quorum).
+    /// The consensus of every key that answered (before the quorum).
     pub consensus: Option<Consensus>,
-    /// Whether at least the quorum agrees.
+    /// Whether at least the quorum (distinct keys) agrees.
     pub quorum_met: bool,
-    /// Voting servers outside the consensus, and why.
+    /// Whether the consensus is wider than `max-radius`: then it is not
+    /// used for the clock (no step, no sample for chrony), whatever the
+    /// quorum; the floor, a lower bound only, still rises.
+    pub wide: bool,
+    /// Servers not marked before that the rule flags now, and why.
     pub outside: Vec<(usize, Flag)>,
-    /// Excluded servers that still disagree.
+    /// Servers marked before that the rule flags again.
     pub still_out: Vec<usize>,
-    /// Excluded servers whose answers agree again.
+    /// Servers marked before whose answers meet the consensus again.
     pub rejoined: Vec<usize>,
+    /// Why the servers disagree, when a strict majority vouches for more
+    /// than one stretch of offsets.
+    pub disagreement: Option<String>,
+    /// Servers that share one key (one vote between them).
+    pub shared_keys: Vec<Vec<usize>>,
     /// Local clock (as measured against) when the round ended, Unix µs.
     pub local_end_us: i128,
     /// When the round ended, monotonic.
@@ -47,12 +61,20 @@ pub struct Round {
 }
 
 impl Round {
+    /// The consensus when the clock may follow it: the quorum agrees and
+    /// it is no wider than `max-radius`.
+    pub fn usable(&self) -> Option<&Consensus> {
+        self.consensus
+            .as_ref()
+            .filter(|_| self.quorum_met && !self.wide)
+    }
+
     /// The consensus as the decisions take it.
     pub fn evidence(&self) -> Option<Evidence> {
         self.consensus.as_ref().map(|c| Evidence {
             low_us: c.low_us,
             high_us: c.high_us,
-            agreeing: c.agreeing.len(),
+            agreeing: c.agreeing_keys,
         })
     }
 
@@ -62,14 +84,15 @@ impl Round {
     }
 }
 
-/// Ask `ask` (indices into `servers`) twice over, chained; `excluded`
-/// says who does not vote.
+/// Ask `ask` (indices into `servers`) twice over, chained; `marked` says
+/// who was flagged in an earlier round.
 pub fn run(
     config: gnomon_client::Config,
     servers: &[Server],
     ask: &[usize],
-    excluded: &dyn Fn(usize) -> bool,
+    marked: &dyn Fn(usize) -> bool,
     quorum: usize,
+    max_radius_us: i128,
 ) -> Result<Round, QueryError> {
     let subset: Vec<Server> = ask.iter().map(|&i| servers[i].clone()).collect();
     let recorder = Recorder::default();
@@ -82,17 +105,13 @@ pub fn run(
     let ended = Instant::now();
     let local_end_us = recorder.local_at(ended);
 
-    // Per server (list index): the intersection of its answers.
-    let mut intervals: Vec<(usize, i128, i128)> = Vec::new();
-    for (e, a) in sequence.answers() {
-        let (lo, hi) = a.offset_interval_us();
-        intervals.push((ask[e.server], lo, hi));
-    }
+    // The sequence's own agreement, with ids as list indices.
+    let agreement = relabel(&sequence.agreement, ask);
     let Vote {
         agreement,
         still_out,
         rejoined,
-    } = vote(&intervals, excluded, quorum);
+    } = vote(agreement, marked);
     let mut unreachable = Vec::new();
     for (pos, &i) in ask.iter().enumerate() {
         let mine: Vec<_> = sequence
@@ -110,10 +129,17 @@ pub fn run(
         }
     }
     let quorum_met = meets(&agreement, quorum);
+    let wide = agreement
+        .consensus
+        .as_ref()
+        .is_some_and(|c| c.radius_us() > max_radius_us);
     Ok(Round {
         asked: ask.to_vec(),
         unreachable,
         quorum_met,
+        wide,
+        disagreement: agreement.disagreement(),
+        shared_keys: agreement.shared_keys.clone(),
         consensus: agreement.consensus,
         outside: agreement.flagged,
         still_out,
@@ -126,71 +152,81 @@ pub fn run(
     })
 }
 
-/// The consensus over answers, and what it means for excluded servers.
+/// `a` with every server id `p` (a position in `ask`) replaced by `ask[p]`.
+fn relabel(a: &Agreement, ask: &[usize]) -> Agreement {
+    let map = |ids: &[usize]| -> Vec<usize> {
+        let mut v: Vec<usize> = ids.iter().map(|&p| ask[p]).collect();
+        v.sort_unstable();
+        v
+    };
+    let mut flagged: Vec<(usize, Flag)> = a.flagged.iter().map(|&(p, f)| (ask[p], f)).collect();
+    flagged.sort_unstable();
+    Agreement {
+        consensus: a.consensus.as_ref().map(|c| Consensus {
+            agreeing: map(&c.agreeing),
+            ..c.clone()
+        }),
+        flagged,
+        regions: a.regions.clone(),
+        shared_keys: a.shared_keys.iter().map(|g| map(g)).collect(),
+    }
+}
+
+/// The consensus over answers, and what it means for marked servers.
 #[derive(Debug)]
 struct Vote {
-    /// Flagged: voting servers only.
+    /// Flagged: servers not marked before only.
     agreement: Agreement,
     still_out: Vec<usize>,
     rejoined: Vec<usize>,
 }
 
+/// Whether the consensus may be used: at least `quorum` distinct keys
+/// agree.
 fn meets(a: &Agreement, quorum: usize) -> bool {
     a.consensus
         .as_ref()
-        .is_some_and(|c| c.agreeing.len() >= quorum)
+        .is_some_and(|c| c.agreeing_keys >= quorum)
 }
 
-/// `intervals`: (server, low, high) per answer. Excluded servers do not
-/// vote, so a liar cannot dilute the majority. But when the voters alone
-/// reach no quorum and everyone together does, everyone's consensus is
-/// taken: a majority of liars once, then gone, must not leave the honest
-/// servers it outvoted excluded for good.
-fn vote(
-    intervals: &[(usize, i128, i128)],
-    excluded: &dyn Fn(usize) -> bool,
-    quorum: usize,
-) -> Vote {
-    let voting: Vec<(usize, i128, i128)> = intervals
+/// Split the flagged servers into new ones and those marked before; a
+/// marked server the rule does not flag meets the consensus again (or
+/// there is none to miss, and it stays marked).
+fn vote(mut agreement: Agreement, marked: &dyn Fn(usize) -> bool) -> Vote {
+    let still_out: Vec<usize> = agreement
+        .flagged
         .iter()
-        .copied()
-        .filter(|s| !excluded(s.0))
+        .filter(|f| marked(f.0))
+        .map(|f| f.0)
         .collect();
-    let mut agreement = agree(&voting);
-    if !meets(&agreement, quorum) && voting.len() < intervals.len() {
-        let everyone = agree(intervals);
-        if meets(&everyone, quorum) {
-            agreement = everyone;
-        }
-    }
-    agreement.flagged.retain(|f| !excluded(f.0));
-    let mut still_out = Vec::new();
-    let mut rejoined = Vec::new();
-    let mut seen: Vec<usize> = Vec::new();
-    for &(i, _, _) in intervals.iter().filter(|s| excluded(s.0)) {
-        if seen.contains(&i) {
-            continue;
-        }
-        seen.push(i);
-        let mine = intervals.iter().filter(|s| s.0 == i);
-        let lo = mine.clone().map(|s| s.1).max().unwrap_or(0);
-        let hi = mine.map(|s| s.2).min().unwrap_or(0);
-        let agrees = lo <= hi
-            && agreement
-                .consensus
-                .as_ref()
-                .is_some_and(|c| lo <= c.high_us && c.low_us <= hi);
-        if agrees {
-            rejoined.push(i);
-        } else {
-            still_out.push(i);
-        }
-    }
+    let rejoined: Vec<usize> = agreement
+        .consensus
+        .as_ref()
+        .map(|c| c.agreeing.iter().copied().filter(|&i| marked(i)).collect())
+        .unwrap_or_default();
+    agreement.flagged.retain(|f| !marked(f.0));
     Vote {
         agreement,
         still_out,
         rejoined,
     }
+}
+
+/// The answers of a round as the rule takes them, for tests: (list
+/// index, key, low, high).
+#[cfg(test)]
+fn agree_at(answers: &[(usize, &[u8], i128, i128)]) -> Agreement {
+    use gnomon_client::{agree, Vouch};
+    let v: Vec<Vouch<'_>> = answers
+        .iter()
+        .map(|&(server, key, low_us, high_us)| Vouch {
+            server,
+            key,
+            low_us,
+            high_us,
+        })
+        .collect();
+    agree(&v)
 }
 
 #[cfg(test)]
@@ -200,45 +236,45 @@ mod tests {
     const H: i128 = 3_600_000_000;
 
     #[test]
-    fn an_excluded_liar_does_not_vote_and_rejoins_when_it_agrees() {
-        // 0 and 1 honest, 2 excluded and still an hour off: with 2 voting
-        // and quorum 2 the consensus is theirs; 2 stays out.
+    fn a_marked_liar_votes_is_named_again_and_is_cleared_when_it_agrees() {
         let liar = |i: usize| i == 2;
-        let v = vote(&[(0, -5, 5), (1, -4, 6), (2, H - 5, H + 5)], &liar, 2);
+        let a = agree_at(&[(0, b"a", -5, 5), (1, b"b", -4, 6), (2, b"c", H - 5, H + 5)]);
+        let v = vote(a, &liar);
         let c = v.agreement.consensus.unwrap();
-        assert_eq!((c.low_us, c.high_us, c.answering), (-4, 5, 2));
+        assert_eq!((c.low_us, c.high_us, c.answering), (-4, 5, 3));
         assert_eq!((v.still_out, v.rejoined), (vec![2], vec![]));
-        assert!(
-            v.agreement.flagged.is_empty(),
-            "named as excluded, not twice"
-        );
-        // Honest again: it rejoins.
-        let v = vote(&[(0, -5, 5), (1, -4, 6), (2, -1, 1)], &liar, 2);
+        assert!(v.agreement.flagged.is_empty(), "named as marked, not twice");
+        let a = agree_at(&[(0, b"a", -5, 5), (1, b"b", -4, 6), (2, b"c", -1, 1)]);
+        let v = vote(a, &liar);
         assert_eq!((v.still_out, v.rejoined), (vec![], vec![2]));
     }
 
     #[test]
-    fn honest_servers_outvoted_once_are_not_excluded_for_good() {
-        // 1 and 2 were excluded by a liar majority that has since gone
-        // silent: 0 alone cannot make the quorum, everyone together can.
-        let outvoted = |i: usize| i == 1 || i == 2;
-        let v = vote(&[(0, -5, 5), (1, -4, 6), (2, -6, 4)], &outvoted, 2);
-        let c = v.agreement.consensus.unwrap();
+    fn honest_servers_marked_by_a_past_liar_majority_outvote_the_liars_now() {
+        // 1 and 2 were marked in a round that liars held; now 3 and 4 lie
+        // and 0, 1, 2 are honest: the marks take no vote away.
+        let marked = |i: usize| i == 1 || i == 2;
+        let a = agree_at(&[
+            (0, b"a", -5, 5),
+            (1, b"b", -4, 6),
+            (2, b"c", -6, 4),
+            (3, b"d", H, H + 5),
+            (4, b"e", H, H + 5),
+        ]);
+        let v = vote(a, &marked);
+        let c = v.agreement.consensus.as_ref().unwrap();
         assert_eq!((c.low_us, c.high_us), (-4, 4));
         assert_eq!(v.rejoined, [1, 2]);
-        // A voter majority that holds the quorum is not overridden.
-        let v = vote(
-            &[
-                (0, -5, 5),
-                (1, -4, 6),
-                (2, H, H + 5),
-                (3, H, H + 5),
-                (4, H, H + 5),
-            ],
-            &|i| i >= 2,
-            2,
-        );
-        assert_eq!(v.agreement.consensus.unwrap().agreeing, [0, 1]);
-        assert_eq!(v.still_out, [2, 3, 4]);
+        assert_eq!(v.agreement.flagged, [(3, Flag::OutsideConsensus), (4, Flag::OutsideConsensus)]);
+        assert!(meets(&v.agreement, 3) && !meets(&v.agreement, 4));
+    }
+
+    #[test]
+    fn relabel_maps_positions_to_list_indices() {
+        let a = agree_at(&[(0, b"a", -5, 5), (1, b"a", -4, 6), (2, b"c", H, H + 1), (3, b"d", -1, 1)]);
+        let r = relabel(&a, &[7, 3, 9, 1]);
+        assert_eq!(r.consensus.unwrap().agreeing, [1, 3, 7]);
+        assert_eq!(r.flagged, [(9, Flag::OutsideConsensus)]);
+        assert_eq!(r.shared_keys, [vec![3, 7]]);
     }
 }

@@ -48,8 +48,9 @@ pub enum Control {
 pub trait Sink: Send {
     /// A short name for the log.
     fn name(&self) -> &str;
-    /// One round. `round.quorum_met` says whether its consensus may be
-    /// used; `round.evidence()` and `round.local_at()` give the numbers.
+    /// One round. `round.usable()` says whether its consensus may be
+    /// used for the clock; `round.evidence()` and `round.local_at()` give
+    /// the numbers.
     fn round(&mut self, round: &Round, servers: &[Server]) -> Result<(), String>;
 }
 
@@ -373,6 +374,7 @@ impl Service {
             &ask,
             &|i| excluded[i],
             self.settings.quorum,
+            self.settings.max_radius.as_micros() as i128,
         )?;
         self.round_no += 1;
         let servers = self.list.servers.clone();
@@ -420,15 +422,17 @@ impl Service {
             self.state.floor_us = Some(raise_floor(floor_before_us, &e, now_us) as i64);
         }
 
-        // A liar already excluded is still asked and still contradicts the
-        // others; it was reported when it was caught. A report is made
-        // when the chain proves a lie by a server not excluded before.
-        let fresh_liar = round
+        // A contradiction in the chain proves that one of its two signers
+        // lied, not which: the report carries the whole chain and names
+        // nobody. It is made when a pair in it involves no server marked
+        // before (a marked liar contradicting again was reported when it
+        // was caught).
+        let fresh_lie = round
             .sequence
-            .suspects()
+            .contradicting_servers()
             .iter()
-            .any(|&p| !excluded[round.asked[p]]);
-        let report_file = round.report.as_ref().filter(|_| fresh_liar).and_then(|r| {
+            .any(|&(a, b)| !excluded[round.asked[a]] && !excluded[round.asked[b]]);
+        let report_file = round.report.as_ref().filter(|_| fresh_lie).and_then(|r| {
             let body = r.to_json();
             let file = format!("{}/report-{}.json", state::REPORTS_DIR, now_us);
             match self.store.write(&file, body.as_bytes()) {
@@ -452,7 +456,7 @@ impl Service {
                 round
                     .still_out
                     .iter()
-                    .map(|&i| format!("{} (excluded, still outside)", name(i))),
+                    .map(|&i| format!("{} (marked, still outside)", name(i))),
             )
             .collect();
         let c = round.consensus.as_ref();
@@ -513,19 +517,24 @@ impl Service {
         };
         let head = match (&round.consensus, round.quorum_met) {
             (Some(c), met) => format!(
-                "consensus {} ±{:.3} s (offset {}); {} of {} answering agree{}",
+                "consensus {} ±{:.3} s (offset {}); {} of {} answering keys agree{}",
                 format_utc((round.local_end_us + c.midpoint_us()).max(0) as u64),
                 c.radius_us() as f64 / 1e6,
                 format_duration_us(c.midpoint_us()),
-                c.agreeing.len(),
+                c.agreeing_keys,
                 c.answering,
-                if met {
-                    String::new()
-                } else {
+                if !met {
                     format!(
                         ", fewer than the quorum ({}): NOT USED",
                         self.settings.quorum
                     )
+                } else if round.wide {
+                    format!(
+                        ", wider than max-radius ({}): NOT USED",
+                        crate::config::DurationText(self.settings.max_radius)
+                    )
+                } else {
+                    String::new()
                 }
             ),
             (None, _) => format!(
@@ -547,6 +556,21 @@ impl Service {
             line.push_str(&format!(
                 "; agree again: {}",
                 names(&mut round.rejoined.iter().copied())
+            ));
+        }
+        if let Some(why) = &round.disagreement {
+            line.push_str(&format!("; {why}"));
+        }
+        for group in &round.shared_keys {
+            line.push_str(&format!(
+                "; {} share one key: one vote",
+                names(&mut group.iter().copied())
+            ));
+        }
+        for (a, b) in round.sequence.contradicting_servers() {
+            line.push_str(&format!(
+                "; {} and {} contradict each other: one of them lied",
+                servers[round.asked[a]].name, servers[round.asked[b]].name
             ));
         }
         if let Some(p) = report {

@@ -205,19 +205,26 @@ fn print_sequence(servers: &[Server], seq: &Sequence, notes: &[String]) {
             let now = gnomon_client_now_us();
             let mid = now + c.midpoint_us();
             println!(
-                "consensus    {} ±{:.3} s (offset {}; {} of {} answering servers agree)",
+                "consensus    {} ±{:.3} s (offset {}; {} of {} answering keys agree)",
                 format_utc(mid.max(0) as u64),
                 c.radius_us() as f64 / 1e6,
                 format_duration_us(c.midpoint_us()),
-                c.agreeing.len(),
+                c.agreeing_keys,
                 c.answering
             );
         }
-        None => println!("consensus    none: no majority of answering servers agrees"),
+        None => println!("consensus    none: no offset is vouched for by a majority of keys"),
+    }
+    if let Some(why) = seq.agreement.disagreement() {
+        println!("DISAGREE     {why}");
+    }
+    for group in &seq.agreement.shared_keys {
+        let names: Vec<&str> = group.iter().map(|&s| name(servers, s)).collect();
+        println!("note         {} share one key: one vote", names.join(", "));
     }
     for (s, why) in &seq.agreement.flagged {
         let why = match why {
-            Flag::OutsideConsensus => "its time is outside the consensus",
+            Flag::OutsideConsensus => "its time misses the consensus of a majority of keys",
             Flag::SelfContradiction => "its own answers contradict each other",
         };
         println!("FLAGGED      {}: {why}", name(servers, *s));
@@ -238,8 +245,15 @@ fn print_sequence(servers: &[Server], seq: &Sequence, notes: &[String]) {
             format_utc(vb.latest_us().max(0) as u64),
         );
     }
-    if seq.malfeasance() {
-        let suspects: Vec<&str> = seq.suspects().iter().map(|&s| name(servers, s)).collect();
+    for (a, b) in seq.contradicting_servers() {
+        println!(
+            "one lied     {} or {}: their answers cannot both be true",
+            name(servers, a),
+            name(servers, b)
+        );
+    }
+    let suspects: Vec<&str> = seq.suspects().iter().map(|&s| name(servers, s)).collect();
+    if !suspects.is_empty() {
         println!("suspect      {}", suspects.join(", "));
     }
     for n in notes {
@@ -285,6 +299,7 @@ fn sequence_json(
             "time_utc": format_utc(mid.max(0) as u64),
             "radius_us": c.radius_us() as i64,
             "agreeing": c.agreeing.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
+            "agreeing_keys": c.agreeing_keys,
             "answering": c.answering,
         })
     });
@@ -304,6 +319,9 @@ fn sequence_json(
             "earlier_server": name(servers, seq.entries[i].server),
             "later_server": name(servers, seq.entries[j].server),
         })).collect::<Vec<_>>(),
+        "disagreement": seq.agreement.disagreement(),
+        "shared_keys": seq.agreement.shared_keys.iter()
+            .map(|g| g.iter().map(|&s| name(servers, s)).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "malfeasance": seq.malfeasance(),
         "suspects": seq.suspects().iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
         "report_file": report_file,

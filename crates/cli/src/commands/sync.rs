@@ -304,10 +304,17 @@ fn once(service: &mut Service, args: &Args) -> ExitCode {
             "radius_us": c.radius_us() as i64,
             "time_utc": format_utc((round.local_end_us + c.midpoint_us()).max(0) as u64),
             "agreeing": c.agreeing.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            "agreeing_keys": c.agreeing_keys,
             "answering": c.answering,
         })),
         "quorum": settings.quorum,
         "quorum_met": round.quorum_met,
+        "too_wide": round.wide,
+        "disagreement": round.disagreement,
+        "shared_keys": round.shared_keys.iter()
+            .map(|g| g.iter().map(|&i| name(i)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "contradictions": round.sequence.contradicting_servers().iter()
+            .map(|&(a, b)| [name(round.asked[a]), name(round.asked[b])]).collect::<Vec<_>>(),
         "local_time_utc": format_utc(round.local_end_us.max(0) as u64),
         "outside": round.outside.iter().map(|&(i, _)| name(i))
             .chain(round.still_out.iter().map(|&i| name(i))).collect::<Vec<_>>(),
@@ -316,11 +323,14 @@ fn once(service: &mut Service, args: &Args) -> ExitCode {
         "floor_utc": service.state().floor_us.map(|f| format_utc(f.max(0) as u64)),
     });
     let mut text: Vec<String> = Vec::new();
+    if let Some(why) = &round.disagreement {
+        text.push(format!("servers      {why}"));
+    }
     let code = if args.check {
         check(&settings, evidence.as_ref(), &mut out, &mut text)
     } else if args.set_clock {
         set_clock(&settings, &outcome, args.dry_run, &mut out, &mut text)
-    } else if trusted(evidence.as_ref(), settings.quorum).is_ok() {
+    } else if round.usable().is_some() {
         Exit::Ok
     } else {
         Exit::NoConsensus
@@ -354,6 +364,18 @@ fn check(
         }
     };
     let inside = clock_ok(e, max);
+    // Outside a wide consensus is still outside; inside one proves
+    // nothing about the clock.
+    let max_radius = settings.max_radius.as_micros() as i128;
+    if inside && e.radius_us() > max_radius {
+        let r = Refusal::TooWide {
+            radius_us: e.radius_us(),
+            max_us: max_radius,
+        };
+        out["inside"] = json!(null);
+        text.push(format!("check        no verdict: {}", refusal_words(&r)));
+        return Exit::NoConsensus;
+    }
     out["inside"] = json!(inside);
     // How far the local clock is from the interval (0 inside it).
     let off = if e.low_us > 0 {
@@ -468,10 +490,11 @@ fn refusal_words(r: &Refusal) -> String {
     match r {
         Refusal::NoConsensus => "no consensus (no majority of answering servers agrees)".into(),
         Refusal::Quorum { agreeing, quorum } => {
-            format!("{agreeing} server(s) agree, fewer than the quorum of {quorum}")
+            format!("{agreeing} distinct key(s) agree, fewer than the quorum of {quorum}")
         }
         Refusal::TooWide { radius_us, max_us } => format!(
-            "the consensus radius {} is wider than --max-radius {}",
+            "the consensus radius {} is wider than --max-radius {} (the servers disagree \
+             or answer with wide radii)",
             format_duration_us(*radius_us).trim_start_matches('+'),
             format_duration_us(*max_us).trim_start_matches('+')
         ),

@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use gnomon_client::consensus::agree;
 use gnomon_client::{
-    post_report, Answer, Client, Config, Flag, Plan, PostPolicy, Selection, Server, Versions,
+    agree, post_report, Answer, Client, Config, Flag, Plan, PostPolicy, Selection, Server,
+    Versions, Vouch,
 };
 
 pub use check::now_us;
@@ -126,15 +126,20 @@ pub fn round(
         answers.push(a);
         statuses.push(s);
     }
-    let intervals: Vec<(usize, i128, i128)> = answers
+    let vouches: Vec<Vouch<'_>> = answers
         .iter()
         .enumerate()
         .filter_map(|(i, a)| {
-            let (lo, hi) = a.as_ref()?.offset_interval_us();
-            Some((i, lo, hi))
+            let (low_us, high_us) = a.as_ref()?.offset_interval_us();
+            Some(Vouch {
+                server: i,
+                key: &servers[i].public_key,
+                low_us,
+                high_us,
+            })
         })
         .collect();
-    let agreement = agree(&intervals);
+    let agreement = agree(&vouches);
     let consensus = agreement
         .consensus
         .as_ref()
@@ -149,7 +154,9 @@ pub fn round(
     for &(i, flag) in &agreement.flagged {
         statuses[i].flagged = Some(
             match flag {
-                Flag::OutsideConsensus => "its interval excludes the consensus of the others",
+                Flag::OutsideConsensus => {
+                    "its interval misses the consensus of a majority of keys"
+                }
                 Flag::SelfContradiction => "its own answers contradict each other",
             }
             .to_string(),
@@ -164,7 +171,9 @@ pub fn round(
 /// Run the measurement sequence over the servers that answered (each in
 /// the version it answered), twice in the same order with chained nonces:
 /// a liar is then caught by the causal-order check, and the chain is the
-/// report. The report goes to every flagged server the chain accuses.
+/// report. The report goes to every server flagged both in the round and
+/// by the majority rule over the sequence: a contradiction alone names
+/// nobody.
 fn prove(servers: &[Server], answers: &[Option<Answer>], statuses: &mut [Status]) {
     let (ids, chosen): (Vec<usize>, Vec<Server>) = answers
         .iter()
