@@ -28,9 +28,18 @@ enum Shape {
     Random { at: i64, width: i64 },
     /// A narrow interval at one end of honest interval `k`, nudged by
     /// `nudge` µs (touching it, just inside, just outside).
-    AtEdge { k: usize, high_end: bool, nudge: i64, width: i64 },
+    AtEdge {
+        k: usize,
+        high_end: bool,
+        nudge: i64,
+        width: i64,
+    },
     /// Across one end of honest interval `k`.
-    Straddle { k: usize, high_end: bool, width: i64 },
+    Straddle {
+        k: usize,
+        high_end: bool,
+        width: i64,
+    },
     /// Inside the widest honest interval, as far from `t` as it goes.
     FarInsideWidest { high_end: bool, width: i64 },
     /// Wider than everything.
@@ -61,8 +70,14 @@ fn shape() -> impl Strategy<Value = Shape> {
     let width = 0..120 * S;
     prop_oneof![
         (-300 * S..300 * S, width.clone()).prop_map(|(at, width)| Shape::Random { at, width }),
-        (0..8usize, any::<bool>(), -2i64..=2, 0..S)
-            .prop_map(|(k, high_end, nudge, width)| Shape::AtEdge { k, high_end, nudge, width }),
+        (0..8usize, any::<bool>(), -2i64..=2, 0..S).prop_map(|(k, high_end, nudge, width)| {
+            Shape::AtEdge {
+                k,
+                high_end,
+                nudge,
+                width,
+            }
+        }),
         (0..8usize, any::<bool>(), width.clone())
             .prop_map(|(k, high_end, width)| Shape::Straddle { k, high_end, width }),
         (any::<bool>(), 0..20 * S)
@@ -80,8 +95,11 @@ fn case() -> impl Strategy<Value = Case> {
                 prop::collection::vec((0..120 * S, 0..120 * S, 1usize..3), h),
                 // Fewer liars than honest keys: f < h, so f < n/2.
                 prop::collection::vec(
-                    (shape(), 1usize..4, any::<bool>())
-                        .prop_map(|(shape, names, collude)| Liar { shape, names, collude }),
+                    (shape(), 1usize..4, any::<bool>()).prop_map(|(shape, names, collude)| Liar {
+                        shape,
+                        names,
+                        collude,
+                    }),
                     0..h,
                 ),
             )
@@ -302,15 +320,25 @@ fn old_rule(answers: &[(usize, Vec<u8>, i128, i128)]) -> Verdict {
             count -= 1;
         }
     }
-    let Some(point) = at else { return (None, broken) };
-    let clique: Vec<_> = servers.iter().filter(|s| s.1 <= point && point <= s.2).collect();
+    let Some(point) = at else {
+        return (None, broken);
+    };
+    let clique: Vec<_> = servers
+        .iter()
+        .filter(|s| s.1 <= point && point <= s.2)
+        .collect();
     if clique.len() * 2 <= answering {
         return (None, broken);
     }
     let low = clique.iter().map(|s| s.1).max().unwrap_or(point);
     let high = clique.iter().map(|s| s.2).min().unwrap_or(point);
     let mut flagged = broken;
-    flagged.extend(servers.iter().filter(|s| s.2 < low || s.1 > high).map(|s| s.0));
+    flagged.extend(
+        servers
+            .iter()
+            .filter(|s| s.2 < low || s.1 > high)
+            .map(|s| s.0),
+    );
     (Some((low, high)), flagged)
 }
 

@@ -143,7 +143,10 @@ mod tests {
     #[test]
     fn half_is_not_a_majority() {
         assert_eq!(majority_hull([s(0, 10), s(20, 30)]), None);
-        assert_eq!(majority_hull([s(0, 10), s(5, 8), s(20, 30), s(25, 28)]), None);
+        assert_eq!(
+            majority_hull([s(0, 10), s(5, 8), s(20, 30), s(25, 28)]),
+            None
+        );
         assert_eq!(majority_hull([] as [Span; 0]), None);
         assert_eq!(majority_hull([s(3, 4)]), Some(s(3, 4)));
     }

@@ -265,13 +265,21 @@ mod tests {
         let c = v.agreement.consensus.as_ref().unwrap();
         assert_eq!((c.low_us, c.high_us), (-4, 4));
         assert_eq!(v.rejoined, [1, 2]);
-        assert_eq!(v.agreement.flagged, [(3, Flag::OutsideConsensus), (4, Flag::OutsideConsensus)]);
+        assert_eq!(
+            v.agreement.flagged,
+            [(3, Flag::OutsideConsensus), (4, Flag::OutsideConsensus)]
+        );
         assert!(meets(&v.agreement, 3) && !meets(&v.agreement, 4));
     }
 
     #[test]
     fn relabel_maps_positions_to_list_indices() {
-        let a = agree_at(&[(0, b"a", -5, 5), (1, b"a", -4, 6), (2, b"c", H, H + 1), (3, b"d", -1, 1)]);
+        let a = agree_at(&[
+            (0, b"a", -5, 5),
+            (1, b"a", -4, 6),
+            (2, b"c", H, H + 1),
+            (3, b"d", -1, 1),
+        ]);
         let r = relabel(&a, &[7, 3, 9, 1]);
         assert_eq!(r.consensus.unwrap().agreeing, [1, 3, 7]);
         assert_eq!(r.flagged, [(9, Flag::OutsideConsensus)]);

@@ -113,7 +113,8 @@ fn print_report(file: &str, report: &Report, check: &ReportCheck) {
     }
     let verdict = if check.is_proof_of_malfeasance() {
         format!(
-            "PROOF OF MALFEASANCE: every signature and chain link holds, and {} pair(s) contradict",
+            "PROOF OF MALFEASANCE: every signature and chain link holds, and {} pair(s) contradict \
+             (one signer of each pair lied; the report alone does not say which)",
             check.contradictions.len()
         )
     } else if check.all_valid() {

@@ -25,6 +25,12 @@ pub struct Servers {
     pub list: PathBuf,
     /// A directory of the test's own.
     pub dir: PathBuf,
+    /// Each server's public key, base64.
+    pub keys: Vec<String>,
+    /// Each server's address.
+    pub addrs: Vec<String>,
+    /// The list's `reports` member (with its leading comma), or nothing.
+    reports: String,
 }
 
 impl Drop for Servers {
@@ -69,10 +75,23 @@ pub fn shift_clock(cmd: &mut Command, offset: &str) {
 /// a 3 s radius on an unsynchronized kernel clock; the list names them
 /// (with `reports` when given).
 pub fn start_servers(test: &str, spec: &[(&str, Option<&str>)], reports: Option<&str>) -> Servers {
+    let spec: Vec<(&str, Option<&str>, &str)> = spec.iter().map(|&(n, o)| (n, o, "3s")).collect();
+    start_servers_with(test, &spec, reports)
+}
+
+/// As [`start_servers`], each server with its own radius (name, clock
+/// offset, radius such as "60s"): the kernel's own error estimate is used
+/// instead where it is larger.
+pub fn start_servers_with(
+    test: &str,
+    spec: &[(&str, Option<&str>, &str)],
+    reports: Option<&str>,
+) -> Servers {
     let dir = tempdir(test);
     let mut children = Vec::new();
-    let mut entries = Vec::new();
-    for (name, offset) in spec {
+    let mut keys = Vec::new();
+    let mut addrs = Vec::new();
+    for (_, offset, radius) in spec {
         let started = start_serve(
             &[
                 "--workers",
@@ -80,7 +99,9 @@ pub fn start_servers(test: &str, spec: &[(&str, Option<&str>)], reports: Option<
                 "--clock-unsynchronized",
                 "answer-with-radius",
                 "--clock-unsynchronized-radius",
-                "3s",
+                radius,
+                "--clock-radius-floor",
+                radius,
             ],
             |c| {
                 if let Some(o) = offset {
@@ -88,11 +109,8 @@ pub fn start_servers(test: &str, spec: &[(&str, Option<&str>)], reports: Option<
                 }
             },
         );
-        entries.push(format!(
-            r#"{{"name":"{name}","version":1,"publicKeyType":"ed25519","publicKey":"{key}","addresses":[{{"protocol":"udp","address":"{addr}"}},{{"protocol":"tcp","address":"{addr}"}}]}}"#,
-            key = gnomon_testkit::base64(&started.public),
-            addr = started.addr,
-        ));
+        keys.push(gnomon_testkit::base64(&started.public));
+        addrs.push(started.addr.to_string());
         // The server's log must not fill its pipe: read it away.
         let mut stderr = started.stderr;
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
@@ -101,17 +119,41 @@ pub fn start_servers(test: &str, spec: &[(&str, Option<&str>)], reports: Option<
     let reports = reports
         .map(|r| format!(r#","reports":"{r}""#))
         .unwrap_or_default();
-    let list = dir.join("servers.json");
-    std::fs::write(
-        &list,
-        format!(r#"{{"servers":[{}]{reports}}}"#, entries.join(",")),
-    )
-    .unwrap();
-    Servers {
+    let mut servers = Servers {
         children,
         names: spec.iter().map(|s| s.0.to_string()).collect(),
-        list,
+        list: dir.join("servers.json"),
         dir,
+        keys,
+        addrs,
+        reports,
+    };
+    let all: Vec<(&str, usize)> = spec.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
+    servers.list = servers.list_of("servers.json", &all);
+    servers
+}
+
+impl Servers {
+    /// A list in the test's directory naming server `i` as `name` for each
+    /// (name, i): one server may be listed under several names.
+    pub fn list_of(&self, file: &str, entries: &[(&str, usize)]) -> PathBuf {
+        let entries: Vec<String> = entries
+            .iter()
+            .map(|&(name, i)| {
+                format!(
+                    r#"{{"name":"{name}","version":1,"publicKeyType":"ed25519","publicKey":"{key}","addresses":[{{"protocol":"udp","address":"{addr}"}},{{"protocol":"tcp","address":"{addr}"}}]}}"#,
+                    key = self.keys[i],
+                    addr = self.addrs[i],
+                )
+            })
+            .collect();
+        let path = self.dir.join(file);
+        std::fs::write(
+            &path,
+            format!(r#"{{"servers":[{}]{}}}"#, entries.join(","), self.reports),
+        )
+        .unwrap();
+        path
     }
 }
 

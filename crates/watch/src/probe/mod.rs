@@ -154,9 +154,7 @@ pub fn round(
     for &(i, flag) in &agreement.flagged {
         statuses[i].flagged = Some(
             match flag {
-                Flag::OutsideConsensus => {
-                    "its interval misses the consensus of a majority of keys"
-                }
+                Flag::OutsideConsensus => "its interval misses the consensus of a majority of keys",
                 Flag::SelfContradiction => "its own answers contradict each other",
             }
             .to_string(),
