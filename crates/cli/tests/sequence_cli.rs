@@ -35,7 +35,7 @@ fn honest_servers_of_three_versions_reach_a_consensus() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("consensus    "), "{}", r.stdout);
     assert!(
-        r.stdout.contains("3 of 3 answering servers agree"),
+        r.stdout.contains("3 of 3 answering keys agree"),
         "{}",
         r.stdout
     );
@@ -51,6 +51,20 @@ fn honest_servers_of_three_versions_reach_a_consensus() {
         .map(|e| e["version"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(versions, ["draft-11", "google", "rfc-10049"].into());
+    assert_eq!((j["quorum"].as_u64(), j["quorum_met"].as_bool()), (Some(2), Some(true)));
+
+    // `--quorum` counts distinct keys that agree: four of three cannot.
+    let r = gnomon(&seq_args(list, &["--quorum", "4", "--json"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let j = r.json();
+    assert_eq!(j["quorum_met"], false, "{j}");
+    assert!(j["consensus"].is_object(), "{j}");
+    // `--ask` is how many are asked, at random; it conflicts with --all.
+    let mut ask = vec!["query", "--servers", list, "--ask", "2", "--json"];
+    ask.extend_from_slice(&FAST);
+    let j = gnomon(&ask).json();
+    assert_eq!(j["servers"].as_array().unwrap().len(), 2, "{j}");
+    assert_eq!(gnomon(&seq_args(list, &["--ask", "2"])).code, 64);
 }
 
 #[test]

@@ -83,7 +83,7 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
         "{}",
         s.log
     );
-    assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    assert!(s.wait_for("3 of 3 answering keys agree", PATIENCE), "{}", s.log);
     let text = scrape(metrics, PATIENCE).expect("a scrape");
     let ok = "gnomon_sync_list_refreshes_total{result=\"ok\"}";
     assert!(value(&text, ok) >= 1.0, "{text}");
@@ -107,7 +107,7 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
     );
     assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
     assert!(s.log.contains("not a server list"), "{}", s.log);
-    assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    assert!(s.wait_for("3 of 3 answering keys agree", PATIENCE), "{}", s.log);
     s.stop_cleanly(STOP);
 
     // The operator edits the file: theirs wins again.
@@ -182,7 +182,7 @@ fn lists_that_fail_keep_the_old_one_and_rounds_go_on_during_a_hung_download() {
     );
     https.set(Answer::Status(404));
     assert!(https.wait_trickle("end", PATIENCE));
-    assert!(s.wait_for("3 of 3 answering agree", PATIENCE), "{}", s.log);
+    assert!(s.wait_for("3 of 3 answering keys agree", PATIENCE), "{}", s.log);
     // Every class counted, the list never replaced.
     let text = scrape(metrics, PATIENCE).expect("a scrape");
     for class in [
@@ -252,7 +252,7 @@ fn an_untrusted_certificate_keeps_the_old_list_and_http_urls_are_refused() {
     a.extend(FAST);
     let r = sync(&a, None);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("3 of 3 answering agree"), "{}", r.stdout);
+    assert!(r.stdout.contains("3 of 3 answering keys agree"), "{}", r.stdout);
     assert!(fresh.join("sync-servers.json").exists());
     let _ = std::fs::remove_dir_all(&fresh);
 
@@ -322,7 +322,7 @@ fn with_only_a_url_sighup_downloads_the_list_again() {
         "{}",
         s.log
     );
-    assert!(s.wait_for("2 of 2 answering agree", PATIENCE), "{}", s.log);
+    assert!(s.wait_for("2 of 2 answering keys agree", PATIENCE), "{}", s.log);
     s.stop_cleanly(STOP);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -53,7 +53,7 @@ fn the_service_runs_a_round_every_interval_and_stops_on_sigterm() {
     assert!(s.wait_for("round 1: consensus", PATIENCE), "{}", s.log);
     assert!(s.wait_for("round 2: consensus", PATIENCE), "{}", s.log);
     assert!(
-        s.log.contains("3 of 3 answering agree; out: none"),
+        s.log.contains("3 of 3 answering keys agree; out: none"),
         "{}",
         s.log
     );

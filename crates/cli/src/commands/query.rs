@@ -39,8 +39,16 @@ pub(crate) struct Args {
     #[arg(long, value_name = "LIST.json")]
     pub(crate) servers: Option<PathBuf>,
     /// With --servers: query every server in the list, not three at random.
-    #[arg(long, requires = "servers")]
+    #[arg(long, requires = "servers", conflicts_with = "ask")]
     pub(crate) all: bool,
+    /// With --servers: how many servers to ask, at random (default 3, the
+    /// RFC's minimum).
+    #[arg(long, value_name = "N", requires = "servers", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) ask: Option<u16>,
+    /// With --servers: how many distinct keys must agree with the
+    /// consensus (as sync's `quorum`); fewer exits 1.
+    #[arg(long, value_name = "N", default_value_t = 2, requires = "servers", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) quorum: u16,
     /// Offer only this version: a number (1, 0x8000000b, 3000600613 for
     /// Google) or a name (google, draft-07, draft-14, rfc-10049).
     #[arg(long, value_name = "V", value_parser = parse_profile, requires = "addr")]

@@ -55,10 +55,9 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         ));
     }
     let plan = Plan {
-        selection: if args.all {
-            Selection::All
-        } else {
-            Selection::Random(MIN_SERVERS)
+        selection: match (args.all, args.ask) {
+            (true, _) => Selection::All,
+            (false, n) => Selection::Random(n.map_or(MIN_SERVERS, usize::from)),
         },
         passes: 2,
     };
@@ -71,27 +70,40 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         }
     };
     let (report_file, posted) = deliver_report(args, &raw, &list, &seq, &mut notes);
-    let code = exit_code(&seq);
-    if args.json {
-        print_json(&sequence_json(
-            &servers,
-            &seq,
-            &notes,
-            report_file,
-            posted,
-            code,
+    let quorum = usize::from(args.quorum);
+    let code = exit_code(&seq, quorum);
+    let met = quorum_met(&seq, quorum);
+    if !met && seq.agreement.consensus.is_some() {
+        notes.push(format!(
+            "fewer distinct keys agree than the quorum ({quorum}): the consensus is not enough"
         ));
+    }
+    if args.json {
+        let mut out = sequence_json(&servers, &seq, &notes, report_file, posted, code);
+        out["quorum"] = json!(quorum);
+        out["quorum_met"] = json!(met);
+        print_json(&out);
     } else {
         print_sequence(&servers, &seq, &notes);
     }
     code.into()
 }
 
-fn exit_code(seq: &Sequence) -> Exit {
+/// Whether at least `quorum` distinct keys agree with the consensus.
+fn quorum_met(seq: &Sequence, quorum: usize) -> bool {
+    seq.agreement
+        .consensus
+        .as_ref()
+        .is_some_and(|c| c.agreeing_keys >= quorum)
+}
+
+fn exit_code(seq: &Sequence, quorum: usize) -> Exit {
     if seq.malfeasance() {
         Exit::Malfeasance
-    } else if seq.agreement.consensus.is_some() {
+    } else if quorum_met(seq, quorum) {
         Exit::Ok
+    } else if seq.agreement.consensus.is_some() {
+        Exit::NoAnswer
     } else if seq
         .entries
         .iter()

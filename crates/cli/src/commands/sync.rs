@@ -488,7 +488,7 @@ fn refusal_key(r: &Refusal) -> &'static str {
 
 fn refusal_words(r: &Refusal) -> String {
     match r {
-        Refusal::NoConsensus => "no consensus (no majority of answering servers agrees)".into(),
+        Refusal::NoConsensus => "no consensus (no offset is vouched for by a strict majority of the answering keys)".into(),
         Refusal::Quorum { agreeing, quorum } => {
             format!("{agreeing} distinct key(s) agree, fewer than the quorum of {quorum}")
         }
