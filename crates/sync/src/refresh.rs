@@ -13,8 +13,10 @@
 //! names fewer usable servers than the quorum keeps the old one: one log
 //! line per refresh and one count per failure class ([`Counts`]). A good
 //! list replaces the old one and is written to the state directory's list
-//! cache, with the seed file it descends from (`sync-servers.seed`), so a
-//! restart uses it for as long as the operator's own file is unchanged.
+//! cache, with a record of the URL it came from and the SHA-256 of the
+//! operator's file it descends from ([`list::Record`]), so a restart uses
+//! it for as long as the operator's own file is unchanged and still names
+//! that URL (or `servers-url` does).
 //! The fetch runs on a thread of its own: rounds go on meanwhile, and its
 //! answer is taken at the next round.
 
@@ -27,15 +29,17 @@ use std::time::{Duration, Instant};
 
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 
-use crate::list::{self, Loaded};
+use crate::list::{self, Loaded, Record};
 use crate::service::{jittered, unit_random};
-use crate::state::{Store, LIST_CACHE};
+use crate::state::Store;
 
 /// Larger lists are cut here and refused: the largest public list is a
 /// few KiB, and a list server must not make sync allocate at will.
 pub const MAX_LIST_BYTES: u64 = 1 << 20;
-/// The seed file (the operator's `servers`) a refreshed cache descends
-/// from; removed when the file itself is loaded again.
+/// The copy of the operator's file that older versions kept beside a
+/// refreshed cache, and believed; the provenance record
+/// (`sync-servers.meta.json`) replaces it, and it is removed whenever the
+/// cache is written.
 pub const SEED_FILE: &str = "sync-servers.seed";
 
 /// Why a refresh kept the old list. The label is the metrics' `result`.
@@ -383,35 +387,20 @@ impl Refresher {
     }
 }
 
-/// Write a refreshed list to the cache, with the seed it descends from.
-pub fn cache(store: &Store, raw: &[u8], seed: Option<&[u8]>) -> std::io::Result<()> {
-    store.write(LIST_CACHE, raw)?;
-    match seed {
-        Some(s) => store.write(SEED_FILE, s).map(|_| ()),
-        None => Ok(()),
-    }
-}
-
-/// At start: the refreshed list in the cache when the seed file is the
-/// one it was refreshed from (or there is no seed file but a URL), else
-/// the file as [`list::load`] reads it. `Ok(None)`: use `list::load`.
-pub fn cached_refresh(store: &Store, seed_path: Option<&Path>) -> Option<Loaded> {
-    let matches = match seed_path {
-        Some(p) => {
-            let file = std::fs::read(p).ok()?;
-            store.read(SEED_FILE).ok()? == file
-        }
-        None => true,
-    };
-    if !matches {
-        let _ = std::fs::remove_file(store.path(SEED_FILE));
-        return None;
-    }
-    let cache = store.path(LIST_CACHE).display().to_string();
-    let raw = store.read(LIST_CACHE).ok()?;
-    let mut l = list::parse(raw, &cache).ok()?;
-    l.notes.push(format!(
-        "using the list last refreshed from its sources, cached in {cache}"
-    ));
-    Some(l)
+/// Write a list refreshed from `url` to the cache, with its record: the
+/// operator's `file` and its bytes `seed` it descends from (both `None`
+/// with only `servers-url`), and the configured `servers_url`.
+pub fn cache(
+    store: &Store,
+    raw: &[u8],
+    url: &str,
+    file: Option<&Path>,
+    seed: Option<&[u8]>,
+    servers_url: Option<&str>,
+) -> std::io::Result<()> {
+    list::write_cache(
+        store,
+        raw,
+        &Record::new(raw, Some(url), file, seed, servers_url),
+    )
 }

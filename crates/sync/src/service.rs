@@ -124,26 +124,39 @@ impl Service {
         };
         let fetcher = refresh::Fetcher::new(settings.list_ca.as_deref(), settings.list_timeout)
             .map_err(|e| format!("list-ca: {e}"))?;
-        let list = match (&settings.servers, &settings.servers_url) {
-            (Some(path), _) => match refresh::cached_refresh(&store, Some(path)) {
-                Some(l) => l,
-                None => list::load(path, Some(&store))?,
-            },
-            // No file of the operator's: the last list fetched, or one
-            // fetched now.
-            (None, Some(url)) => match refresh::cached_refresh(&store, None) {
-                Some(l) => l,
-                None => {
+        // The list cache is believed only from a directory nobody else
+        // can write (whoever can could forge its record too).
+        let trusted = match store.trust() {
+            Ok(()) => true,
+            Err(why) => {
+                log(&format!(
+                    "warning: {why}: no list cached in it is used (state is still written); \
+                     make it owned by the user running gnomon sync and writable by nobody else \
+                     (chmod go-w)"
+                ));
+                false
+            }
+        };
+        let (list, seed) = match (&settings.servers, &settings.servers_url) {
+            (Some(path), url) => list::load(path, url.as_deref(), &store, trusted)?,
+            // No file of the operator's: the last list fetched from this
+            // URL, or one fetched now.
+            (None, Some(url)) => match list::cached_from_url(&store, url, trusted) {
+                Ok(l) => (l, None),
+                Err(ignored) => {
+                    if let Some(why) = ignored {
+                        log(&format!("note: {why}"));
+                    }
                     let a = refresh::attempt(&fetcher, std::slice::from_ref(url), settings.quorum);
                     let Some((_, l)) = a.fresh else {
                         let why: Vec<String> =
                             a.failed.iter().map(|(u, f)| format!("{u}: {f}")).collect();
                         return Err(format!("no server list: {}", why.join("; ")));
                     };
-                    if let Err(e) = refresh::cache(&store, &l.raw, None) {
+                    if let Err(e) = refresh::cache(&store, &l.raw, url, None, None, Some(url)) {
                         log(&format!("note: cannot cache the list: {e}"));
                     }
-                    l
+                    (l, None)
                 }
             },
             (None, None) => {
@@ -153,10 +166,6 @@ impl Service {
                 )
             }
         };
-        let seed = settings
-            .servers
-            .as_ref()
-            .and_then(|p| std::fs::read(p).ok());
         let metrics = Arc::new(SyncMetrics::default());
         let refresher =
             (settings.servers_url.is_some() || !list.list.sources.is_empty()).then(|| {
@@ -252,10 +261,11 @@ impl Service {
                 self.settings.quorum
             )),
             Ok(l) => {
-                if let Err(e) = self.store.write(state::LIST_CACHE, &l.raw) {
+                // Written, not compared: the directory's trust is not
+                // asked again here.
+                if let Err(e) = list::cache_file(&self.store, &path, &l.raw, false) {
                     (self.log)(&format!("note: cannot cache the list: {e}"));
                 }
-                let _ = std::fs::remove_file(self.store.path(refresh::SEED_FILE));
                 self.seed = Some(l.raw.clone());
                 (self.log)(&format!(
                     "reload: {} usable server(s) from {}",
@@ -313,11 +323,20 @@ impl Service {
             return;
         };
         (self.log)(&r.account(&attempt));
-        let Some((_, l)) = attempt.fresh else { return };
+        let Some((url, l)) = attempt.fresh else {
+            return;
+        };
         if l.raw == self.list.raw {
             return;
         }
-        if let Err(e) = refresh::cache(&self.store, &l.raw, self.seed.as_deref()) {
+        if let Err(e) = refresh::cache(
+            &self.store,
+            &l.raw,
+            &url,
+            self.settings.servers.as_deref(),
+            self.seed.as_deref(),
+            self.settings.servers_url.as_deref(),
+        ) {
             (self.log)(&format!("note: cannot cache the refreshed list: {e}"));
         }
         for n in &l.notes {

@@ -5,18 +5,28 @@
 //! - `sync-chain.json`: the last round's chain of exchanges, in the
 //!   malfeasance-report format (`gnomon verify-report` reads it), so a
 //!   report can cite them after a restart;
-//! - `sync-servers.json`: the last server list that loaded;
+//! - `sync-servers.json`: the last server list that loaded, and beside it
+//!   `sync-servers.meta.json`, where that list came from (crate::list);
 //! - `sync-reports/`: the malfeasance reports written.
 //!
 //! Every file is written whole: a temporary file in the same directory,
-//! fsync, rename over the old one, fsync of the directory. A reader sees
-//! the old file or the new one, never half of either, even across a power
-//! loss. A missing or unreadable state is a warning and a fresh start,
-//! never a crash; a corrupt file is kept aside for whoever investigates.
+//! created exclusively under a random name (never following a symbolic
+//! link planted there), fsync, rename over the old one, fsync of the
+//! directory. A reader sees the old file or the new one, never half of
+//! either, even across a power loss. Files are read without following a
+//! symbolic link either: only the directory itself, which the operator
+//! names, may be one. A missing or unreadable state is a warning and a
+//! fresh start, never a crash; a corrupt file is kept aside for whoever
+//! investigates.
+//!
+//! What is read back is believed only as far as the directory is private
+//! ([`Store::trust`]): owned by the user running sync (or root) and
+//! writable by nobody else, as ssh asks of `~/.ssh`.
 
-use std::fs::{self, File};
+use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -26,12 +36,19 @@ pub const STATE_FILE: &str = "sync-state.json";
 pub const CHAIN_FILE: &str = "sync-chain.json";
 /// The list cache.
 pub const LIST_CACHE: &str = "sync-servers.json";
+/// Where the list cache came from (crate::list::Record).
+pub const LIST_META: &str = "sync-servers.meta.json";
 /// Reports.
 pub const REPORTS_DIR: &str = "sync-reports";
 
 /// Larger files are not ours: refused unread.
 const MAX_FILE: u64 = 16 << 20;
 const FORMAT: u32 = 1;
+/// Mode of every file written: the service's group may read (reports),
+/// nobody else.
+const FILE_MODE: u32 = 0o640;
+/// Mode of the directories created.
+const DIR_MODE: u32 = 0o750;
 
 /// The state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,11 +118,10 @@ impl Store {
     /// `dir`, created (mode 0750) when missing.
     pub fn open(dir: &Path) -> io::Result<Store> {
         if !dir.is_dir() {
-            let mut b = fs::DirBuilder::new();
-            b.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o750);
-            b.create(dir)?;
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(dir)?;
         }
         Ok(Store {
             dir: dir.to_owned(),
@@ -129,6 +145,24 @@ impl Store {
         self.dir.join(name)
     }
 
+    /// Whether what the directory holds may be believed: it must be owned
+    /// by the user running sync (or root) and writable by nobody else.
+    /// Anyone else who can write it could plant a list cache together
+    /// with a matching provenance record. `Err` says why not, in words.
+    /// The directory itself may be a symbolic link (the operator names
+    /// it); its target is what is checked.
+    pub fn trust(&self) -> Result<(), String> {
+        let m = fs::metadata(&self.dir)
+            .map_err(|e| format!("the state directory {}: {e}", self.dir.display()))?;
+        if !m.is_dir() {
+            return Err(format!(
+                "the state directory {} is not a directory",
+                self.dir.display()
+            ));
+        }
+        private(&m).map_err(|why| format!("the state directory {} {why}", self.dir.display()))
+    }
+
     /// The saved state. A corrupt file is renamed `sync-state.json.corrupt`
     /// (replacing an older one) so the next save does not destroy it.
     pub fn load(&self) -> Loaded {
@@ -142,7 +176,7 @@ impl Store {
 
     fn load_with(&self, keep_aside: bool) -> Loaded {
         let path = self.path(STATE_FILE);
-        let bytes = match read_bounded(&path) {
+        let bytes = match read_nofollow(&path).map(|(b, _)| b) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Loaded::Missing,
             Err(e) => {
@@ -184,26 +218,148 @@ impl Store {
         write_atomic(&self.path(STATE_FILE), &text)
     }
 
-    /// Write `bytes` as `name` in the directory, atomically.
+    /// Write `bytes` as `name` in the directory, atomically. `name` may
+    /// name a subdirectory (`sync-reports/report-1.json`): each one is
+    /// created (mode 0750) when missing, and refused, never followed,
+    /// when it is a symbolic link or not a directory.
     pub fn write(&self, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
-        let path = self.path(name);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)?;
+        let rel = Path::new(name);
+        if rel.file_name().is_none() || !rel.components().all(|c| matches!(c, Component::Normal(_)))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name:?} is not a plain name in the state directory"),
+            ));
         }
+        let mut at = self.dir.clone();
+        if let Some(parent) = rel.parent() {
+            for c in parent.components() {
+                at.push(c);
+                real_dir(&at)?;
+            }
+        }
+        let path = self.path(name);
         write_atomic(&path, bytes)?;
         Ok(path)
     }
 
-    /// Read `name` (bounded).
+    /// Read `name` (bounded), not following a symbolic link.
     pub fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        read_bounded(&self.path(name))
+        read_nofollow(&self.path(name)).map(|(b, _)| b)
     }
+
+    /// Read `name` as [`Store::read`] does, and only when the file is as
+    /// private as the directory must be ([`Store::trust`]): a regular
+    /// file of the user running sync (or root) that nobody else may
+    /// write. The error says why in words.
+    pub fn read_trusted(&self, name: &str) -> io::Result<Vec<u8>> {
+        let path = self.path(name);
+        let (bytes, m) = read_nofollow(&path)?;
+        private(&m).map_err(|why| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{} {why}", path.display()),
+            )
+        })?;
+        Ok(bytes)
+    }
+}
+
+/// The user sync runs as (its effective uid).
+fn me() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Owned by us or root, and writable by nobody else: the rule ssh applies
+/// to `~/.ssh`. The error completes "the state directory X ...".
+fn private(m: &Metadata) -> Result<(), String> {
+    let (owner, me) = (m.uid(), me());
+    if owner != me && owner != 0 {
+        return Err(format!(
+            "is owned by uid {owner}, neither the uid gnomon sync runs as ({me}) nor root"
+        ));
+    }
+    let mode = m.mode() & 0o7777;
+    if mode & 0o002 != 0 {
+        return Err(format!("is writable by everyone (mode {mode:04o})"));
+    }
+    if mode & 0o020 != 0 {
+        return Err(format!("is writable by its group (mode {mode:04o})"));
+    }
+    Ok(())
+}
+
+/// `path` as a real directory: created (mode 0750) when missing; a
+/// symbolic link or anything else is an error, never followed.
+fn real_dir(path: &Path) -> io::Result<()> {
+    let check = |m: Metadata| {
+        if m.file_type().is_symlink() {
+            Err(not_followed(path))
+        } else if m.is_dir() {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a directory", path.display()),
+            ))
+        }
+    };
+    match fs::symlink_metadata(path) {
+        Ok(m) => check(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match fs::DirBuilder::new().mode(DIR_MODE).create(path) {
+                Ok(()) => Ok(()),
+                // Made meanwhile: whatever it is must pass the check.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    check(fs::symlink_metadata(path)?)
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn not_followed(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{} is a symbolic link; not followed", path.display()),
+    )
+}
+
+/// Read a file of the state directory: not through a symbolic link
+/// (O_NOFOLLOW), only a regular file (a planted FIFO must not block the
+/// start: O_NONBLOCK), at most 16 MiB. With its metadata, from the file
+/// opened.
+pub(crate) fn read_nofollow(path: &Path) -> io::Result<(Vec<u8>, Metadata)> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                not_followed(path)
+            } else {
+                e
+            }
+        })?;
+    let m = f.metadata()?;
+    if !m.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok((bounded(f)?, m))
 }
 
 /// Read a whole file of at most 16 MiB: a list or state larger than that
 /// is not one of ours.
 pub(crate) fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
-    let f = File::open(path)?;
+    bounded(File::open(path)?)
+}
+
+fn bounded(f: File) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     f.take(MAX_FILE + 1).read_to_end(&mut out)?;
     if out.len() as u64 > MAX_FILE {
@@ -215,19 +371,31 @@ pub(crate) fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Temporary file, fsync, rename, fsync of the directory.
+/// Temporary file, fsync, rename, fsync of the directory. The temporary
+/// file is created exclusively (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0640)
+/// under a random name: nothing planted under the name it picks is
+/// opened or followed, and the rename replaces whatever is at `path`
+/// (a symbolic link included) without following it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    write_atomic_named(path, bytes, &mut random_suffix)
+}
+
+/// [`write_atomic`] with the temporary names' suffixes from `suffix`
+/// (random but for the tests).
+fn write_atomic_named(
+    path: &Path,
+    bytes: &[u8],
+    suffix: &mut dyn FnMut() -> io::Result<String>,
+) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let (tmp, mut f) = create_temp(dir, &name.to_string_lossy(), suffix)?;
     let result = (|| {
-        let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -240,15 +408,66 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// How many names are tried before giving up: a clash of 64 random bits
+/// is somebody planting files, not chance.
+const TEMP_TRIES: usize = 16;
+
+/// `dir/.NAME.tmp-SUFFIX`, created new; a name taken is passed over.
+fn create_temp(
+    dir: &Path,
+    name: &str,
+    suffix: &mut dyn FnMut() -> io::Result<String>,
+) -> io::Result<(PathBuf, File)> {
+    for _ in 0..TEMP_TRIES {
+        let tmp = dir.join(format!(".{name}.tmp-{}", suffix()?));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{TEMP_TRIES} temporary names for {name} in {} were all taken",
+            dir.display()
+        ),
+    ))
+}
+
+/// 16 hex digits from the system's random source.
+fn random_suffix() -> io::Result<String> {
+    let mut b = [0u8; 8];
+    getrandom::getrandom(&mut b)
+        .map_err(|e| io::Error::other(format!("no random bytes for a temporary name: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
 
     fn dir(name: &str) -> PathBuf {
         let d =
             std::env::temp_dir().join(format!("gnomon-sync-state-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         d
+    }
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
     }
 
     #[test]
@@ -272,11 +491,204 @@ mod tests {
         }
         assert!(store.path("sync-state.json.corrupt").exists());
         // No temporary file is left behind.
-        let names: Vec<String> = fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let names = names(&d);
         assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// Symbolic links planted where the state, the chain and the old
+    /// predictable temporary name (`.NAME.tmp-PID`) go: nothing is read
+    /// through them, nothing is written through them, and the files
+    /// written replace the links.
+    #[test]
+    fn planted_symlinks_are_never_followed() {
+        let d = dir("symlinks");
+        let store = Store::open(&d).unwrap();
+        let outside = dir("symlinks-outside");
+        fs::create_dir_all(&outside).unwrap();
+        // A state someone wants believed, and files someone wants hit.
+        let forged = outside.join("forged-state.json");
+        let forged_text = b"{\"format\":1,\"floor_us\":4102444800000000}".to_vec();
+        fs::write(&forged, &forged_text).unwrap();
+        let chain_target = outside.join("shadow");
+        fs::write(&chain_target, b"root:x:0\n").unwrap();
+        let tmp_target = outside.join("passwd");
+        fs::write(&tmp_target, b"root:x:0:0\n").unwrap();
+        symlink(&forged, store.path(STATE_FILE)).unwrap();
+        symlink(&chain_target, store.path(CHAIN_FILE)).unwrap();
+        let old_tmp = format!(".{STATE_FILE}.tmp-{}", std::process::id());
+        symlink(&tmp_target, store.path(&old_tmp)).unwrap();
+
+        match store.load() {
+            Loaded::Warning(w) => assert!(w.contains("symbolic link; not followed"), "{w}"),
+            other => panic!("the link was followed: {other:?}"),
+        }
+        match store.peek() {
+            Loaded::Warning(w) => assert!(w.contains("symbolic link"), "{w}"),
+            other => panic!("the link was followed: {other:?}"),
+        }
+        let err = store.read(CHAIN_FILE).unwrap_err();
+        assert!(err.to_string().contains("not followed"), "{err}");
+
+        let s = State {
+            floor_us: Some(1_800_000_000_000_000),
+            ..State::default()
+        };
+        store.save(&s).unwrap();
+        store.write(CHAIN_FILE, b"{\"responses\":[]}").unwrap();
+        assert_eq!(fs::read(&forged).unwrap(), forged_text);
+        assert_eq!(fs::read(&chain_target).unwrap(), b"root:x:0\n");
+        assert_eq!(fs::read(&tmp_target).unwrap(), b"root:x:0:0\n");
+        for f in [STATE_FILE, CHAIN_FILE] {
+            let m = fs::symlink_metadata(store.path(f)).unwrap();
+            assert!(m.file_type().is_file(), "{f} is still a link");
+            assert_eq!(m.mode() & 0o777, FILE_MODE, "{f}");
+        }
+        match store.load() {
+            Loaded::Ok(l) => assert_eq!(l.floor_us, s.floor_us),
+            other => panic!("{other:?}"),
+        }
+        // The planted link is left as it was; no temporary file remains.
+        assert!(fs::symlink_metadata(store.path(&old_tmp))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let left: Vec<String> = names(&d)
+            .into_iter()
+            .filter(|n| n.contains(".tmp-") && *n != old_tmp)
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        let _ = fs::remove_dir_all(&d);
+        let _ = fs::remove_dir_all(&outside);
+    }
+
+    /// Whatever is planted under the temporary name picked (a link, a
+    /// file) is passed over, untouched, for the next name.
+    #[test]
+    fn a_taken_temporary_name_is_passed_over() {
+        let d = dir("taken");
+        fs::create_dir_all(&d).unwrap();
+        let target = d.join("target");
+        fs::write(&target, b"keep").unwrap();
+        symlink(&target, d.join(".f.tmp-one")).unwrap();
+        symlink(d.join("dangling"), d.join(".f.tmp-two")).unwrap();
+        fs::write(d.join(".f.tmp-three"), b"planted").unwrap();
+        let mut next = ["one", "two", "three", "four"].into_iter();
+        let mut suffix = || Ok(next.next().unwrap_or("five").to_string());
+        write_atomic_named(&d.join("f"), b"new", &mut suffix).unwrap();
+        assert_eq!(fs::read(d.join("f")).unwrap(), b"new");
+        assert_eq!(fs::read(&target).unwrap(), b"keep");
+        assert!(!d.join("dangling").exists());
+        assert_eq!(fs::read(d.join(".f.tmp-three")).unwrap(), b"planted");
+        assert!(!d.join(".f.tmp-four").exists());
+        // Every name taken: an error saying so, nothing written.
+        let mut same = || Ok("one".to_string());
+        let e = write_atomic_named(&d.join("f"), b"x", &mut same).unwrap_err();
+        assert!(e.to_string().contains("were all taken"), "{e}");
+        assert_eq!(fs::read(d.join("f")).unwrap(), b"new");
+        assert_eq!(fs::read(&target).unwrap(), b"keep");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// The reports directory planted as a link (or a file) is refused,
+    /// not followed; names that climb out are refused.
+    #[test]
+    fn a_planted_reports_dir_is_not_followed() {
+        let d = dir("reports");
+        let store = Store::open(&d).unwrap();
+        let elsewhere = dir("reports-elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        symlink(&elsewhere, store.path(REPORTS_DIR)).unwrap();
+        let e = store
+            .write(&format!("{REPORTS_DIR}/report-1.json"), b"{}")
+            .unwrap_err();
+        assert!(e.to_string().contains("symbolic link; not followed"), "{e}");
+        assert!(names(&elsewhere).is_empty(), "{:?}", names(&elsewhere));
+        fs::remove_file(store.path(REPORTS_DIR)).unwrap();
+        fs::write(store.path(REPORTS_DIR), b"").unwrap();
+        let e = store
+            .write(&format!("{REPORTS_DIR}/report-1.json"), b"{}")
+            .unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        fs::remove_file(store.path(REPORTS_DIR)).unwrap();
+        let p = store
+            .write(&format!("{REPORTS_DIR}/report-1.json"), b"{}")
+            .unwrap();
+        assert_eq!(fs::read(p).unwrap(), b"{}");
+        let m = fs::symlink_metadata(store.path(REPORTS_DIR)).unwrap();
+        assert!(m.is_dir());
+        assert_eq!(m.mode() & 0o022, 0);
+        for bad in ["../x.json", "/tmp/x.json", "a/../../x", ""] {
+            assert!(store.write(bad, b"{}").is_err(), "{bad}");
+        }
+        let _ = fs::remove_dir_all(&d);
+        let _ = fs::remove_dir_all(&elsewhere);
+    }
+
+    /// A FIFO planted as the state does not hang the start.
+    #[test]
+    fn a_planted_fifo_is_not_waited_on() {
+        let d = dir("fifo");
+        let store = Store::open(&d).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(store.path(STATE_FILE))
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("no mkfifo: skipped");
+            return;
+        }
+        match store.load() {
+            Loaded::Warning(w) => assert!(w.contains("not a regular file"), "{w}"),
+            other => panic!("{other:?}"),
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// Trust: owned by us (or root), writable by nobody else; the same
+    /// for the files read with `read_trusted`.
+    #[test]
+    fn only_a_private_directory_is_trusted() {
+        let d = dir("trust");
+        let store = Store::open(&d).unwrap();
+        let mode = |m: u32| fs::set_permissions(&d, fs::Permissions::from_mode(m)).unwrap();
+        mode(0o700);
+        store.trust().unwrap();
+        mode(0o750);
+        store.trust().unwrap();
+        mode(0o770);
+        let e = store.trust().unwrap_err();
+        assert!(e.contains("writable by its group (mode 0770)"), "{e}");
+        mode(0o1777);
+        let e = store.trust().unwrap_err();
+        assert!(e.contains("writable by everyone (mode 1777)"), "{e}");
+        mode(0o700);
+
+        // Through a symbolic link the operator made: the target counts.
+        let link = dir("trust-link");
+        symlink(&d, &link).unwrap();
+        Store::at(&link).trust().unwrap();
+
+        store.write("f", b"x").unwrap();
+        assert_eq!(store.read_trusted("f").unwrap(), b"x");
+        fs::set_permissions(store.path("f"), fs::Permissions::from_mode(0o666)).unwrap();
+        let e = store.read_trusted("f").unwrap_err();
+        assert!(e.to_string().contains("writable by everyone"), "{e}");
+        assert_eq!(store.read("f").unwrap(), b"x");
+
+        // Owned by somebody else (only root can make that).
+        if me() == 0 {
+            std::os::unix::fs::chown(&d, Some(65534), None).unwrap();
+            let e = store.trust().unwrap_err();
+            assert!(e.contains("owned by uid 65534"), "{e}");
+            std::os::unix::fs::chown(&d, Some(0), None).unwrap();
+            std::os::unix::fs::chown(store.path("f"), Some(65534), None).unwrap();
+            fs::set_permissions(store.path("f"), fs::Permissions::from_mode(0o600)).unwrap();
+            let e = store.read_trusted("f").unwrap_err();
+            assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+        }
+        let missing = Store::at(&d.join("missing"));
+        assert!(missing.trust().is_err());
+        let _ = fs::remove_file(&link);
         let _ = fs::remove_dir_all(&d);
     }
 }

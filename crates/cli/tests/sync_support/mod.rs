@@ -41,13 +41,17 @@ impl Drop for Servers {
     }
 }
 
-/// A fresh directory.
+/// A fresh directory, mode 0755 whatever the umask: sync believes the
+/// list cached in a state directory only when nobody else may write it
+/// (and a test running sync as `nobody` still reads the list in it).
 pub fn tempdir(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::SeqCst);
     let d = std::env::temp_dir().join(format!("gnomon-sync-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
     d
 }
 
