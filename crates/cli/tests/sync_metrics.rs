@@ -51,6 +51,10 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
             "--allow-loopback-http-reports",
             "--chrony-sock",
             chrony.to_str().unwrap(),
+            // Wider than any consensus here (the servers' radius is 3 s,
+            // up to 16 s on an unsynchronized host): every sample is tried.
+            "--chrony-max-radius",
+            "30s",
         ],
     ));
     let addr = metrics_addr(&mut s);
@@ -97,6 +101,8 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
     assert!(value(&text, failed) >= 1.0, "{text}");
     let sent = "gnomon_sync_chrony_samples_total{result=\"sent\"}";
     assert_eq!(value(&text, sent), 0.0, "{text}");
+    let too_wide = "gnomon_sync_chrony_samples_total{result=\"too_wide\"}";
+    assert_eq!(value(&text, too_wide), 0.0, "{text}");
 
     // The servers gone: the next round counts them unreachable, and the
     // offset of the last good round stays.

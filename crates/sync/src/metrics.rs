@@ -178,9 +178,13 @@ impl SyncMetrics {
             counter(
                 &mut o,
                 "gnomon_sync_chrony_samples_total",
-                "Samples for chrony's SOCK refclock, by result.",
+                "Samples for chrony's SOCK refclock, by result (too_wide: wider than chrony-max-radius, not sent).",
                 "result",
-                [("sent", c.sent()), ("failed", c.failed())],
+                [
+                    ("sent", c.sent()),
+                    ("failed", c.failed()),
+                    ("too_wide", c.too_wide()),
+                ],
             );
         }
         o
