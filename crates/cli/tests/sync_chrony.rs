@@ -1,7 +1,9 @@
 //! `gnomon sync --chrony-sock` feeding a real chronyd (Debian's package)
 //! from real `gnomon serve` processes on loopback: chrony uses Roughtime
 //! as its source, or measures it without steering by it (`noselect`), with
-//! the chrony.conf lines docs/SYNC.md gives (a faster poll for the test).
+//! the chrony.conf lines `gnomon sync --print-chrony-conf` prints (for a
+//! round a second). A consensus wider than what those lines declare is
+//! never sent.
 //! chronyd runs with -x: it never touches this machine's clock, and with
 //! -x a selected source's offset shows in `tracking` as how far chrony
 //! believes the clock is behind.
@@ -16,17 +18,69 @@ use std::path::Path;
 use std::time::Duration;
 
 use gnomon_testkit::chrony::{Chronyd, Source, REFID};
-use sync_support::{have_faketime, start_servers, sync, tempdir, Servers, Service, FAST};
+use sync_support::{
+    have_faketime, metrics_addr, scrape, start_servers, sync, tempdir, value, Run, Servers,
+    Service, FAST,
+};
 
-/// docs/SYNC.md's refclock options, but polled every second (`poll 0`)
-/// to match `--interval 1s`: one sample per poll is enough (`filter 1`),
-/// and the delay says the samples are seconds wide.
-const REFCLOCK: &str = "poll 0 filter 1 delay 6";
-/// docs/SYNC.md: a source with that delay must still be selectable.
-const CONF: &str = "maxdistance 16";
+/// What chrony is told of every sample (`--chrony-max-radius`): wider than
+/// any consensus of the test servers, whose radius is 3 s, or the kernel's
+/// maximum error (at most 16 s) on an unsynchronized host, plus round trips.
+const BOUND: &str = "30s";
 /// Beyond the consensus radius: chronyc prints nanoseconds, and rounds
 /// are sent a moment after they are measured.
 const MARGIN: f64 = 0.5;
+
+/// `gnomon sync --print-chrony-conf ARGS`.
+fn print_chrony_conf(args: &[&str]) -> Run {
+    let mut a = vec!["--print-chrony-conf"];
+    a.extend_from_slice(args);
+    sync(&a, None)
+}
+
+/// The chrony.conf lines sync prints for `--chrony-sock PATH` and `args`,
+/// comments left out; the refclock's first.
+fn printed(path: &str, args: &[&str]) -> Vec<String> {
+    let mut a = vec!["--chrony-sock", path];
+    a.extend_from_slice(args);
+    let r = print_chrony_conf(&a);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let lines: Vec<String> = r
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        lines[0].starts_with(&format!("refclock SOCK {path} refid {REFID} ")),
+        "{}",
+        r.stdout
+    );
+    lines
+}
+
+/// What sync prints for a round a second within `BOUND`, split for
+/// [`Chronyd::start`] (which names the socket and refid itself): the
+/// refclock options followed by `extra`, and the other lines.
+fn chrony_lines(extra: &str) -> (String, String) {
+    let path = "/run/chrony.gnomon.sock";
+    let lines = printed(
+        path,
+        &[
+            "--interval",
+            "1s",
+            "--jitter",
+            "0",
+            "--chrony-max-radius",
+            BOUND,
+        ],
+    );
+    let options = &lines[0][format!("refclock SOCK {path} refid {REFID} ").len()..];
+    // The lines docs/SYNC.md explains, polled every second to match
+    // `--interval 1s`, with delay twice the bound.
+    assert_eq!(options, "poll 0 filter 1 delay 60");
+    (format!("{options} {extra}"), lines[1..].join("\n"))
+}
 
 /// Three servers with their clocks at real time + `offset` ("+300"), and
 /// `gnomon sync` sending every round to chronyd's refclock socket.
@@ -42,7 +96,8 @@ fn feed(test: &str, offset: Option<&str>, chronyd: &Chronyd) -> (Servers, Servic
     (servers, service)
 }
 
-/// `gnomon sync` as a service, a round a second, feeding `sock`.
+/// `gnomon sync` as a service, a round a second, feeding `sock` samples
+/// within `BOUND` unless `extra` names another.
 fn every_second(list: &Path, state: &Path, sock: &Path, extra: &[&str]) -> Service {
     let mut args = vec![
         "--servers",
@@ -56,6 +111,9 @@ fn every_second(list: &Path, state: &Path, sock: &Path, extra: &[&str]) -> Servi
         "--chrony-sock",
         sock.to_str().unwrap(),
     ];
+    if !extra.contains(&"--chrony-max-radius") {
+        args.extend_from_slice(&["--chrony-max-radius", BOUND]);
+    }
     args.extend_from_slice(&FAST);
     args.extend_from_slice(extra);
     Service::start(&args)
@@ -82,7 +140,8 @@ fn chrony_follows(test: &str, offset: Option<&str>, expected_s: f64) {
     if offset.is_some() && !have_faketime(test) {
         return;
     }
-    let Some(chronyd) = Chronyd::start(test, REFCLOCK, CONF) else {
+    let (options, conf) = chrony_lines("");
+    let Some(chronyd) = Chronyd::start(test, &options, &conf) else {
         return;
     };
     let (_servers, mut service) = feed(test, offset, &chronyd);
@@ -123,8 +182,10 @@ fn with_noselect_chrony_measures_roughtime_and_never_follows_it() {
     if !have_faketime(test) {
         return;
     }
-    let options = format!("{REFCLOCK} noselect");
-    let Some(chronyd) = Chronyd::start(test, &options, CONF) else {
+    // noselect: the source is never selected, so its distance is never
+    // held against maxdistance; chrony's default stays.
+    let (options, _) = chrony_lines("noselect");
+    let Some(chronyd) = Chronyd::start(test, &options, "") else {
         return;
     };
     let (_servers, mut service) = feed(test, Some("+300"), &chronyd);
@@ -151,8 +212,8 @@ fn with_noselect_chrony_measures_roughtime_and_never_follows_it() {
 #[test]
 fn a_round_without_the_quorum_sends_chrony_nothing() {
     let test = "sync_chrony_no_quorum";
-    let options = format!("{REFCLOCK} noselect");
-    let Some(chronyd) = Chronyd::start(test, &options, CONF) else {
+    let (options, conf) = chrony_lines("noselect");
+    let Some(chronyd) = Chronyd::start(test, &options, &conf) else {
         return;
     };
     // One server that answers, a quorum of two.
@@ -211,6 +272,7 @@ fn hostile_chrony_paths_never_stop_or_slow_sync() {
     ] {
         let mut args = vec!["--servers", list, "--state-dir", state, "--once"];
         args.extend_from_slice(&FAST);
+        args.extend_from_slice(&["--chrony-max-radius", BOUND]);
         args.extend_from_slice(&["--chrony-sock", path.to_str().unwrap()]);
         let r = sync(&args, None);
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -286,6 +348,8 @@ fn once_as_nobody(servers: &Servers, state: &Path, sock: &Path) -> std::process:
         state.to_str().unwrap(),
         "--chrony-sock",
         sock.to_str().unwrap(),
+        "--chrony-max-radius",
+        BOUND,
     ])
     .args(FAST);
     cmd.output().unwrap()
@@ -306,7 +370,8 @@ fn the_socket_chronyd_makes_needs_its_group_opened_to_the_sync_user() {
         gnomon_testkit::skip(test, "/usr/bin/setpriv missing (package util-linux)");
         return;
     }
-    let Some(chronyd) = Chronyd::start(test, &format!("{REFCLOCK} noselect"), CONF) else {
+    let (options, conf) = chrony_lines("noselect");
+    let Some(chronyd) = Chronyd::start(test, &options, &conf) else {
         return;
     };
     let servers = start_servers(
@@ -348,4 +413,161 @@ fn the_socket_chronyd_makes_needs_its_group_opened_to_the_sync_user() {
         s.last_rx.is_some()
     });
     let _ = std::fs::remove_dir_all(&state);
+}
+
+/// `--print-chrony-conf` prints docs/SYNC.md's lines for the defaults, and
+/// the lines for other settings (flags, variables, a file), without a
+/// server list or a round; a real chronyd takes them.
+#[test]
+fn print_chrony_conf_prints_the_lines_for_the_settings_and_chronyd_takes_them() {
+    let test = "sync_chrony_print_conf";
+    let sock = "/run/chrony.gnomon.sock";
+    // The defaults: a round every 10 m ± 10 %, ±3 s. No list is needed: no
+    // round runs.
+    let lines = printed(sock, &[]);
+    assert_eq!(
+        lines,
+        [
+            "refclock SOCK /run/chrony.gnomon.sock refid RTIM poll 10 filter 1 delay 6",
+            "maxdistance 6"
+        ]
+    );
+    // docs/SYNC.md gives those very lines.
+    let doc = std::fs::read_to_string(serve_support::repo().join("docs/SYNC.md")).unwrap();
+    for l in &lines {
+        assert!(
+            doc.lines().any(|d| d.trim() == l),
+            "docs/SYNC.md lacks `{l}`"
+        );
+    }
+    // Flags, a variable and a file: a round every 64 s ± 10 % (up to
+    // 70.4 s: poll 7), ±20 s.
+    let dir = tempdir(test);
+    let file = dir.join("sync.toml");
+    std::fs::write(
+        &file,
+        format!("[sync]\nchrony-sock = \"{sock}\"\ninterval = \"64s\"\n"),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args([
+            "sync",
+            "--print-chrony-conf",
+            "--config",
+            file.to_str().unwrap(),
+        ])
+        .env("GNOMON_SYNC_CHRONY_MAX_RADIUS", "20s")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let got: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        got,
+        [
+            "refclock SOCK /run/chrony.gnomon.sock refid RTIM poll 7 filter 1 delay 40",
+            "maxdistance 40"
+        ]
+    );
+    // Without a socket there is no line to print; a path chrony.conf cannot
+    // hold is refused.
+    let r = print_chrony_conf(&[]);
+    assert_eq!(r.code, 64, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("no chrony-sock"), "{}", r.stderr);
+    let r = print_chrony_conf(&["--chrony-sock", "/run/a:b.sock"]);
+    assert_eq!(r.code, 64, "{}{}", r.stdout, r.stderr);
+
+    // chronyd starts with the default lines: the refclock polled as
+    // printed (chronyc's poll column).
+    let options = &lines[0][format!("refclock SOCK {sock} refid {REFID} ").len()..];
+    let Some(chronyd) = Chronyd::start(test, options, &lines[1]) else {
+        return;
+    };
+    let sources = chronyd
+        .chronyc(&["-c", "sources"])
+        .expect("chronyc sources");
+    let poll = sources
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&REFID))
+        .map(|f| f[4].to_string());
+    assert_eq!(poll.as_deref(), Some("10"), "{sources}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A consensus wider than `--chrony-max-radius` (the error chrony's line
+/// declares) never reaches the socket: every round is counted as too_wide
+/// and one line says so. With a bound that holds it, the same servers'
+/// samples arrive: the socket was listening.
+#[test]
+fn a_consensus_wider_than_chrony_max_radius_is_never_sent() {
+    let test = "sync_chrony_too_wide";
+    let servers = start_servers(
+        test,
+        &[("alpha", None), ("bravo", None), ("charlie", None)],
+        None,
+    );
+    let dir = tempdir(test);
+    let path = dir.join("refclock.sock");
+    // Where chrony would read: a datagram socket of the test's own.
+    let chrony = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    chrony.set_nonblocking(true).unwrap();
+    let state = dir.join("state");
+    // The servers' radius is at least 3 s: no consensus is within 1 s.
+    let mut service = every_second(
+        &servers.list,
+        &state,
+        &path,
+        &["--chrony-max-radius", "1s", "--metrics", "127.0.0.1:0"],
+    );
+    let addr = metrics_addr(&mut service);
+    assert!(
+        service.wait_for("round 3: consensus", Duration::from_secs(30)),
+        "{}",
+        service.log
+    );
+    // The sink runs after the round's line: scrape until it has counted
+    // three rounds, for at most 30 s.
+    let series = |r: &str| format!("gnomon_sync_chrony_samples_total{{result=\"{r}\"}}");
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let text = scrape(addr, Duration::from_secs(5)).expect("a scrape");
+        if value(&text, &series("too_wide")) >= 3.0 {
+            break text;
+        }
+        assert!(std::time::Instant::now() < until, "{text}\n{}", service.log);
+    };
+    assert_eq!(value(&text, &series("sent")), 0.0, "{text}");
+    assert_eq!(value(&text, &series("failed")), 0.0, "{text}");
+    let log = stop(service);
+    let mut buf = [0u8; 128];
+    let nothing = chrony.recv(&mut buf);
+    assert!(nothing.is_err(), "a sample reached the socket\n{log}");
+    let said: Vec<&str> = log.lines().filter(|l| l.contains("chrony:")).collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(
+        said[0].contains("not sending: the consensus radius")
+            && said[0].contains(
+                "exceeds chrony-max-radius (1 s, the error the refclock's `delay 2` declares)"
+            ),
+        "{log}"
+    );
+    assert!(widest_radius(&log) > 1.0, "{log}");
+
+    // The same servers within the bound: samples arrive.
+    let mut service = every_second(&servers.list, &state, &path, &[]);
+    assert!(
+        service.wait_for("chrony: sending samples", Duration::from_secs(30)),
+        "{}",
+        service.log
+    );
+    chrony.set_nonblocking(false).unwrap();
+    chrony
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let n = chrony.recv(&mut buf).expect("a sample");
+    assert_eq!(n, gnomon_sync::chrony::SAMPLE_LEN);
+    let log = stop(service);
+    assert!(!log.contains("not sending"), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,9 @@ mod sync_support;
 use std::path::Path;
 use std::time::Duration;
 
-use sync_support::{start_servers, state, tempdir, Service, FAST};
+use sync_support::{
+    metrics_addr, scrape, start_servers, state, sync, tempdir, value, Service, FAST,
+};
 
 const HONEST: [(&str, Option<&str>); 3] = [("alpha", None), ("bravo", None), ("charlie", None)];
 /// Bounds on waits that take a fraction of this.
@@ -108,8 +110,13 @@ fn a_silent_server_is_retried_with_backoff() {
 
     let mut s = Service::start(&service_args(&list, &dir, "1s"));
     // Asked in rounds 1 and 2, left out of round 3 (one round of backoff
-    // after the second failure), asked again in round 4.
-    for (round, unreachable) in [(1, "dead"), (2, "dead"), (3, "none"), (4, "dead")] {
+    // after the second failure) but still named, asked again in round 4.
+    for (round, unreachable) in [
+        (1, "dead"),
+        (2, "dead"),
+        (3, "dead (backing off until round 4)"),
+        (4, "dead"),
+    ] {
         let head = format!("round {round}: consensus");
         assert!(s.wait_for(&head, PATIENCE), "{}", s.log);
         let line = s.log.lines().last().unwrap().to_string();
@@ -119,6 +126,82 @@ fn a_silent_server_is_retried_with_backoff() {
         );
     }
     s.stop_cleanly(STOP);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server left out while it backs off is still unreachable, with the
+/// round it is asked again: in every round's line, in the gauge (whose
+/// three states add up to the list) and in `--status`.
+#[test]
+fn a_server_backing_off_stays_unreachable_in_the_log_the_gauge_and_the_status() {
+    let test = "sync_backoff_visible";
+    let servers = start_servers(test, &HONEST, None);
+    let dir = tempdir(test);
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let list = with_one_more(&servers.list, &dir, "dead", &format!("127.0.0.1:{port}"));
+    let mut args = service_args(&list, &dir, "1s");
+    args.extend_from_slice(&["--jitter", "0", "--metrics", "127.0.0.1:0"]);
+    let mut s = Service::start(&args);
+    let addr = metrics_addr(&mut s);
+    // Asked in rounds 1, 2, 4 and 8 (and 16): left out 1, then 3, then 7
+    // rounds.
+    let until = |n| format!("dead (backing off until round {n})");
+    let expected = [
+        (1, "dead".to_string()),
+        (2, "dead".into()),
+        (3, until(4)),
+        (4, "dead".into()),
+        (5, until(8)),
+        (6, until(8)),
+        (7, until(8)),
+        (8, "dead".into()),
+        (9, until(16)),
+    ];
+    for (round, unreachable) in expected {
+        let head = format!("round {round}: consensus");
+        assert!(s.wait_for(&head, PATIENCE), "{}", s.log);
+        let line = s.log.lines().last().unwrap().to_string();
+        assert!(
+            line.ends_with(&format!(
+                "3 of 3 answering agree; out: none; unreachable: {unreachable}"
+            )),
+            "round {round}: {line}"
+        );
+        // The last round's servers: this one's, or the next's.
+        let text = scrape(addr, PATIENCE).expect("a scrape");
+        let state = |s: &str| value(&text, &format!("gnomon_sync_servers{{state=\"{s}\"}}"));
+        assert_eq!(
+            (
+                state("agreeing"),
+                state("disagreeing"),
+                state("unreachable")
+            ),
+            (3.0, 0.0, 1.0),
+            "after round {round}: {text}"
+        );
+    }
+    // Stopped during rounds 9 to 15, where it backs off: --status says so.
+    s.stop_cleanly(STOP);
+    let d = dir.to_str().unwrap();
+    let r = sync(&["--status", "--state-dir", d], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l == format!("unreachable  {}", until(16))),
+        "{}",
+        r.stdout
+    );
+    let j = sync(&["--status", "--json", "--state-dir", d], None).json();
+    assert_eq!(
+        j["last"]["unreachable"],
+        serde_json::json!([until(16)]),
+        "{j}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

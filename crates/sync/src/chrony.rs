@@ -30,11 +30,18 @@
 //! soon as they are measured, and the poll in chrony.conf must leave room
 //! for the measurement (docs/SYNC.md).
 //!
+//! The sample has no field for its error: chrony takes half the `delay`
+//! of the `refclock SOCK` line as every sample's error. That delay is
+//! `2 × chrony-max-radius`, and a consensus wider than `chrony-max-radius`
+//! is never sent ([`conf`] prints the lines that say so): chrony is never
+//! told a sample is better than it is.
+//!
 //! chronyd may not be running (no socket yet: ENOENT), may have died
 //! (its socket file left behind: ECONNREFUSED) or may be stuck (its queue
 //! full: EAGAIN). None of that may stop or slow sync: the socket is
-//! non-blocking, every failure is counted, and one line is logged each time
-//! the outcome changes, not per sample.
+//! non-blocking, every failure (and every sample too wide to send) is
+//! counted, and one line is logged each time the outcome changes, not per
+//! sample.
 
 use std::io;
 use std::mem::{offset_of, size_of};
@@ -43,9 +50,11 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use gnomon_client::{Sequence, Server};
+use gnomon_client::{Consensus, Sequence, Server};
 
+use crate::config::{DurationText, Settings};
 use crate::round::Round;
 use crate::service::{Log, Sink};
 
@@ -67,13 +76,18 @@ struct SockSample {
 pub const SAMPLE_LEN: usize = size_of::<SockSample>();
 
 /// One measurement for chrony: at local time `at_us`, the true time was
-/// the local time plus `offset_us`.
+/// the local time plus `offset_us`, give or take `radius_us`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     /// The local (system) clock at the moment of measurement, Unix µs.
     pub at_us: i128,
     /// Reference time minus local time at `at_us`, µs.
     pub offset_us: i128,
+    /// How far the true offset may be from `offset_us`, µs: the larger
+    /// half of the consensus interval. Not in the datagram (chrony's
+    /// format has no field for it); [`ChronySock`] sends no sample wider
+    /// than the bound its chrony.conf line declares.
+    pub radius_us: i128,
 }
 
 /// A sample this machine's `struct timeval` cannot carry.
@@ -107,10 +121,7 @@ impl Sample {
             .filter(|(e, _)| consensus.agreeing.contains(&e.server))
             .map(|(_, a)| a.local_midpoint_us)
             .max()?;
-        Some(Sample {
-            at_us,
-            offset_us: consensus.midpoint_us(),
-        })
+        Some(Sample::at(at_us, consensus))
     }
 
     /// The sample of a sync round whose quorum agrees: the consensus of
@@ -124,10 +135,18 @@ impl Sample {
             .filter(|(e, _)| consensus.agreeing.contains(&round.asked[e.server]))
             .map(|(_, a)| a.local_midpoint_us)
             .max()?;
-        Some(Sample {
+        Some(Sample::at(at_us, consensus))
+    }
+
+    /// A consensus's midpoint at `at_us`. The midpoint is rounded down, so
+    /// the upper half of the interval is the larger (by a µs at most).
+    fn at(at_us: i128, consensus: &Consensus) -> Sample {
+        let offset_us = consensus.midpoint_us();
+        Sample {
             at_us,
-            offset_us: consensus.midpoint_us(),
-        })
+            offset_us,
+            radius_us: (consensus.high_us - offset_us).max(offset_us - consensus.low_us),
+        }
     }
 
     /// The datagram chrony reads: `struct sock_sample` in this machine's
@@ -175,14 +194,49 @@ impl Sample {
 enum Delivery {
     Delivered,
     Failed(io::ErrorKind),
+    TooWide,
 }
 
-/// Samples sent and failed, readable while the sender is owned elsewhere
-/// (by the service, for metrics).
+/// Why a sample did not reach chrony.
+#[derive(Debug)]
+pub enum NotSent {
+    /// Its radius exceeds the bound chrony was told (`chrony-max-radius`):
+    /// it was not sent.
+    TooWide {
+        /// The sample's radius, µs.
+        radius_us: i128,
+        /// The bound, µs.
+        max_us: i128,
+    },
+    /// The socket refused it (or it does not fit a `struct timeval`).
+    Io(io::Error),
+}
+
+impl core::fmt::Display for NotSent {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            NotSent::TooWide { radius_us, max_us } => write!(
+                f,
+                "the consensus radius ±{:.3} s exceeds chrony-max-radius \
+                 ({} s, the error the refclock's `delay {}` declares)",
+                *radius_us as f64 / 1e6,
+                seconds(*max_us),
+                seconds(2 * max_us)
+            ),
+            NotSent::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for NotSent {}
+
+/// Samples sent, failed and too wide to send, readable while the sender
+/// is owned elsewhere (by the service, for metrics).
 #[derive(Debug, Default)]
 pub struct Counters {
     sent: AtomicU64,
     failed: AtomicU64,
+    too_wide: AtomicU64,
 }
 
 impl Counters {
@@ -191,15 +245,22 @@ impl Counters {
         self.sent.load(Ordering::Relaxed)
     }
 
-    /// Samples that could not be sent, for any reason.
+    /// Samples the socket did not take, for any reason.
     pub fn failed(&self) -> u64 {
         self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Samples not sent because their radius exceeds `chrony-max-radius`.
+    pub fn too_wide(&self) -> u64 {
+        self.too_wide.load(Ordering::Relaxed)
     }
 }
 
 /// Sends samples to chrony's SOCK socket at a path, without ever blocking.
 pub struct ChronySock {
     path: PathBuf,
+    /// The radius chrony.conf declares (its `delay` is twice this), µs.
+    max_radius_us: i128,
     /// Unbound and non-blocking; made at the first send, remade after a
     /// failure to make it.
     socket: Option<UnixDatagram>,
@@ -210,10 +271,13 @@ pub struct ChronySock {
 
 impl ChronySock {
     /// A sender to `path` (chrony creates the socket; it need not exist
-    /// yet), logging changes of outcome to `log`.
-    pub fn new(path: impl Into<PathBuf>, log: Log) -> ChronySock {
+    /// yet) of samples no wider than `max_radius` (the bound the refclock
+    /// line declares as `delay`, twice it), logging changes of outcome to
+    /// `log`.
+    pub fn new(path: impl Into<PathBuf>, max_radius: Duration, log: Log) -> ChronySock {
         ChronySock {
             path: path.into(),
+            max_radius_us: max_radius.as_micros() as i128,
             socket: None,
             last: None,
             counters: Arc::default(),
@@ -231,30 +295,39 @@ impl ChronySock {
         self.counters.clone()
     }
 
-    /// Send one sample. Never blocks and never panics; a failure is
-    /// counted, returned for the caller's status, and logged only when it
-    /// differs from the previous outcome.
-    pub fn send(&mut self, sample: &Sample) -> io::Result<()> {
-        let result = self.try_send(sample);
-        let outcome = match &result {
-            Ok(()) => {
-                self.counters.sent.fetch_add(1, Ordering::Relaxed);
-                Delivery::Delivered
-            }
-            Err(e) => {
-                self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                Delivery::Failed(e.kind())
-            }
+    /// Send one sample, unless its radius exceeds the bound chrony was
+    /// told. Never blocks and never panics; a sample not sent is counted,
+    /// returned for the caller's status, and logged only when the outcome
+    /// differs from the previous one.
+    pub fn send(&mut self, sample: &Sample) -> Result<(), NotSent> {
+        let result = if sample.radius_us > self.max_radius_us {
+            Err(NotSent::TooWide {
+                radius_us: sample.radius_us,
+                max_us: self.max_radius_us,
+            })
+        } else {
+            self.try_send(sample).map_err(NotSent::Io)
         };
+        let (counter, outcome) = match &result {
+            Ok(()) => (&self.counters.sent, Delivery::Delivered),
+            Err(NotSent::TooWide { .. }) => (&self.counters.too_wide, Delivery::TooWide),
+            Err(NotSent::Io(e)) => (&self.counters.failed, Delivery::Failed(e.kind())),
+        };
+        let count = counter.fetch_add(1, Ordering::Relaxed) + 1;
         if self.last != Some(outcome) {
             let path = self.path.display();
             (self.log)(&match &result {
                 Ok(()) => format!("chrony: sending samples to the SOCK refclock at {path}"),
-                Err(e) => format!(
+                Err(e @ NotSent::TooWide { .. }) => format!(
+                    "warning: chrony: not sending: {e}: chrony would take it for more \
+                     precise than it is; counted ({count} so far), logged again when this \
+                     changes (raise chrony-max-radius and chrony.conf with it: \
+                     gnomon sync --print-chrony-conf)"
+                ),
+                Err(NotSent::Io(e)) => format!(
                     "warning: chrony: cannot send samples to {path} ({e}): {}; \
-                     counted ({} so far), logged again when this changes",
+                     counted ({count} so far), logged again when this changes",
                     hint(e.kind()),
-                    self.counters.failed()
                 ),
             });
             self.last = Some(outcome);
@@ -284,9 +357,9 @@ impl ChronySock {
 }
 
 /// The service's sink for `--chrony-sock`: each round whose quorum agrees
-/// becomes one sample; a round that may not be used sends nothing, so
-/// chrony sees the source go quiet (its reachability falls) rather than a
-/// guess.
+/// becomes one sample; a round that may not be used, or whose consensus
+/// is wider than `chrony-max-radius`, sends nothing, so chrony sees the
+/// source go quiet (its reachability falls) rather than a guess.
 impl Sink for ChronySock {
     fn name(&self) -> &str {
         "chrony"
@@ -294,12 +367,75 @@ impl Sink for ChronySock {
 
     fn round(&mut self, round: &Round, _servers: &[Server]) -> Result<(), String> {
         if let Some(sample) = Sample::of_round(round) {
-            // Failures are counted and logged by `send` when they change;
-            // an error here would be logged again every round.
+            // A sample not sent is counted, and logged by `send` when the
+            // outcome changes; an error here would be logged every round.
             let _ = self.send(&sample);
         }
         Ok(())
     }
+}
+
+/// The chrony.conf lines for these settings (`gnomon sync
+/// --print-chrony-conf`): the `refclock SOCK` line at `chrony-sock`, polled
+/// at least as long as the longest wait between rounds (interval + jitter)
+/// so that every poll has a sample, with `delay` twice `chrony-max-radius`,
+/// and the `maxdistance` that lets chrony select a source that far off:
+/// twice the bound (the bound again for the dispersion chrony adds between
+/// samples), never under chrony's default of 3 s. An error when there is
+/// no `chrony-sock`, or it cannot be written in chrony.conf.
+pub fn conf(settings: &Settings) -> Result<String, String> {
+    let Some(path) = &settings.chrony_sock else {
+        return Err(
+            "no chrony-sock: give --chrony-sock PATH (or chrony-sock in [sync]), \
+                    the socket the refclock line names"
+                .into(),
+        );
+    };
+    // chrony.conf splits a line at white space, and a refclock parameter at
+    // `:` (driver options, which SOCK has none of).
+    let text = path
+        .to_str()
+        .filter(|p| !p.contains(|c: char| c.is_whitespace() || c == ':'))
+        .ok_or_else(|| {
+            format!(
+                "chrony-sock {} cannot be written in chrony.conf \
+                 (white space, `:` or not UTF-8); choose another path",
+                path.display()
+            )
+        })?;
+    let bound = settings.chrony_max_radius;
+    let longest_wait_ms = settings.interval.as_millis() * (100 + u128::from(settings.jitter)) / 100;
+    let poll = (0..)
+        .find(|&p: &u32| 1000u128 << p >= longest_wait_ms)
+        .unwrap_or(0);
+    let radius_us = bound.as_micros() as i128;
+    let maxdistance_us = (2 * radius_us).max(CHRONY_MAXDISTANCE_US);
+    Ok(format!(
+        "# gnomon sync: rounds every {} +/- {} % (at most {} apart), samples never wider than +/-{}\n\
+         refclock SOCK {text} refid RTIM poll {poll} filter 1 delay {}\n\
+         # maxdistance applies to every source, not only this refclock (docs/SYNC.md)\n\
+         maxdistance {}\n",
+        DurationText(settings.interval),
+        settings.jitter,
+        DurationText(Duration::from_millis(longest_wait_ms as u64)),
+        DurationText(bound),
+        seconds(2 * radius_us),
+        seconds(maxdistance_us),
+    ))
+}
+
+/// chrony's default `maxdistance`, µs.
+const CHRONY_MAXDISTANCE_US: i128 = 3_000_000;
+
+/// µs as seconds for chrony.conf and the log: `6`, `0.25`, `0.002`.
+fn seconds(us: i128) -> String {
+    let whole = us.div_euclid(1_000_000);
+    let frac = us.rem_euclid(1_000_000);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let digits = format!("{frac:06}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
 /// What an operator should look at, for the errors chronyd's state causes.

@@ -26,6 +26,10 @@ use serde::Deserialize;
 /// that both see the same floor.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/gnomon";
 
+/// `chrony-max-radius` unless told: the ±3 s of the chrony.conf line
+/// docs/SYNC.md has always given (`delay 6`).
+pub const DEFAULT_CHRONY_MAX_RADIUS: Duration = Duration::from_secs(3);
+
 /// Every key: (name, accepted values, default, help). The order is the
 /// order `--print-config` and deploy/gnomon-sync.toml use.
 pub const KEYS: &[(&str, &str, &str, &str)] = &[
@@ -108,6 +112,12 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "chrony's `refclock SOCK` socket: every consensus is sent there as a sample",
     ),
     (
+        "chrony-max-radius",
+        "a duration in 1ms..=1h",
+        "\"3s\"",
+        "The radius chrony is told (delay = 2 × this): a wider consensus is never sent",
+    ),
+    (
         "servers-url",
         "an https:// URL",
         "(the list's `sources`)",
@@ -168,6 +178,8 @@ pub struct Settings {
     pub report_url: Option<String>,
     /// `chrony-sock`.
     pub chrony_sock: Option<PathBuf>,
+    /// `chrony-max-radius`: the error the chrony.conf line declares.
+    pub chrony_max_radius: Duration,
     /// `servers-url`.
     pub servers_url: Option<String>,
     /// `list-refresh`.
@@ -196,6 +208,7 @@ impl Default for Settings {
             report: true,
             report_url: None,
             chrony_sock: None,
+            chrony_max_radius: DEFAULT_CHRONY_MAX_RADIUS,
             servers_url: None,
             list_refresh: Duration::from_secs(86_400),
             list_timeout: Duration::from_secs(30),
@@ -223,6 +236,7 @@ pub struct Layer {
     pub report: Option<bool>,
     pub report_url: Option<String>,
     pub chrony_sock: Option<PathBuf>,
+    pub chrony_max_radius: Option<Duration>,
     pub servers_url: Option<String>,
     pub list_refresh: Option<Duration>,
     pub list_timeout: Option<Duration>,
@@ -265,6 +279,7 @@ struct FileTable {
     report: Option<bool>,
     report_url: Option<String>,
     chrony_sock: Option<String>,
+    chrony_max_radius: Option<String>,
     servers_url: Option<String>,
     list_refresh: Option<String>,
     list_timeout: Option<String>,
@@ -324,6 +339,11 @@ impl Layer {
                 .map(|p| parse_chrony_sock(&p).map_err(|e| bad("chrony-sock", e)))
                 .transpose()?
                 .map(|p| base.join(p)),
+            chrony_max_radius: dur(
+                "chrony-max-radius",
+                t.chrony_max_radius,
+                parse_chrony_max_radius,
+            )?,
             servers_url: t
                 .servers_url
                 .map(|u| parse_servers_url(&u).map_err(|e| bad("servers-url", e)))
@@ -363,6 +383,7 @@ impl Settings {
             report: pick!(report).unwrap_or(d.report),
             report_url: pick!(report_url),
             chrony_sock: pick!(chrony_sock),
+            chrony_max_radius: pick!(chrony_max_radius).unwrap_or(d.chrony_max_radius),
             servers_url: pick!(servers_url),
             list_refresh: pick!(list_refresh).unwrap_or(d.list_refresh),
             list_timeout: pick!(list_timeout).unwrap_or(d.list_timeout),
@@ -401,6 +422,11 @@ impl fmt::Display for Settings {
         if let Some(p) = &self.chrony_sock {
             writeln!(f, "chrony-sock = {}", q(&p.display().to_string()))?;
         }
+        writeln!(
+            f,
+            "chrony-max-radius = \"{}\"",
+            DurationText(self.chrony_max_radius)
+        )?;
         if let Some(u) = &self.servers_url {
             writeln!(f, "servers-url = {}", q(u))?;
         }
@@ -545,6 +571,18 @@ pub fn parse_chrony_sock(s: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(s))
 }
 
+/// `chrony-max-radius`: 1 ms to an hour. chrony is told this bound as
+/// the refclock's `delay` (twice it), so it is what chrony believes the
+/// error of every sample is; a consensus wider than it is never sent.
+pub fn parse_chrony_max_radius(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_millis(1),
+        Duration::from_secs(3600),
+        KEYS[13].1,
+    )
+}
+
 /// `servers-url`: HTTPS only. A list fetched in the clear could be
 /// replaced by anyone on the path, and with it the keys sync trusts.
 pub fn parse_servers_url(s: &str) -> Result<String, String> {
@@ -651,5 +689,25 @@ mod tests {
         assert!(e.0.contains("[sync] chrony-sock"), "{e}");
         assert!(parse_chrony_sock("").is_err());
         assert!(parse_chrony_sock(&format!("/{}", "x".repeat(106))).is_ok());
+    }
+
+    #[test]
+    fn chrony_max_radius_defaults_to_the_documented_3_s_and_is_range_checked() {
+        let p = Path::new("/etc/gnomon/sync.toml");
+        let d = Settings::default();
+        assert_eq!(d.chrony_max_radius, Duration::from_secs(3));
+        assert!(d.to_string().contains("chrony-max-radius = \"3s\""));
+        let l = Layer::from_toml("[sync]\nchrony-max-radius = \"1500ms\"\n", p).unwrap();
+        let s = Settings::resolve(&l, &Layer::default());
+        assert_eq!(s.chrony_max_radius, Duration::from_millis(1500));
+        let again = Layer::from_toml(&s.to_string(), p).unwrap();
+        assert_eq!(Settings::resolve(&again, &Layer::default()), s);
+        for bad in ["0s", "2h", "x"] {
+            let e = Layer::from_toml(&format!("[sync]\nchrony-max-radius = \"{bad}\"\n"), p)
+                .unwrap_err();
+            assert!(e.0.contains("[sync] chrony-max-radius"), "{e}");
+        }
+        assert_eq!(parse_chrony_max_radius("1ms"), Ok(Duration::from_millis(1)));
+        assert_eq!(parse_chrony_max_radius("1h"), Ok(Duration::from_secs(3600)));
     }
 }

@@ -60,7 +60,8 @@ pub struct SyncMetrics {
 }
 
 impl SyncMetrics {
-    /// One round as the service saw it.
+    /// One round as the service saw it, with `listed` servers in the list
+    /// (`round.unreachable` names every one not heard from, asked or not).
     pub fn record_round(&self, round: &Round, listed: usize) {
         let result = match (&round.consensus, round.quorum_met) {
             (Some(_), true) => 0,
@@ -69,9 +70,14 @@ impl SyncMetrics {
         };
         self.rounds[result].fetch_add(1, Ordering::Relaxed);
         let mut l = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        // Every listed server in one state: unreachable (servers backing
+        // off included: the service lists them), agreeing (in the
+        // consensus), or else disagreeing (outside it, excluded, or
+        // answering in a round without one), so the three add up to the
+        // list and a server never drops out of all of them.
         l.agreeing = round.consensus.as_ref().map_or(0, |c| c.agreeing.len());
-        l.disagreeing = round.outside.len() + round.still_out.len();
         l.unreachable = round.unreachable.len();
+        l.disagreeing = listed.saturating_sub(l.agreeing + l.unreachable);
         l.quorum_met = round.quorum_met;
         l.listed = listed;
         if let (true, Some(c)) = (round.quorum_met, &round.consensus) {
@@ -137,7 +143,7 @@ impl SyncMetrics {
         );
         let _ = writeln!(
             o,
-            "# HELP gnomon_sync_servers The last round's servers, by state.\n# TYPE gnomon_sync_servers gauge"
+            "# HELP gnomon_sync_servers The list's servers in the last round, by state (they add up to the list).\n# TYPE gnomon_sync_servers gauge"
         );
         for (state, n) in [
             ("agreeing", l.agreeing),
@@ -178,9 +184,13 @@ impl SyncMetrics {
             counter(
                 &mut o,
                 "gnomon_sync_chrony_samples_total",
-                "Samples for chrony's SOCK refclock, by result.",
+                "Samples for chrony's SOCK refclock, by result (too_wide: wider than chrony-max-radius, not sent).",
                 "result",
-                [("sent", c.sent()), ("failed", c.failed())],
+                [
+                    ("sent", c.sent()),
+                    ("failed", c.failed()),
+                    ("too_wide", c.too_wide()),
+                ],
             );
         }
         o

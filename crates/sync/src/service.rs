@@ -387,7 +387,7 @@ impl Service {
         let excluded: Vec<bool> = (0..self.list.servers.len())
             .map(|i| self.excluded_key(i))
             .collect();
-        let round = round::run(
+        let mut round = round::run(
             self.client_config(),
             &self.list.servers,
             &ask,
@@ -409,6 +409,15 @@ impl Service {
                 *b = (0, 0);
             }
         }
+        // Those backing off were not asked, and are unreachable all the
+        // same: the log, the state and the gauge keep showing them.
+        for (i, &(_, due)) in self.backoff.iter().enumerate() {
+            if !ask.contains(&i) {
+                let why = format!("backing off until round {}", due + 1);
+                round.unreachable.push((i, why));
+            }
+        }
+        round.unreachable.sort_by_key(|u| u.0);
         // Liars out, the reformed back in.
         let now_us = round.local_end_us;
         for &(i, _) in &round.outside {
@@ -488,7 +497,7 @@ impl Service {
                 .map(|c| c.agreeing.iter().map(|&i| name(i)).collect())
                 .unwrap_or_default(),
             outside: outside.clone(),
-            unreachable: round.unreachable.iter().map(|u| name(u.0)).collect(),
+            unreachable: unreachable_words(&round, &servers),
             report: report_file.as_ref().map(|p| p.display().to_string()),
         });
         if let Err(e) = self.store.save(&self.state) {
@@ -558,9 +567,14 @@ impl Service {
             ),
             (None, _) => format!(
                 "no consensus: no majority of the {} answering server(s)",
-                round.asked.len() - round.unreachable.len()
+                round
+                    .asked
+                    .iter()
+                    .filter(|&&i| !round.unreachable.iter().any(|u| u.0 == i))
+                    .count()
             ),
         };
+        let unreachable = unreachable_words(round, servers);
         let mut line = format!(
             "round {}: {head}; out: {}; unreachable: {}",
             self.round_no,
@@ -569,7 +583,11 @@ impl Service {
             } else {
                 outside.join(", ")
             },
-            names(&mut round.unreachable.iter().map(|u| u.0)),
+            if unreachable.is_empty() {
+                "none".into()
+            } else {
+                unreachable.join(", ")
+            },
         );
         if !round.rejoined.is_empty() {
             line.push_str(&format!(
@@ -676,6 +694,23 @@ pub(crate) fn jittered(interval: Duration, percent: u8, r: f64) -> Duration {
     let base = interval.as_secs_f64();
     let spread = base * f64::from(percent) / 100.0;
     Duration::from_secs_f64((base + spread * (2.0 * r.clamp(0.0, 1.0) - 1.0)).max(1.0))
+}
+
+/// The round's unreachable servers by name, with the reason for those not
+/// asked ("backing off until round N"; the errors of those asked are long
+/// and the same every round).
+fn unreachable_words(round: &Round, servers: &[Server]) -> Vec<String> {
+    round
+        .unreachable
+        .iter()
+        .map(|(i, why)| {
+            if round.asked.contains(i) {
+                servers[*i].name.clone()
+            } else {
+                format!("{} ({why})", servers[*i].name)
+            }
+        })
+        .collect()
 }
 
 fn flag_words(f: Flag) -> &'static str {

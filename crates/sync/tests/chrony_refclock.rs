@@ -12,13 +12,40 @@ use std::time::Duration;
 
 use gnomon_client::{Backoff, Client, Config, Plan, Selection, Server};
 use gnomon_protocol::Profile;
-use gnomon_sync::chrony::{ChronySock, Sample};
+use gnomon_sync::chrony::{conf, ChronySock, Sample};
+use gnomon_sync::Settings;
 use gnomon_testkit::chrony::Chronyd;
 use gnomon_testkit::{profiles, Fixture, FixtureConfig};
 
 const RADIUS_US: u32 = 50_000;
 /// Draft 07: timestamps in µs, so the consensus is as narrow as RADI.
 const VERSION: &str = "0x80000007";
+/// What chrony is told: RADI and the round trips on loopback are inside it.
+const BOUND: Duration = Duration::from_millis(100);
+
+/// The options of the refclock line `conf` prints for a sample a second
+/// (the feeder's pace) within `BOUND`, after `extra`; and its other lines.
+fn chrony_lines(extra: &str) -> (String, String) {
+    let text = conf(&Settings {
+        chrony_sock: Some("/placeholder.sock".into()),
+        interval: Duration::from_secs(1),
+        jitter: 0,
+        chrony_max_radius: BOUND,
+        ..Settings::default()
+    })
+    .unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+    let refclock = lines.next().unwrap();
+    let options = refclock
+        .strip_prefix("refclock SOCK /placeholder.sock refid RTIM ")
+        .unwrap_or_else(|| panic!("{refclock}"));
+    let rest: Vec<&str> = lines.collect();
+    (format!("{options} {extra}"), rest.join("\n"))
+}
+
+fn sender(chronyd: &Chronyd) -> ChronySock {
+    ChronySock::new(chronyd.sock(), BOUND, Arc::new(|_: &str| {}))
+}
 
 fn fixtures(offset_us: i64) -> Vec<Fixture> {
     (1..=3)
@@ -117,15 +144,13 @@ impl Drop for Feeder {
 
 #[test]
 fn chrony_selects_roughtime_as_its_source_when_the_servers_agree_with_us() {
-    let Some(chronyd) = Chronyd::start("chrony_selects_roughtime", "poll 0 filter 1 delay 0.1", "")
-    else {
+    let (options, conf) = chrony_lines("");
+    assert_eq!(options, "poll 0 filter 1 delay 0.2 ");
+    let Some(chronyd) = Chronyd::start("chrony_selects_roughtime", &options, &conf) else {
         return;
     };
     let servers = fixtures(0);
-    let feeder = Feeder::start(
-        &servers,
-        ChronySock::new(chronyd.sock(), Arc::new(|_: &str| {})),
-    );
+    let feeder = Feeder::start(&servers, sender(&chronyd));
     let s = chronyd.wait_for("the refclock selected", Duration::from_secs(60), |s, n| {
         feeder.check();
         s.state == '*' && n >= 3
@@ -148,14 +173,12 @@ fn chrony_sees_servers_300_s_ahead_as_a_source_300_s_ahead() {
     // noselect: chrony measures it but never steers by it, so its offset
     // stays the raw one (with -x, a selected source's offset would be
     // folded into chrony's idea of the clock and fade from `sources`).
-    let Some(chronyd) = Chronyd::start("chrony_sees_300_s", "poll 0 noselect", "") else {
+    let (options, conf) = chrony_lines("noselect");
+    let Some(chronyd) = Chronyd::start("chrony_sees_300_s", &options, &conf) else {
         return;
     };
     let servers = fixtures(300_000_000);
-    let feeder = Feeder::start(
-        &servers,
-        ChronySock::new(chronyd.sock(), Arc::new(|_: &str| {})),
-    );
+    let feeder = Feeder::start(&servers, sender(&chronyd));
     let s = chronyd.wait_for("three samples", Duration::from_secs(60), |s, n| {
         feeder.check();
         s.last_rx.is_some() && n >= 3

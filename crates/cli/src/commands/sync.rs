@@ -98,9 +98,13 @@ pub(crate) struct Args {
     #[arg(long, env = "GNOMON_SYNC_REPORT_URL", value_name = "URL", value_parser = cfg::parse_report_url)]
     report_url: Option<String>,
     /// Send every consensus to chrony's `refclock SOCK` at this path
-    /// (docs/SYNC.md has the chrony.conf lines).
+    /// (--print-chrony-conf prints the chrony.conf lines).
     #[arg(long, env = "GNOMON_SYNC_CHRONY_SOCK", value_name = "PATH", value_parser = cfg::parse_chrony_sock)]
     chrony_sock: Option<PathBuf>,
+    /// The radius chrony is told: the refclock's `delay` is twice this, and
+    /// a wider consensus is never sent, 1ms..=1h [default: 3s].
+    #[arg(long, env = "GNOMON_SYNC_CHRONY_MAX_RADIUS", value_name = "DURATION", value_parser = cfg::parse_chrony_max_radius)]
+    chrony_max_radius: Option<Duration>,
     /// Where to refresh the server list from (https only); default: the
     /// list's own `sources`.
     #[arg(long, env = "GNOMON_SYNC_SERVERS_URL", value_name = "URL", value_parser = cfg::parse_servers_url)]
@@ -139,6 +143,10 @@ pub(crate) struct Args {
     /// Print the effective settings as a [sync] table and exit.
     #[arg(long)]
     print_config: bool,
+    /// Print the chrony.conf lines for these settings (the refclock SOCK
+    /// line and maxdistance) and exit.
+    #[arg(long, conflicts_with = "print_config")]
+    print_chrony_conf: bool,
     /// --once, --check, --status: one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -163,6 +171,7 @@ impl Args {
             report: self.report,
             report_url: self.report_url.clone(),
             chrony_sock: self.chrony_sock.clone(),
+            chrony_max_radius: self.chrony_max_radius,
             servers_url: self.servers_url.clone(),
             list_refresh: self.list_refresh,
             list_timeout: self.list_timeout,
@@ -185,6 +194,15 @@ pub(crate) fn run(args: Args) -> ExitCode {
         print!("{settings}");
         return Exit::Ok.into();
     }
+    if args.print_chrony_conf {
+        return match gnomon_sync::chrony::conf(&settings) {
+            Ok(lines) => {
+                print!("{lines}");
+                Exit::Ok.into()
+            }
+            Err(e) => usage(format!("--print-chrony-conf: {e}")),
+        };
+    }
     if args.status {
         return status(&settings, args.json);
     }
@@ -192,15 +210,18 @@ pub(crate) fn run(args: Args) -> ExitCode {
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr(), "gnomon sync: {line}");
     });
-    let chrony_sock = settings.chrony_sock.clone();
+    let chrony = settings
+        .chrony_sock
+        .clone()
+        .map(|p| (p, settings.chrony_max_radius));
     let metrics_addr = settings.metrics;
     let mut service = match Service::new(settings, log.clone(), args.allow_loopback_http_reports) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
     // Sinks, for every mode: a --once round feeds chrony too.
-    if let Some(path) = chrony_sock {
-        let sock = ChronySock::new(path, log.clone());
+    if let Some((path, max_radius)) = chrony {
+        let sock = ChronySock::new(path, max_radius, log.clone());
         service.metrics().set_chrony(sock.counters());
         service.add_sink(Box::new(sock));
     }

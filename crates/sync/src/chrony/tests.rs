@@ -22,6 +22,8 @@ fn encodes_chronys_struct_sock_sample_byte_for_byte() {
         at_us: 1_791_158_400_123_456,
         // The reference is 300.25 s ahead of the local clock.
         offset_us: 300_250_000,
+        // Not in the datagram.
+        radius_us: 1_500_000,
     };
     let b = s.encode().unwrap();
     let mut want = Vec::new();
@@ -39,6 +41,7 @@ fn time_before_a_second_boundary_and_1970_keeps_usec_in_range() {
     let b = Sample {
         at_us: -1,
         offset_us: -1_500_000,
+        radius_us: 0,
     }
     .encode()
     .unwrap();
@@ -135,6 +138,9 @@ fn the_sample_is_the_consensus_midpoint_against_the_local_clock_at_its_moment() 
     let c = seq.agreement.consensus.as_ref().unwrap();
     assert!(c.low_us <= 307_000_000 && 307_000_000 <= c.high_us, "{c:?}");
     assert_eq!(s.offset_us, c.midpoint_us());
+    // The radius covers both ends of the interval from the midpoint.
+    assert!(s.offset_us - s.radius_us <= c.low_us && c.high_us <= s.offset_us + s.radius_us);
+    assert!(s.radius_us - c.radius_us() <= 1, "{s:?} {c:?}");
     assert!(
         before <= s.at_us && s.at_us <= after,
         "{before} {s:?} {after}"
@@ -185,7 +191,11 @@ fn temp(name: &str) -> PathBuf {
 const SAMPLE: Sample = Sample {
     at_us: 1_791_158_400_000_000,
     offset_us: 12_345,
+    radius_us: 2_999_999,
 };
+
+/// The bound chrony is told: SAMPLE is inside it.
+const BOUND: Duration = Duration::from_secs(3);
 
 #[test]
 fn a_listening_socket_receives_the_encoded_datagram() {
@@ -195,7 +205,7 @@ fn a_listening_socket_receives_the_encoded_datagram() {
     chrony
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let mut sock = ChronySock::new(&path, quiet());
+    let mut sock = ChronySock::new(&path, BOUND, quiet());
     sock.send(&SAMPLE).unwrap();
     let mut buf = [0u8; 128];
     let n = chrony.recv(&mut buf).unwrap();
@@ -234,15 +244,17 @@ fn hostile_paths_are_counted_failures_that_never_block_and_are_logged_once() {
     ];
     for (path, kind) in cases {
         let (log, lines) = recording();
-        let mut sock = ChronySock::new(&path, log);
+        let mut sock = ChronySock::new(&path, BOUND, log);
         let t = Instant::now();
         for _ in 0..100 {
-            let e = sock.send(&SAMPLE).unwrap_err();
+            let Err(NotSent::Io(e)) = sock.send(&SAMPLE) else {
+                panic!("{} took a sample", path.display());
+            };
             assert_eq!(e.kind(), kind, "{}", path.display());
         }
         assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
         let c = sock.counters();
-        assert_eq!((c.sent(), c.failed()), (0, 100));
+        assert_eq!((c.sent(), c.failed(), c.too_wide()), (0, 100, 0));
         let lines = lines.lock().unwrap();
         assert_eq!(lines.len(), 1, "{}: {lines:?}", path.display());
         assert!(lines[0].starts_with("warning: chrony:"), "{lines:?}");
@@ -262,7 +274,7 @@ fn a_socket_nobody_reads_fills_and_then_fails_at_once() {
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let (log, lines) = recording();
-        let mut sock = ChronySock::new(&path, log);
+        let mut sock = ChronySock::new(&path, BOUND, log);
         for _ in 0..5_000 {
             let _ = sock.send(&SAMPLE);
         }
@@ -288,7 +300,7 @@ fn recovery_is_logged_once_when_chrony_appears() {
     let dir = temp("recover");
     let path = dir.join("later.sock");
     let (log, lines) = recording();
-    let mut sock = ChronySock::new(&path, log);
+    let mut sock = ChronySock::new(&path, BOUND, log);
     assert!(sock.send(&SAMPLE).is_err());
     assert!(sock.send(&SAMPLE).is_err());
     let chrony = UnixDatagram::bind(&path).unwrap();
@@ -304,4 +316,133 @@ fn recovery_is_logged_once_when_chrony_appears() {
     assert!(lines[0].starts_with("warning:"), "{lines:?}");
     assert!(lines[1].starts_with("chrony: sending"), "{lines:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_sample_wider_than_the_bound_is_never_sent_and_is_counted_and_logged_once() {
+    let dir = temp("wide");
+    let path = dir.join("refclock.sock");
+    let chrony = UnixDatagram::bind(&path).unwrap();
+    chrony.set_nonblocking(true).unwrap();
+    let (log, lines) = recording();
+    let mut sock = ChronySock::new(&path, BOUND, log);
+    // One µs over the bound, again and again: nothing reaches the socket.
+    let wide = Sample {
+        radius_us: 3_000_001,
+        ..SAMPLE
+    };
+    for _ in 0..5 {
+        match sock.send(&wide) {
+            Err(NotSent::TooWide { radius_us, max_us }) => {
+                assert_eq!((radius_us, max_us), (3_000_001, 3_000_000));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut buf = [0u8; 64];
+    let nothing = chrony.recv(&mut buf).unwrap_err();
+    assert_eq!(nothing.kind(), io::ErrorKind::WouldBlock);
+    let c = sock.counters();
+    assert_eq!((c.sent(), c.failed(), c.too_wide()), (0, 0, 5));
+    {
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("warning: chrony: not sending: the consensus radius ±3.000 s")
+                && lines[0].contains(
+                    "chrony-max-radius (3 s, the error the refclock's `delay 6` declares)"
+                )
+                && lines[0].contains("counted (1 so far)"),
+            "{lines:?}"
+        );
+    }
+    // Exactly the bound is sent, and said once; too wide again, said again.
+    let edge = Sample {
+        radius_us: 3_000_000,
+        ..SAMPLE
+    };
+    sock.send(&edge).unwrap();
+    sock.send(&edge).unwrap();
+    assert!(sock.send(&wide).is_err());
+    assert_eq!(chrony.recv(&mut buf).unwrap(), SAMPLE_LEN);
+    assert_eq!(chrony.recv(&mut buf).unwrap(), SAMPLE_LEN);
+    assert!(chrony.recv(&mut buf).is_err());
+    assert_eq!((c.sent(), c.too_wide()), (2, 6));
+    let lines = lines.lock().unwrap();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[1].starts_with("chrony: sending"), "{lines:?}");
+    assert!(lines[2].contains("counted (6 so far)"), "{lines:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn settings(sock: &str, interval_s: u64, jitter: u8, max_radius_ms: u64) -> Settings {
+    Settings {
+        chrony_sock: Some(sock.into()),
+        interval: Duration::from_secs(interval_s),
+        jitter,
+        chrony_max_radius: Duration::from_millis(max_radius_ms),
+        ..Settings::default()
+    }
+}
+
+/// The lines chrony.conf gets, without comments.
+fn conf_lines(s: &Settings) -> Vec<String> {
+    conf(s)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_chrony_conf_lines_declare_the_bound_and_poll_no_faster_than_the_rounds() {
+    // The defaults: docs/SYNC.md's line.
+    let d = Settings {
+        chrony_sock: Some("/run/chrony.gnomon.sock".into()),
+        ..Settings::default()
+    };
+    assert_eq!(
+        conf_lines(&d),
+        [
+            "refclock SOCK /run/chrony.gnomon.sock refid RTIM poll 10 filter 1 delay 6",
+            "maxdistance 6"
+        ]
+    );
+    let poll_delay_max = |s: &Settings| {
+        let l = conf_lines(s);
+        let w: Vec<&str> = l[0].split_whitespace().collect();
+        (w[6].to_string(), w[10].to_string(), l[1].clone())
+    };
+    // 1 s without jitter: every second; 64 s ± 10 % is up to 70.4 s: 128.
+    // The longest interval with the most jitter, 1.5 d: 2^17 s.
+    for (interval, jitter, poll) in [
+        (1, 0, "0"),
+        (1, 10, "1"),
+        (64, 0, "6"),
+        (64, 10, "7"),
+        (86_400, 50, "17"),
+    ] {
+        let s = settings("/s", interval, jitter, 3000);
+        assert_eq!(poll_delay_max(&s).0, poll, "{interval} s ± {jitter} %");
+    }
+    // delay is twice the bound; maxdistance twice too, never under 3 s.
+    for (ms, delay, max) in [
+        (1, "0.002", "maxdistance 3"),
+        (1250, "2.5", "maxdistance 3"),
+        (1500, "3", "maxdistance 3"),
+        (20_000, "40", "maxdistance 40"),
+        (3_600_000, "7200", "maxdistance 7200"),
+    ] {
+        let (_, d, m) = poll_delay_max(&settings("/s", 600, 10, ms));
+        assert_eq!((d.as_str(), m.as_str()), (delay, max), "{ms} ms");
+    }
+    // No socket, or one chrony.conf cannot name: an error, no lines.
+    assert!(conf(&Settings::default())
+        .unwrap_err()
+        .contains("no chrony-sock"));
+    for bad in ["/run/two words.sock", "/run/a:b.sock", "/run/tab\t.sock"] {
+        let e = conf(&settings(bad, 600, 10, 3000)).unwrap_err();
+        assert!(e.contains("cannot be written in chrony.conf"), "{bad}: {e}");
+    }
 }
