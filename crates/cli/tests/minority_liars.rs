@@ -207,7 +207,7 @@ fn the_daemon_sends_chrony_nothing_when_a_liar_splits_the_majority() {
     if !have_faketime(test) {
         return;
     }
-    let Some(chronyd) = Chronyd::start(test, "poll 0 filter 1 delay 6 noselect", "") else {
+    let Some(chronyd) = Chronyd::start(test, "poll 0 filter 1 delay 40 noselect", "") else {
         return;
     };
     let servers = start_servers_with(test, &ONE_OF_THREE, None);
@@ -222,6 +222,8 @@ fn the_daemon_sends_chrony_nothing_when_a_liar_splits_the_majority() {
         "--jitter",
         "0",
         "--max-radius",
+        MAX_RADIUS,
+        "--chrony-max-radius",
         MAX_RADIUS,
         "--chrony-sock",
     ];

@@ -51,7 +51,10 @@ fn honest_servers_of_three_versions_reach_a_consensus() {
         .map(|e| e["version"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(versions, ["draft-11", "google", "rfc-10049"].into());
-    assert_eq!((j["quorum"].as_u64(), j["quorum_met"].as_bool()), (Some(2), Some(true)));
+    assert_eq!(
+        (j["quorum"].as_u64(), j["quorum_met"].as_bool()),
+        (Some(2), Some(true))
+    );
 
     // `--quorum` counts distinct keys that agree: four of three cannot.
     let r = gnomon(&seq_args(list, &["--quorum", "4", "--json"]));

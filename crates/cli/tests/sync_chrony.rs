@@ -114,6 +114,10 @@ fn every_second(list: &Path, state: &Path, sock: &Path, extra: &[&str]) -> Servi
     if !extra.contains(&"--chrony-max-radius") {
         args.extend_from_slice(&["--chrony-max-radius", BOUND]);
     }
+    // A wider consensus is not used at all, for chrony either.
+    if !extra.contains(&"--max-radius") {
+        args.extend_from_slice(&["--max-radius", BOUND]);
+    }
     args.extend_from_slice(&FAST);
     args.extend_from_slice(extra);
     Service::start(&args)
@@ -272,7 +276,7 @@ fn hostile_chrony_paths_never_stop_or_slow_sync() {
     ] {
         let mut args = vec!["--servers", list, "--state-dir", state, "--once"];
         args.extend_from_slice(&FAST);
-        args.extend_from_slice(&["--chrony-max-radius", BOUND]);
+        args.extend_from_slice(&["--chrony-max-radius", BOUND, "--max-radius", BOUND]);
         args.extend_from_slice(&["--chrony-sock", path.to_str().unwrap()]);
         let r = sync(&args, None);
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -350,6 +354,8 @@ fn once_as_nobody(servers: &Servers, state: &Path, sock: &Path) -> std::process:
         sock.to_str().unwrap(),
         "--chrony-max-radius",
         BOUND,
+        "--max-radius",
+        BOUND,
     ])
     .args(FAST);
     cmd.output().unwrap()
@@ -422,14 +428,14 @@ fn the_socket_chronyd_makes_needs_its_group_opened_to_the_sync_user() {
 fn print_chrony_conf_prints_the_lines_for_the_settings_and_chronyd_takes_them() {
     let test = "sync_chrony_print_conf";
     let sock = "/run/chrony.gnomon.sock";
-    // The defaults: a round every 10 m ± 10 %, ±3 s. No list is needed: no
+    // The defaults: a round every 10 m ± 10 %, ±5 s. No list is needed: no
     // round runs.
     let lines = printed(sock, &[]);
     assert_eq!(
         lines,
         [
-            "refclock SOCK /run/chrony.gnomon.sock refid RTIM poll 10 filter 1 delay 6",
-            "maxdistance 6"
+            "refclock SOCK /run/chrony.gnomon.sock refid RTIM poll 10 filter 1 delay 10",
+            "maxdistance 10"
         ]
     );
     // docs/SYNC.md gives those very lines.

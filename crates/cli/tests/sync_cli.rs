@@ -21,9 +21,15 @@ use sync_support::{
 const HONEST: [(&str, Option<&str>); 3] = [("alpha", None), ("bravo", None), ("charlie", None)];
 const S: i64 = 1_000_000;
 
+/// The servers' radius is the kernel's error estimate when larger than
+/// 3 s; on an unsynchronized test host that can be tens of seconds, wider
+/// than the default `max-radius`: a minute unless `extra` says.
 fn args<'a>(list: &'a str, dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec!["--servers", list, "--state-dir", dir];
     v.extend_from_slice(&FAST);
+    if !extra.contains(&"--max-radius") {
+        v.extend_from_slice(&["--max-radius", "1m"]);
+    }
     v.extend_from_slice(extra);
     v
 }
@@ -127,11 +133,9 @@ fn gnomon(args: &[&str]) -> sync_support::Run {
 fn plan(list: &str, dir: &str, offset: Option<&str>, extra: &[&str]) -> (i32, serde_json::Value) {
     // The servers' radius is the kernel's error estimate when larger than
     // 3 s; on an unsynchronized test host that can be tens of seconds.
-    let mut a = args(list, dir, &["--once", "--set-clock", "--dry-run", "--json"]);
-    if !extra.contains(&"--max-radius") {
-        a.extend_from_slice(&["--max-radius", "1m"]);
-    }
+    let mut a = vec!["--once", "--set-clock", "--dry-run", "--json"];
     a.extend_from_slice(extra);
+    let a = args(list, dir, &a);
     let r = sync(&a, offset);
     (r.code, r.json())
 }

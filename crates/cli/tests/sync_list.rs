@@ -90,7 +90,11 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
         "{}",
         s.log
     );
-    assert!(s.wait_for("3 of 3 answering keys agree", PATIENCE), "{}", s.log);
+    assert!(
+        s.wait_for("3 of 3 answering keys agree", PATIENCE),
+        "{}",
+        s.log
+    );
     let text = scrape(metrics, PATIENCE).expect("a scrape");
     let ok = "gnomon_sync_list_refreshes_total{result=\"ok\"}";
     assert!(value(&text, ok) >= 1.0, "{text}");
@@ -114,7 +118,11 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
     );
     assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
     assert!(s.log.contains("not a server list"), "{}", s.log);
-    assert!(s.wait_for("3 of 3 answering keys agree", PATIENCE), "{}", s.log);
+    assert!(
+        s.wait_for("3 of 3 answering keys agree", PATIENCE),
+        "{}",
+        s.log
+    );
     s.stop_cleanly(STOP);
 
     // The operator edits the file: theirs wins again.
@@ -189,7 +197,11 @@ fn lists_that_fail_keep_the_old_one_and_rounds_go_on_during_a_hung_download() {
     );
     https.set(Answer::Status(404));
     assert!(https.wait_trickle("end", PATIENCE));
-    assert!(s.wait_for("3 of 3 answering keys agree", PATIENCE), "{}", s.log);
+    assert!(
+        s.wait_for("3 of 3 answering keys agree", PATIENCE),
+        "{}",
+        s.log
+    );
     // Every class counted, the list never replaced.
     let text = scrape(metrics, PATIENCE).expect("a scrape");
     for class in [
@@ -259,7 +271,11 @@ fn an_untrusted_certificate_keeps_the_old_list_and_http_urls_are_refused() {
     a.extend(FAST);
     let r = sync(&a, None);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("3 of 3 answering keys agree"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("3 of 3 answering keys agree"),
+        "{}",
+        r.stdout
+    );
     assert!(fresh.join("sync-servers.json").exists());
     let _ = std::fs::remove_dir_all(&fresh);
 
@@ -329,7 +345,11 @@ fn with_only_a_url_sighup_downloads_the_list_again() {
         "{}",
         s.log
     );
-    assert!(s.wait_for("2 of 2 answering keys agree", PATIENCE), "{}", s.log);
+    assert!(
+        s.wait_for("2 of 2 answering keys agree", PATIENCE),
+        "{}",
+        s.log
+    );
     s.stop_cleanly(STOP);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -518,7 +538,10 @@ fn a_state_dir_others_can_write_is_not_believed() {
         chmod(&state, 0o700);
         std::os::unix::fs::chown(&state, Some(0), None).ok();
         cache();
-        let _ = std::fs::remove_file(state.join("sync-state.json"));
+        // A floor planted in the future would refuse every step; it must
+        // not be believed either.
+        let planted = r#"{"format":1,"floor_us":4102444800000000,"last":null,"excluded":[]}"#;
+        std::fs::write(state.join("sync-state.json"), planted).unwrap();
         chmod(&state, mode);
         if let Some(uid) = owner {
             std::os::unix::fs::chown(&state, Some(uid), None).unwrap();
@@ -528,11 +551,17 @@ fn a_state_dir_others_can_write_is_not_believed() {
         let warning = format!("warning: the state directory {} {says}", state.display());
         assert!(r.stderr.contains(&warning), "{warning}: {}", r.stderr);
         assert!(
-            r.stderr.contains("no list cached in it is used"),
+            r.stderr.contains("nothing saved in it is believed"),
             "{}",
             r.stderr
         );
-        assert!(state.join("sync-state.json").exists(), "{says}");
+        let saved: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(state.join("sync-state.json")).unwrap()).unwrap();
+        let floor = saved["floor_us"].as_i64().unwrap();
+        assert!(
+            floor < 4_102_444_800_000_000,
+            "{says}: the planted floor was kept: {saved}"
+        );
     }
     std::os::unix::fs::chown(&state, Some(0), None).ok();
     let _ = std::fs::remove_dir_all(&dir);

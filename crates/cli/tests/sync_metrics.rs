@@ -55,6 +55,8 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
             // up to 16 s on an unsynchronized host): every sample is tried.
             "--chrony-max-radius",
             "30s",
+            "--max-radius",
+            "30s",
         ],
     ));
     let addr = metrics_addr(&mut s);

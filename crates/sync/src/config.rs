@@ -26,9 +26,11 @@ use serde::Deserialize;
 /// that both see the same floor.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/gnomon";
 
-/// `chrony-max-radius` unless told: the ±3 s of the chrony.conf line
-/// docs/SYNC.md has always given (`delay 6`).
-pub const DEFAULT_CHRONY_MAX_RADIUS: Duration = Duration::from_secs(3);
+/// `chrony-max-radius` unless told: ±5 s (`delay 10`). A consensus of
+/// servers answering with `gnomon serve`'s default 3 s radius floor is as
+/// wide as one of them plus half a round trip, a little over 3 s, so a
+/// 3 s bound would send chrony nothing from them.
+pub const DEFAULT_CHRONY_MAX_RADIUS: Duration = Duration::from_secs(5);
 
 /// Every key: (name, accepted values, default, help). The order is the
 /// order `--print-config` and deploy/gnomon-sync.toml use.
@@ -114,7 +116,7 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
     (
         "chrony-max-radius",
         "a duration in 1ms..=1h",
-        "\"3s\"",
+        "\"5s\"",
         "The radius chrony is told (delay = 2 × this): a wider consensus is never sent",
     ),
     (
@@ -692,11 +694,11 @@ mod tests {
     }
 
     #[test]
-    fn chrony_max_radius_defaults_to_the_documented_3_s_and_is_range_checked() {
+    fn chrony_max_radius_defaults_to_the_documented_5_s_and_is_range_checked() {
         let p = Path::new("/etc/gnomon/sync.toml");
         let d = Settings::default();
-        assert_eq!(d.chrony_max_radius, Duration::from_secs(3));
-        assert!(d.to_string().contains("chrony-max-radius = \"3s\""));
+        assert_eq!(d.chrony_max_radius, Duration::from_secs(5));
+        assert!(d.to_string().contains("chrony-max-radius = \"5s\""));
         let l = Layer::from_toml("[sync]\nchrony-max-radius = \"1500ms\"\n", p).unwrap();
         let s = Settings::resolve(&l, &Layer::default());
         assert_eq!(s.chrony_max_radius, Duration::from_millis(1500));

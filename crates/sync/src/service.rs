@@ -114,14 +114,6 @@ impl Service {
                 Store::at(&settings.state_dir)
             }
         };
-        let state = match store.load() {
-            Loaded::Ok(s) => s,
-            Loaded::Missing => State::default(),
-            Loaded::Warning(w) => {
-                log(&format!("warning: {w}"));
-                State::default()
-            }
-        };
         let fetcher = refresh::Fetcher::new(settings.list_ca.as_deref(), settings.list_timeout)
             .map_err(|e| format!("list-ca: {e}"))?;
         // The list cache is believed only from a directory nobody else
@@ -130,12 +122,23 @@ impl Service {
             Ok(()) => true,
             Err(why) => {
                 log(&format!(
-                    "warning: {why}: no list cached in it is used (state is still written); \
-                     make it owned by the user running gnomon sync and writable by nobody else \
-                     (chmod go-w)"
+                    "warning: {why}: nothing saved in it is believed (no floor, no marks, no \
+                     cached list; state is still written); make it owned by the user running \
+                     gnomon sync and writable by nobody else (chmod go-w)"
                 ));
                 false
             }
+        };
+        // The floor and the marks too: whoever may write the directory
+        // could plant a floor in the future (no step would ever be made)
+        // or one in the past (the rollback guard gone).
+        let state = match (trusted, store.load()) {
+            (true, Loaded::Ok(s)) => s,
+            (_, Loaded::Warning(w)) => {
+                log(&format!("warning: {w}"));
+                State::default()
+            }
+            _ => State::default(),
         };
         let (list, seed) = match (&settings.servers, &settings.servers_url) {
             (Some(path), url) => list::load(path, url.as_deref(), &store, trusted)?,

@@ -351,7 +351,8 @@ fn once(service: &mut Service, args: &Args) -> ExitCode {
         check(&settings, evidence.as_ref(), &mut out, &mut text)
     } else if args.set_clock {
         set_clock(&settings, &outcome, args.dry_run, &mut out, &mut text)
-    } else if round.usable().is_some() {
+    } else if trusted(evidence.as_ref(), settings.quorum).is_ok() {
+        // A measurement: whether it may steer the clock is `too_wide`.
         Exit::Ok
     } else {
         Exit::NoConsensus
@@ -509,7 +510,10 @@ fn refusal_key(r: &Refusal) -> &'static str {
 
 fn refusal_words(r: &Refusal) -> String {
     match r {
-        Refusal::NoConsensus => "no consensus (no offset is vouched for by a strict majority of the answering keys)".into(),
+        Refusal::NoConsensus => {
+            "no consensus (no offset is vouched for by a strict majority of the answering keys)"
+                .into()
+        }
         Refusal::Quorum { agreeing, quorum } => {
             format!("{agreeing} distinct key(s) agree, fewer than the quorum of {quorum}")
         }

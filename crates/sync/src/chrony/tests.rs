@@ -405,8 +405,8 @@ fn the_chrony_conf_lines_declare_the_bound_and_poll_no_faster_than_the_rounds() 
     assert_eq!(
         conf_lines(&d),
         [
-            "refclock SOCK /run/chrony.gnomon.sock refid RTIM poll 10 filter 1 delay 6",
-            "maxdistance 6"
+            "refclock SOCK /run/chrony.gnomon.sock refid RTIM poll 10 filter 1 delay 10",
+            "maxdistance 10"
         ]
     );
     let poll_delay_max = |s: &Settings| {
