@@ -555,7 +555,7 @@ fn a_state_dir_others_can_write_is_not_believed() {
             "{}",
             r.stderr
         );
-        let saved: serde_json::Value =
+        let saved: Value =
             serde_json::from_slice(&std::fs::read(state.join("sync-state.json")).unwrap()).unwrap();
         let floor = saved["floor_us"].as_i64().unwrap();
         assert!(

@@ -107,9 +107,11 @@ fn case() -> impl Strategy<Value = Case> {
         .prop_map(|(t, honest, liars)| Case { t, honest, liars })
 }
 
-/// The answers of a case (server id, key, low, high), and which server
-/// ids are honest.
-fn answers(c: &Case) -> (Vec<(usize, Vec<u8>, i128, i128)>, Vec<usize>) {
+/// One answer: server id, key, low, high.
+type Answer = (usize, Vec<u8>, i128, i128);
+
+/// The answers of a case, and which server ids are honest.
+fn answers(c: &Case) -> (Vec<Answer>, Vec<usize>) {
     let t = i128::from(c.t);
     let spans: Vec<(i128, i128)> = c
         .honest
@@ -200,7 +202,7 @@ fn place(shape: &Shape, honest: &[(i128, i128)], widest: (i128, i128)) -> Vec<(i
 /// What a rule concluded: the consensus interval and the flagged ids.
 type Verdict = (Option<(i128, i128)>, Vec<usize>);
 
-fn majority_rule(answers: &[(usize, Vec<u8>, i128, i128)]) -> Verdict {
+fn majority_rule(answers: &[Answer]) -> Verdict {
     let v: Vec<Vouch<'_>> = answers
         .iter()
         .map(|(server, key, low_us, high_us)| Vouch {
@@ -238,7 +240,7 @@ fn check_shape(a: &Agreement) {
 }
 
 /// The properties: a consensus exists, holds `t`, and flags no honest id.
-fn sound(c: &Case, rule: fn(&[(usize, Vec<u8>, i128, i128)]) -> Verdict) -> Result<(), String> {
+fn sound(c: &Case, rule: fn(&[Answer]) -> Verdict) -> Result<(), String> {
     let (answers, honest) = answers(c);
     let (consensus, flagged) = rule(&answers);
     let t = i128::from(c.t);
@@ -289,7 +291,7 @@ proptest! {
 /// servers, and the intersection of the intervals covering it, counted per
 /// list entry rather than per key. Kept here only to prove the properties
 /// above tell it apart from the majority rule.
-fn old_rule(answers: &[(usize, Vec<u8>, i128, i128)]) -> Verdict {
+fn old_rule(answers: &[Answer]) -> Verdict {
     let mut servers: Vec<(usize, i128, i128)> = Vec::new();
     let mut broken = Vec::new();
     for (id, _, lo, hi) in answers {
