@@ -110,6 +110,24 @@ fn one_liar_beside_a_wide_honest_server_plans_no_step_and_accuses_nobody() {
     let servers = start_servers_with(test, &ONE_OF_THREE, None);
     refused_and_nobody_accused(&servers);
 
+    // --check: inside a consensus the liar made wide proves nothing about
+    // the clock, so there is no verdict (exit 1), not "inside".
+    let state = servers.dir.join("check-state");
+    let mut a = vec![
+        "--servers",
+        servers.list.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--check",
+        "--json",
+        "--max-radius",
+        MAX_RADIUS,
+    ];
+    a.extend_from_slice(&FAST);
+    let r = sync(&a, None);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.json()["inside"].is_null(), "{}", r.stdout);
+
     // query --servers: nobody flagged or suspected; the contradiction is
     // named as a pair, one of whom lied.
     let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
