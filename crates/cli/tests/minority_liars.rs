@@ -284,6 +284,12 @@ fn watch_calls_nobody_lying_when_a_liar_splits_the_majority() {
     let servers = start_servers_with(test, &ONE_OF_THREE, None);
     let watch = watch_support::Watch::start(&servers.list);
     let api = watch.first_round(Duration::from_secs(90));
+    let why = api["disagreement"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{api}"));
+    assert!(why.contains("the servers disagree"), "{why}");
+    let (_, page) = watch.get("/");
+    assert!(page.contains("The servers disagree"), "{page}");
     for name in ["narrow", "wide", "liar"] {
         let s = watch_support::server(&api, name);
         assert_ne!(s["state"], "lying", "{s}");

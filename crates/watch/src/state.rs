@@ -118,6 +118,16 @@ pub struct Point {
     pub offset_us: Option<i64>,
 }
 
+/// What a round concluded over all servers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The consensus: (low, high) offsets from the local clock, µs.
+    pub consensus: Option<(i64, i64)>,
+    /// Why the servers disagree, when a strict majority vouches for more
+    /// than one stretch of offsets.
+    pub disagreement: Option<String>,
+}
+
 /// Everything the web layer shows.
 #[derive(Debug, Default)]
 pub struct Latest {
@@ -128,6 +138,9 @@ pub struct Latest {
     /// The consensus of the last round: (low, high) offsets from the local
     /// clock, µs.
     pub consensus: Option<(i64, i64)>,
+    /// Why the servers disagreed in the last round (the consensus spans
+    /// more than one majority stretch), if they did.
+    pub disagreement: Option<String>,
     /// Per server, in list order.
     pub servers: Vec<Status>,
     /// Failures by (server, reason), over all rounds.
@@ -141,7 +154,7 @@ pub type Shared = Arc<RwLock<Latest>>;
 
 impl Latest {
     /// Take in a round's results.
-    pub fn apply(&mut self, servers: Vec<Status>, consensus: Option<(i64, i64)>, now_us: i64) {
+    pub fn apply(&mut self, servers: Vec<Status>, verdict: Verdict, now_us: i64) {
         for s in &servers {
             for reason in failure_reasons(s) {
                 *self
@@ -161,7 +174,8 @@ impl Latest {
             });
         }
         self.servers = servers;
-        self.consensus = consensus;
+        self.consensus = verdict.consensus;
+        self.disagreement = verdict.disagreement;
         self.rounds += 1;
         self.last_round_us = Some(now_us);
     }

@@ -30,7 +30,7 @@ use tokio::runtime::Handle;
 
 use crate::history::History;
 use crate::sink::Sink;
-use crate::state::{Shared, Status};
+use crate::state::{Shared, Status, Verdict};
 
 /// How the prober runs.
 #[derive(Clone, Debug)]
@@ -84,14 +84,10 @@ pub fn jittered(interval: Duration, r: u32) -> Duration {
 type Probed = (Option<Answer>, Status);
 
 /// One round over `servers`: every probe, the consensus, the flags and the
-/// report. Returns the statuses in list order and the consensus. Once
+/// report. Returns the statuses in list order and the verdict. Once
 /// `stop` is set no further probe starts (those running end within their
 /// deadlines), and the round's results mean nothing.
-pub fn round(
-    servers: &[Server],
-    settings: &Settings,
-    stop: &AtomicBool,
-) -> (Vec<Status>, Option<(i64, i64)>) {
+pub fn round(servers: &[Server], settings: &Settings, stop: &AtomicBool) -> (Vec<Status>, Verdict) {
     let results: Vec<Mutex<Option<Probed>>> = servers.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -163,7 +159,11 @@ pub fn round(
     if !agreement.flagged.is_empty() && !stop.load(Ordering::Relaxed) {
         prove(servers, &answers, &mut statuses);
     }
-    (statuses, consensus)
+    let verdict = Verdict {
+        consensus,
+        disagreement: agreement.disagreement(),
+    };
+    (statuses, verdict)
 }
 
 /// Run the measurement sequence over the servers that answered (each in
@@ -223,7 +223,7 @@ pub fn run(
     // becomes flagged, not every round it stays so.
     let mut accused: Vec<String> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        let (statuses, consensus) = round(&servers, &settings, &stop);
+        let (statuses, verdict) = round(&servers, &settings, &stop);
         if stop.load(Ordering::Relaxed) {
             // Cut short: servers not probed would count as failures.
             break;
@@ -255,7 +255,7 @@ pub fn run(
             eprintln!("gnomon watch: cannot record the round: {e}");
         }
         if let Ok(mut latest) = state.write() {
-            latest.apply(statuses, consensus, now_us());
+            latest.apply(statuses, verdict, now_us());
         }
         let mut r = [0u8; 4];
         let r = getrandom::getrandom(&mut r).map_or(u32::MAX / 2, |()| u32::from_le_bytes(r));

@@ -181,6 +181,7 @@ async fn status_page(State(app): State<Arc<App>>) -> Response {
         rounds => latest.rounds,
         last_round => latest.last_round_us.map(utc),
         consensus => consensus,
+        disagreement => latest.disagreement.clone(),
     };
     render(&app, "status.html", ctx)
 }
@@ -281,6 +282,7 @@ async fn api_servers(State(app): State<Arc<App>>) -> Response {
         "rounds": latest.rounds,
         "last_round_us": latest.last_round_us,
         "consensus_us": latest.consensus.map(|(lo, hi)| [lo, hi]),
+        "disagreement": latest.disagreement,
         "servers": rows,
     });
     with_type(body.to_string() + "\n", "application/json")
