@@ -5,6 +5,7 @@
 #ifndef GNOMON_H
 #define GNOMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 /* The blocking query and OS randomness exist only in libgnomon built with
@@ -45,6 +46,10 @@
 // Longest timeout `gnomon_query` takes, ms (one day).
 #define GNOMON_MAX_TIMEOUT_MS 86400000
 
+// Most answers `gnomon_consensus` takes (it keeps what it needs on the
+// stack: about 6 KB on a 64-bit machine, 5 KB on a 32-bit one).
+#define GNOMON_MAX_ANSWERS 256
+
 // What a libgnomon call returns: `GNOMON_OK` (0) or why it failed. The
 // values are part of the ABI and never change; new failures get new
 // numbers.
@@ -56,7 +61,8 @@ typedef enum gnomon_error {
   // A required input was empty (length 0).
   GNOMON_ERR_EMPTY = 2,
   // An input is longer than any Roughtime message can be (65536 bytes),
-  // or a chain has more than `GNOMON_MAX_CHAIN` exchanges.
+  // a chain has more than `GNOMON_MAX_CHAIN` exchanges, or a consensus
+  // more than `GNOMON_MAX_ANSWERS` answers.
   GNOMON_ERR_TOO_LONG = 3,
   // The output buffer is too small (a request needs `GNOMON_REQUEST_SIZE`).
   GNOMON_ERR_BUFFER_TOO_SMALL = 4,
@@ -101,13 +107,28 @@ typedef enum gnomon_error {
   // source failed.
   GNOMON_ERR_LOCAL = 21,
   // An argument is out of range: a timeout of 0, text that is not
-  // UTF-8, a misaligned struct pointer.
+  // UTF-8, a misaligned struct pointer, a quorum of 0, an answer whose
+  // low offset is above its high one.
   GNOMON_ERR_ARGUMENT = 22,
   // A bug in libgnomon was caught before it could reach the caller
   // (a Rust panic, in a build that unwinds); a result struct carries
   // only the code and message, other outputs are not to be used.
   GNOMON_ERR_INTERNAL = 23,
 } gnomon_error;
+
+// What the majority rule says of one answer (`gnomon_consensus`).
+typedef enum gnomon_verdict {
+  // Its key's interval meets the consensus.
+  GNOMON_VERDICT_AGREES = 0,
+  // Its key's interval misses the consensus: if fewer than half of the
+  // keys lie, this one does.
+  GNOMON_VERDICT_OUTSIDE = 1,
+  // Its key's answers do not overlap each other: the key lied, proven by
+  // its own signatures. It does not vote.
+  GNOMON_VERDICT_SELF_CONTRADICTION = 2,
+  // There is no consensus to meet or miss.
+  GNOMON_VERDICT_NO_CONSENSUS = 3,
+} gnomon_verdict;
 
 // The outcome of `gnomon_verify` and `gnomon_query`.
 typedef struct gnomon_result {
@@ -157,6 +178,56 @@ typedef struct gnomon_chain_result {
   // A NUL-terminated English sentence.
   char message[GNOMON_MESSAGE_LEN];
 } gnomon_chain_result;
+
+// One answer for `gnomon_consensus`: the server's long-term key and the
+// interval of offsets (server time − local time, µs) the answer vouches
+// for, typically midpoint − local ± (radius + round trip / 2).
+typedef struct gnomon_vouch {
+  // The server's long-term public key, 32 bytes. Votes count per
+  // distinct key: the same key under two names or addresses is one
+  // server.
+  const uint8_t *public_key;
+  // Smallest offset, µs.
+  int64_t low_us;
+  // Largest offset, µs (not below `low_us`).
+  int64_t high_us;
+} gnomon_vouch;
+
+// The outcome of `gnomon_consensus`. On a failure only `code` and
+// `message` are set (the rest is 0 and false).
+typedef struct gnomon_consensus_result {
+  // `GNOMON_OK`, or why not; the same value the call returned.
+  enum gnomon_error code;
+  // A strict majority of the voting keys holds some offset.
+  bool has_consensus;
+  // There is a consensus and at least `quorum` distinct keys meet it.
+  bool quorum_met;
+  // The consensus: the smallest offset (server − local, µs) a strict
+  // majority holds ...
+  int64_t low_us;
+  // ... and the largest. Add an offset in it to local time.
+  int64_t high_us;
+  // The middle of the consensus.
+  int64_t midpoint_us;
+  // Half its width: compare it with the accuracy you need. Liars beside
+  // a wide honest interval can make it wide, never wrong.
+  int64_t radius_us;
+  // Distinct keys that vote (answered and did not contradict themselves).
+  size_t voting_keys;
+  // Voting keys whose interval meets the consensus.
+  size_t agreeing_keys;
+  // Voting keys whose interval misses it.
+  size_t outside_keys;
+  // Keys whose own answers do not overlap (they do not vote).
+  size_t contradicting_keys;
+  // Separate stretches of offsets a strict majority holds. More than
+  // one: the servers disagree, and the consensus spans them all.
+  size_t regions;
+  // A NUL-terminated English sentence: "success" when there is a
+  // consensus, the quorum is met and the servers do not disagree;
+  // otherwise which of those is not so, or why the call failed.
+  char message[GNOMON_MESSAGE_LEN];
+} gnomon_consensus_result;
 
 #ifdef __cplusplus
 extern "C" {
@@ -281,6 +352,29 @@ enum gnomon_error gnomon_parse_public_key(const char *text, uint8_t *out);
 enum gnomon_error gnomon_check_chain(const struct gnomon_exchange *exchanges,
                                      size_t count,
                                      struct gnomon_chain_result *result);
+
+// The majority rule over `answers[0..count]` (at most
+// `GNOMON_MAX_ANSWERS`), the same rule as `gnomon sync`, `gnomon query
+// --servers` and the Python package: the answers of each distinct key are
+// intersected (an empty intersection: the key contradicted itself and
+// does not vote); the consensus is the hull of every offset held by a
+// strict majority of the keys that vote; a key whose interval misses it
+// lies, if fewer than half of the voting keys lie. Fills `*result`, and,
+// when `verdicts` is not NULL, `verdicts[i]` for each answer. Returns
+// `GNOMON_OK` whenever the answers could be judged, consensus or not.
+// Allocates nothing (also in the `no_std` build).
+//
+// # Safety
+// `answers` is NULL or points to `count` aligned `gnomon_vouch` values,
+// each with a `public_key` that is NULL or points to 32 readable bytes;
+// `verdicts` is NULL or points to `count` writable, aligned
+// `gnomon_verdict` values; `result` to a writable, aligned
+// `gnomon_consensus_result`. None of them changes during the call.
+enum gnomon_error gnomon_consensus(const struct gnomon_vouch *answers,
+                                   size_t count,
+                                   size_t quorum,
+                                   enum gnomon_verdict *verdicts,
+                                   struct gnomon_consensus_result *result);
 
 #ifdef __cplusplus
 }  // extern "C"

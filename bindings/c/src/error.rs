@@ -16,7 +16,8 @@ pub enum GnomonError {
     /// A required input was empty (length 0).
     GnomonErrEmpty = 2,
     /// An input is longer than any Roughtime message can be (65536 bytes),
-    /// or a chain has more than `GNOMON_MAX_CHAIN` exchanges.
+    /// a chain has more than `GNOMON_MAX_CHAIN` exchanges, or a consensus
+    /// more than `GNOMON_MAX_ANSWERS` answers.
     GnomonErrTooLong = 3,
     /// The output buffer is too small (a request needs `GNOMON_REQUEST_SIZE`).
     GnomonErrBufferTooSmall = 4,
@@ -61,7 +62,8 @@ pub enum GnomonError {
     /// source failed.
     GnomonErrLocal = 21,
     /// An argument is out of range: a timeout of 0, text that is not
-    /// UTF-8, a misaligned struct pointer.
+    /// UTF-8, a misaligned struct pointer, a quorum of 0, an answer whose
+    /// low offset is above its high one.
     GnomonErrArgument = 22,
     /// A bug in libgnomon was caught before it could reach the caller
     /// (a Rust panic, in a build that unwinds); a result struct carries

@@ -33,6 +33,9 @@ pub const GNOMON_VERSION_GOOGLE: u32 = 0xb2d9_8825;
 pub const GNOMON_VERSION_AUTO: u32 = 0;
 /// Longest timeout `gnomon_query` takes, ms (one day).
 pub const GNOMON_MAX_TIMEOUT_MS: u32 = 86_400_000;
+/// Most answers `gnomon_consensus` takes (it keeps what it needs on the
+/// stack: about 6 KB on a 64-bit machine, 5 KB on a 32-bit one).
+pub const GNOMON_MAX_ANSWERS: usize = 256;
 
 const _: () = {
     assert!(GNOMON_REQUEST_SIZE == logic::REQUEST_SIZE);
@@ -40,6 +43,7 @@ const _: () = {
     assert!(GNOMON_MAX_CHAIN == logic::MAX_CHAIN);
     assert!(GNOMON_MAX_NONCE == gnomon_protocol::chain::MAX_NONCE_LEN);
     assert!(GNOMON_MESSAGE_LEN == MESSAGE_LEN);
+    assert!(GNOMON_MAX_ANSWERS == logic::MAX_ANSWERS);
     #[cfg(feature = "std")]
     assert!(GNOMON_MAX_TIMEOUT_MS == crate::query::MAX_TIMEOUT_MS);
 };
@@ -96,6 +100,88 @@ pub struct GnomonChainResult {
     /// otherwise equal to `index`.
     pub other: usize,
     /// A NUL-terminated English sentence.
+    pub message: [c_char; GNOMON_MESSAGE_LEN],
+}
+
+/// One answer for `gnomon_consensus`: the server's long-term key and the
+/// interval of offsets (server time − local time, µs) the answer vouches
+/// for, typically midpoint − local ± (radius + round trip / 2).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonVouch {
+    /// The server's long-term public key, 32 bytes. Votes count per
+    /// distinct key: the same key under two names or addresses is one
+    /// server.
+    pub public_key: *const u8,
+    /// Smallest offset, µs.
+    pub low_us: i64,
+    /// Largest offset, µs (not below `low_us`).
+    pub high_us: i64,
+}
+
+/// What the majority rule says of one answer (`gnomon_consensus`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GnomonVerdict {
+    /// Its key's interval meets the consensus.
+    GnomonVerdictAgrees = 0,
+    /// Its key's interval misses the consensus: if fewer than half of the
+    /// keys lie, this one does.
+    GnomonVerdictOutside = 1,
+    /// Its key's answers do not overlap each other: the key lied, proven by
+    /// its own signatures. It does not vote.
+    GnomonVerdictSelfContradiction = 2,
+    /// There is no consensus to meet or miss.
+    GnomonVerdictNoConsensus = 3,
+}
+
+impl From<logic::Verdict> for GnomonVerdict {
+    fn from(v: logic::Verdict) -> Self {
+        use logic::Verdict as V;
+        match v {
+            V::Agrees => GnomonVerdict::GnomonVerdictAgrees,
+            V::Outside => GnomonVerdict::GnomonVerdictOutside,
+            V::SelfContradiction => GnomonVerdict::GnomonVerdictSelfContradiction,
+            V::NoConsensus => GnomonVerdict::GnomonVerdictNoConsensus,
+        }
+    }
+}
+
+/// The outcome of `gnomon_consensus`. On a failure only `code` and
+/// `message` are set (the rest is 0 and false).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonConsensusResult {
+    /// `GNOMON_OK`, or why not; the same value the call returned.
+    pub code: GnomonError,
+    /// A strict majority of the voting keys holds some offset.
+    pub has_consensus: bool,
+    /// There is a consensus and at least `quorum` distinct keys meet it.
+    pub quorum_met: bool,
+    /// The consensus: the smallest offset (server − local, µs) a strict
+    /// majority holds ...
+    pub low_us: i64,
+    /// ... and the largest. Add an offset in it to local time.
+    pub high_us: i64,
+    /// The middle of the consensus.
+    pub midpoint_us: i64,
+    /// Half its width: compare it with the accuracy you need. Liars beside
+    /// a wide honest interval can make it wide, never wrong.
+    pub radius_us: i64,
+    /// Distinct keys that vote (answered and did not contradict themselves).
+    pub voting_keys: usize,
+    /// Voting keys whose interval meets the consensus.
+    pub agreeing_keys: usize,
+    /// Voting keys whose interval misses it.
+    pub outside_keys: usize,
+    /// Keys whose own answers do not overlap (they do not vote).
+    pub contradicting_keys: usize,
+    /// Separate stretches of offsets a strict majority holds. More than
+    /// one: the servers disagree, and the consensus spans them all.
+    pub regions: usize,
+    /// A NUL-terminated English sentence: "success" when there is a
+    /// consensus, the quorum is met and the servers do not disagree;
+    /// otherwise which of those is not so, or why the call failed.
     pub message: [c_char; GNOMON_MESSAGE_LEN],
 }
 
@@ -646,4 +732,110 @@ impl Outcome {
             message: c_message(&self.message),
         }
     }
+}
+
+/// The majority rule over `answers[0..count]` (at most
+/// `GNOMON_MAX_ANSWERS`), the same rule as `gnomon sync`, `gnomon query
+/// --servers` and the Python package: the answers of each distinct key are
+/// intersected (an empty intersection: the key contradicted itself and
+/// does not vote); the consensus is the hull of every offset held by a
+/// strict majority of the keys that vote; a key whose interval misses it
+/// lies, if fewer than half of the voting keys lie. Fills `*result`, and,
+/// when `verdicts` is not NULL, `verdicts[i]` for each answer. Returns
+/// `GNOMON_OK` whenever the answers could be judged, consensus or not.
+/// Allocates nothing (also in the `no_std` build).
+///
+/// # Safety
+/// `answers` is NULL or points to `count` aligned `gnomon_vouch` values,
+/// each with a `public_key` that is NULL or points to 32 readable bytes;
+/// `verdicts` is NULL or points to `count` writable, aligned
+/// `gnomon_verdict` values; `result` to a writable, aligned
+/// `gnomon_consensus_result`. None of them changes during the call.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_consensus(
+    answers: *const GnomonVouch,
+    count: usize,
+    quorum: usize,
+    verdicts: *mut GnomonVerdict,
+    result: *mut GnomonConsensusResult,
+) -> GnomonError {
+    if let Err(e) = writable(result) {
+        return e;
+    }
+    let mut message = [0u8; MESSAGE_LEN];
+    let mut tally = None;
+    let code = guard(|| {
+        if answers.is_null() {
+            return GnomonError::GnomonErrNull;
+        }
+        if !answers.is_aligned() || (!verdicts.is_null() && !verdicts.is_aligned()) {
+            return GnomonError::GnomonErrArgument;
+        }
+        let answer = |i: usize| {
+            // SAFETY: i < count ≤ GNOMON_MAX_ANSWERS (consensus checks the
+            // bound before asking for any answer, and never asks past
+            // it); aligned, and `count` readable values by the caller's
+            // promise.
+            let v = unsafe { answers.add(i).read() };
+            Ok(logic::Answer {
+                // SAFETY: NULL or 32 readable bytes by the caller's
+                // promise, checked for NULL inside.
+                key: unsafe { key(v.public_key) }?,
+                low_us: v.low_us,
+                high_us: v.high_us,
+            })
+        };
+        let verdict = |i: usize, v: logic::Verdict| {
+            if !verdicts.is_null() {
+                // SAFETY: i < count; non-NULL, aligned (checked above) and
+                // `count` writable values by the caller's promise.
+                unsafe { verdicts.add(i).write(v.into()) };
+            }
+        };
+        match logic::consensus(count, answer, quorum, verdict, &mut message) {
+            Ok(t) => {
+                tally = Some(t);
+                GnomonError::GnomonOk
+            }
+            Err(e) => e,
+        }
+    });
+    if code != GnomonError::GnomonOk {
+        tally = None;
+    }
+    if code == GnomonError::GnomonErrInternal {
+        message = [0; MESSAGE_LEN];
+    }
+    message_or_text(&mut message, code);
+    let hull = tally.and_then(|t| t.hull);
+    // A hull lies between two of the given int64 offsets, and so do its
+    // middle and half its width.
+    let narrow = |x: i128| x as i64;
+    let t = tally.unwrap_or(logic::Tally {
+        hull: None,
+        voting_keys: 0,
+        agreeing_keys: 0,
+        outside_keys: 0,
+        contradicting_keys: 0,
+        regions: 0,
+        quorum_met: false,
+    });
+    let r = GnomonConsensusResult {
+        code,
+        has_consensus: hull.is_some(),
+        quorum_met: t.quorum_met,
+        low_us: hull.map_or(0, |h| narrow(h.low)),
+        high_us: hull.map_or(0, |h| narrow(h.high)),
+        midpoint_us: hull.map_or(0, |h| narrow(h.midpoint())),
+        radius_us: hull.map_or(0, |h| narrow(h.radius())),
+        voting_keys: t.voting_keys,
+        agreeing_keys: t.agreeing_keys,
+        outside_keys: t.outside_keys,
+        contradicting_keys: t.contradicting_keys,
+        regions: t.regions,
+        message: c_message(&message),
+    };
+    // SAFETY: `result` checked by `writable` above.
+    unsafe { result.write(r) };
+    code
 }

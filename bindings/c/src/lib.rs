@@ -3,19 +3,21 @@
 //! gnomon's Roughtime client as a C library: `libgnomon.a`, `libgnomon.so`
 //! and `include/gnomon.h` (generated from this crate by cbindgen). Build a
 //! request for any version, verify a response against it and a server's
-//! key, check a measurement chain, and (with `std`) ask a server in one
-//! blocking call. docs/C.md is the guide.
+//! key, check a measurement chain, decide whom to believe (the majority
+//! rule of `gnomon sync`), and (with `std`) ask a server in one blocking
+//! call. docs/C.md is the guide.
 //!
 //! ```text
 //!  C caller ──▶ ffi.rs (the only unsafe: pointers → slices, catch_unwind)
-//!                 ├─▶ logic.rs  build, verify, chain (no_std, no allocation)
+//!                 ├─▶ logic.rs  build, verify, chain, consensus (no_std, no allocation)
 //!                 └─▶ query.rs  blocking query, OS randomness (std)
 //!                       └─▶ gnomon-client ─▶ gnomon-protocol
 //! ```
 //!
 //! Without the default `std` feature the crate is `#![no_std]` for
-//! firmware: build, verify and the chain check, no allocation (its global
-//! allocator refuses every request, see [`NoHeap`]).
+//! firmware: build, verify, the chain check and the consensus, no
+//! allocation (its global allocator refuses every request, see
+//! [`NoHeap`]).
 #![no_std]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -46,7 +48,8 @@ fn panic(_: &::core::panic::PanicInfo<'_>) -> ! {
 /// The allocator of the `no_std` build: the protocol crate links `alloc`
 /// for its reports and lists, which libgnomon never uses, so a firmware
 /// needs no heap. Every allocation fails (and would reach the panic
-/// handler): nothing in build, verify or the chain check allocates.
+/// handler): nothing in build, verify, the chain check or the consensus
+/// allocates.
 #[cfg(not(feature = "std"))]
 pub struct NoHeap;
 

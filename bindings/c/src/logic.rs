@@ -1,13 +1,14 @@
 //! The library's logic on Rust slices: building requests, verifying
-//! responses, chained nonces and the chain check. No pointers, no
-//! allocation, no `std`; the FFI shim (`ffi.rs`) turns C arguments into
-//! the slices these functions take.
+//! responses, chained nonces, the chain check and the majority rule. No
+//! pointers, no allocation, no `std`; the FFI shim (`ffi.rs`) turns C
+//! arguments into the slices these functions take.
 #![forbid(unsafe_code)]
 
 use core::fmt::{self, Write as _};
 
 use base64::Engine as _;
 use gnomon_protocol::chain::MAX_NONCE_LEN;
+use gnomon_protocol::majority::{self, Span};
 use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
 use gnomon_protocol::verify::SentRequest;
 use gnomon_protocol::{chain_nonce, verify_response, Offer, Profile, Verified, Version};
@@ -269,4 +270,228 @@ pub fn write_message(out: &mut [u8; MESSAGE_LEN], args: fmt::Arguments<'_>) {
     let mut cut = Cut { buf: out, len: 0 };
     // A cut message is still a message.
     let _ = cut.write_fmt(args);
+}
+
+/// Most answers one `consensus` call takes. What it keeps per distinct
+/// key lives on the stack (no allocation), so this bounds the stack it
+/// uses: about 6 KB on a 64-bit machine, 5 KB on a 32-bit one.
+pub const MAX_ANSWERS: usize = 256;
+
+/// One answer, as the caller gives it: the server's long-term key and the
+/// offsets (server − local, µs) it vouches for.
+#[derive(Clone, Copy, Debug)]
+pub struct Answer<'a> {
+    /// The server's long-term public key: votes count per distinct key.
+    pub key: &'a [u8; 32],
+    /// Smallest offset.
+    pub low_us: i64,
+    /// Largest offset.
+    pub high_us: i64,
+}
+
+/// What the rule says of one answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Its key's interval meets the consensus.
+    Agrees,
+    /// Its key's interval misses the consensus: under the assumption, it lies.
+    Outside,
+    /// Its key's answers do not overlap each other: it lied, proven.
+    SelfContradiction,
+    /// There is no consensus to meet or miss.
+    NoConsensus,
+}
+
+/// The rule's result over a set of answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// The hull of every offset a strict majority of the voting keys holds.
+    pub hull: Option<Span>,
+    /// Distinct keys that vote (answered and did not contradict themselves).
+    pub voting_keys: usize,
+    /// Voting keys whose interval meets the hull.
+    pub agreeing_keys: usize,
+    /// Voting keys whose interval misses it.
+    pub outside_keys: usize,
+    /// Keys whose own answers do not overlap (they do not vote).
+    pub contradicting_keys: usize,
+    /// Separate stretches a strict majority holds; more than one: the
+    /// servers disagree.
+    pub regions: usize,
+    /// At least the quorum of distinct keys agrees on a consensus.
+    pub quorum_met: bool,
+}
+
+/// The distinct keys met so far and the intersection of each one's
+/// answers. An intersection with `low > high` is empty: that key
+/// contradicted itself (intersecting more keeps it empty).
+struct Keys<'a> {
+    keys: [&'a [u8; 32]; MAX_ANSWERS],
+    spans: [(i64, i64); MAX_ANSWERS],
+    len: usize,
+}
+
+impl<'a> Keys<'a> {
+    fn find(&self, key: &[u8; 32]) -> Option<usize> {
+        self.keys[..self.len].iter().position(|k| *k == key)
+    }
+
+    /// The interval of key `i`, `None` when it contradicted itself.
+    fn span(&self, i: usize) -> Option<Span> {
+        let (low, high) = self.spans[i];
+        Span::new(low.into(), high.into())
+    }
+
+    /// The intervals of the keys that vote.
+    fn voting(&self) -> impl Iterator<Item = Span> + Clone + '_ {
+        (0..self.len).filter_map(|i| self.span(i))
+    }
+}
+
+/// The majority rule of `gnomon_client::consensus::agree` (and so of
+/// `gnomon sync` and `gnomon query --servers`) without allocation: answers
+/// merged per distinct key (their intersection; an empty one is a key
+/// that contradicted itself and does not vote), then
+/// `gnomon_protocol::majority` over the keys that vote. `answer(i)` gives
+/// answer `i` (or why its arguments are unusable); `verdict(i, v)` is told
+/// the verdict of each answer, and only once every answer was read and
+/// found usable. A failure names the answer in `message`.
+pub fn consensus<'a>(
+    count: usize,
+    mut answer: impl FnMut(usize) -> Result<Answer<'a>, GnomonError>,
+    quorum: usize,
+    mut verdict: impl FnMut(usize, Verdict),
+    message: &mut [u8; MESSAGE_LEN],
+) -> Result<Tally, GnomonError> {
+    if count == 0 {
+        return Err(GnomonError::GnomonErrEmpty);
+    }
+    if count > MAX_ANSWERS {
+        write_message(
+            message,
+            format_args!("{count} answers; at most {MAX_ANSWERS} are taken"),
+        );
+        return Err(GnomonError::GnomonErrTooLong);
+    }
+    if quorum == 0 {
+        write_message(
+            message,
+            format_args!("a quorum of 0: at least one distinct key must agree"),
+        );
+        return Err(GnomonError::GnomonErrArgument);
+    }
+    let some_key = match answer(0) {
+        Ok(a) => a.key,
+        Err(e) => return Err(unusable(message, 0, e)),
+    };
+    let mut keys = Keys {
+        keys: [some_key; MAX_ANSWERS],
+        spans: [(0, 0); MAX_ANSWERS],
+        len: 0,
+    };
+    for i in 0..count {
+        let a = answer(i).map_err(|e| unusable(message, i, e))?;
+        if a.low_us > a.high_us {
+            write_message(
+                message,
+                format_args!(
+                    "answer {i}: low_us {} is above high_us {}",
+                    a.low_us, a.high_us
+                ),
+            );
+            return Err(GnomonError::GnomonErrArgument);
+        }
+        match keys.find(a.key) {
+            Some(k) => {
+                let (low, high) = &mut keys.spans[k];
+                *low = (*low).max(a.low_us);
+                *high = (*high).min(a.high_us);
+            }
+            None => {
+                keys.keys[keys.len] = a.key;
+                keys.spans[keys.len] = (a.low_us, a.high_us);
+                keys.len += 1;
+            }
+        }
+    }
+    let hull = majority::majority_hull(keys.voting());
+    let regions = majority::majority_regions(keys.voting());
+    let judge = |k: usize| match (keys.span(k), hull) {
+        (None, _) => Verdict::SelfContradiction,
+        (Some(_), None) => Verdict::NoConsensus,
+        (Some(s), Some(h)) if majority::outside(h, s) => Verdict::Outside,
+        (Some(_), Some(_)) => Verdict::Agrees,
+    };
+    let of = |v| (0..keys.len).filter(|&k| judge(k) == v).count();
+    let agreeing_keys = of(Verdict::Agrees);
+    let tally = Tally {
+        hull,
+        voting_keys: keys.voting().count(),
+        agreeing_keys,
+        outside_keys: of(Verdict::Outside),
+        contradicting_keys: of(Verdict::SelfContradiction),
+        regions,
+        quorum_met: hull.is_some() && agreeing_keys >= quorum,
+    };
+    for i in 0..count {
+        let a = answer(i).map_err(|e| unusable(message, i, e))?;
+        // Every key was recorded by the first pass.
+        let k = keys.find(a.key).ok_or(GnomonError::GnomonErrInternal)?;
+        verdict(i, judge(k));
+    }
+    describe(&tally, quorum, message);
+    Ok(tally)
+}
+
+fn unusable(message: &mut [u8; MESSAGE_LEN], i: usize, e: GnomonError) -> GnomonError {
+    write_message(message, format_args!("answer {i}: {}", text(e)));
+    e
+}
+
+/// The sentence of a computed consensus: "success" when there is one, the
+/// quorum agrees and the servers do not disagree; otherwise which of those
+/// is not so.
+fn describe(t: &Tally, quorum: usize, message: &mut [u8; MESSAGE_LEN]) {
+    let Some(hull) = t.hull else {
+        return write_message(
+            message,
+            format_args!(
+                "no consensus: no offset is held by a strict majority of the {} key(s) that vote",
+                t.voting_keys
+            ),
+        );
+    };
+    if !t.quorum_met {
+        write_message(
+            message,
+            format_args!(
+                "{} distinct key(s) agree, fewer than the quorum of {quorum}",
+                t.agreeing_keys
+            ),
+        );
+    } else if t.regions > 1 {
+        write_message(
+            message,
+            format_args!(
+                "the servers disagree: a majority of the {} keys holds {} separate stretches; \
+                 the consensus spans them (±{} s)",
+                t.voting_keys,
+                t.regions,
+                Seconds(hull.radius())
+            ),
+        );
+    } else {
+        write_message(message, format_args!("{}", text(GnomonError::GnomonOk)));
+    }
+}
+
+/// Microseconds written as seconds with three decimals.
+struct Seconds(i128);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let ms = self.0.unsigned_abs() / 1000;
+        write!(f, "{sign}{}.{:03}", ms / 1000, ms % 1000)
+    }
 }

@@ -2,15 +2,16 @@
 //! compiled by the system's `cc` against include/gnomon.h and the
 //! libraries in target/release, and tests/c/panic.c against the debug
 //! build's static library (its test hook); each run against a real
-//! `gnomon serve` on loopback.
+//! `gnomon serve` on loopback. tests/c/consensus.c needs no server, and
+//! runs against the release library and the no_std one.
 
 use gnomon_testkit::Reaped;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -73,6 +74,33 @@ fn cc() -> Option<&'static str> {
     ok.then_some("cc")
 }
 
+/// The `no_std` static library (`--no-default-features`, the firmware
+/// build: its allocator refuses every request) for this machine's target,
+/// so that a C program here can run it. Built once per test binary, in
+/// target/<host triple>/release, apart from the std build's
+/// target/release; about 35 s of CPU from cold on this 2-core AMD EPYC.
+fn no_std_dir() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = run(Command::new("rustc").arg("-vV"));
+        let host = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+            .expect("rustc -vV names the host");
+        cargo(&[
+            "build",
+            "--release",
+            "-p",
+            "gnomon-ffi",
+            "--lib",
+            "--no-default-features",
+            "--target",
+            &host,
+        ]);
+        target_dir().join(host).join("release")
+    })
+}
+
 /// How a program is linked.
 #[derive(Clone, Copy, PartialEq)]
 enum Link {
@@ -80,6 +108,12 @@ enum Link {
     /// The static library, the program under ASan and UBSan.
     Sanitized,
     Shared,
+    /// The no_std static library, unused sections dropped: the sysroot's
+    /// `alloc` was built for unwinding and refers to Rust's unwinding
+    /// personality, which a no_std build lacks, so only a program that
+    /// reaches no allocation links at all (and one that allocated at run
+    /// time would reach the panic handler, which spins).
+    NoStd,
 }
 
 /// Compile `source` against the header and the release library.
@@ -118,6 +152,10 @@ fn compile_with(
                 cmd.args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]);
             }
             cmd.arg(lib_dir.join("libgnomon.a"));
+        }
+        Link::NoStd => {
+            cmd.arg(lib_dir.join("libgnomon.a"))
+                .arg("-Wl,--gc-sections");
         }
         Link::Shared => {
             cmd.arg("-L").arg(lib_dir).arg("-lgnomon");
@@ -342,4 +380,81 @@ fn a_panic_comes_back_to_c_as_the_internal_error() {
         stderr.matches("GNOMON_TEST_PANIC is set").count() >= 8,
         "{stderr}"
     );
+}
+
+/// Run `exe` with no arguments, bounded: a no_std library that asked its
+/// allocator would spin in its panic handler forever.
+fn run_bounded(exe: &Path) -> Output {
+    let mut child: Reaped = Command::new(exe)
+        .env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
+        .env("UBSAN_OPTIONS", "print_stacktrace=1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+        .into();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "{} still running after 60 s: spinning in the panic handler?",
+            exe.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut out = Output {
+        status: child.try_wait().unwrap().unwrap(),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut out.stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut out.stderr)
+        .unwrap();
+    out
+}
+
+fn consensus_test(name: &str, link: Link, lib_dir: &Path) {
+    let Some(cc) = cc() else {
+        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    };
+    let source = repo().join("bindings/c/tests/c/consensus.c");
+    let exe = match compile_with(cc, &source, name, link, lib_dir) {
+        Ok(exe) => exe,
+        Err(e) if link == Link::Sanitized && e.contains("sanitize") => {
+            return gnomon_testkit::skip(name, &format!("cc cannot build with ASan/UBSan: {e}"));
+        }
+        Err(e) => panic!("{name}: {e}"),
+    };
+    let out = run_bounded(&exe);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stdout}{stderr}");
+    assert!(stdout.starts_with("ok "), "{stdout}");
+    assert!(!stderr.contains("runtime error"), "{stderr}");
+}
+
+/// docs/C.md, "Whom to believe": issue 21's cases, one key given three
+/// times, a key contradicting itself, no majority, the quorum and the
+/// argument checks, from C, under ASan and UBSan.
+#[test]
+fn consensus_from_c_under_asan_and_ubsan() {
+    consensus_test("consensus_sanitized", Link::Sanitized, release_dir());
+}
+
+/// The same program against the no_std build, whose allocator refuses
+/// everything: it links (nothing it calls reaches an allocation) and runs
+/// to the end (nothing allocated at run time). Seen to fail, at the link,
+/// with a `Vec` made inside gnomon_consensus.
+#[test]
+fn consensus_from_c_in_the_no_std_build_with_no_heap() {
+    consensus_test("consensus_no_std", Link::NoStd, no_std_dir());
 }

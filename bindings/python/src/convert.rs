@@ -85,13 +85,16 @@ pub(crate) fn answer_dict<'py>(py: Python<'py>, a: &Answer) -> PyResult<Bound<'p
     Ok(d)
 }
 
-/// The measurement sequence as `gnomon query --servers --json` gives it.
+/// The measurement sequence as `gnomon query --servers --json` gives it,
+/// with whether `quorum` distinct keys agree.
 pub(crate) fn sequence_dict<'py>(
     py: Python<'py>,
     servers: &[Server],
     seq: &Sequence,
+    quorum: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let name = |i: usize| servers[i].name.as_str();
+    let names = |ids: &[usize]| ids.iter().map(|&s| name(s)).collect::<Vec<_>>();
     let entries = PyList::empty(py);
     for e in &seq.entries {
         let d = match &e.result {
@@ -114,22 +117,38 @@ pub(crate) fn sequence_dict<'py>(
     }
     let out = PyDict::new(py);
     out.set_item("entries", entries)?;
-    out.set_item(
-        "order",
-        seq.order.iter().map(|&s| name(s)).collect::<Vec<_>>(),
-    )?;
-    let consensus = match &seq.agreement.consensus {
+    out.set_item("order", names(&seq.order))?;
+    let agreement = &seq.agreement;
+    let consensus = match &agreement.consensus {
         Some(c) => {
-            let agreeing: Vec<&str> = c.agreeing.iter().map(|&s| name(s)).collect();
-            (c.low_us as i64, c.high_us as i64, agreeing, c.answering)
-                .into_pyobject(py)?
-                .into_any()
+            let d = PyDict::new(py);
+            d.set_item("low_us", c.low_us as i64)?;
+            d.set_item("high_us", c.high_us as i64)?;
+            d.set_item("agreeing", names(&c.agreeing))?;
+            d.set_item("answering", c.answering)?;
+            d.set_item("agreeing_keys", c.agreeing_keys)?;
+            d.into_any()
         }
         None => py.None().into_bound(py),
     };
     out.set_item("consensus", consensus)?;
-    let flagged: Vec<(&str, &str)> = seq
-        .agreement
+    out.set_item("quorum", quorum)?;
+    // As `gnomon sync` decides it (crates/sync, round.rs `meets`).
+    let quorum_met = agreement
+        .consensus
+        .as_ref()
+        .is_some_and(|c| c.agreeing_keys >= quorum);
+    out.set_item("quorum_met", quorum_met)?;
+    out.set_item("disagreement", agreement.disagreement())?;
+    let regions: Vec<(i64, i64)> = agreement
+        .regions
+        .iter()
+        .map(|&(lo, hi)| (lo as i64, hi as i64))
+        .collect();
+    out.set_item("regions", regions)?;
+    let shared: Vec<Vec<&str>> = agreement.shared_keys.iter().map(|g| names(g)).collect();
+    out.set_item("shared_keys", shared)?;
+    let flagged: Vec<(&str, &str)> = agreement
         .flagged
         .iter()
         .map(|&(s, f)| {
@@ -141,12 +160,15 @@ pub(crate) fn sequence_dict<'py>(
         })
         .collect();
     out.set_item("outside", flagged)?;
-    out.set_item("contradictions", seq.contradictions.clone())?;
+    let pairs: Vec<(&str, &str)> = seq
+        .contradicting_servers()
+        .into_iter()
+        .map(|(a, b)| (name(a), name(b)))
+        .collect();
+    out.set_item("contradictions", pairs)?;
+    out.set_item("contradicting_entries", seq.contradictions.clone())?;
     out.set_item("malfeasance", seq.malfeasance())?;
-    out.set_item(
-        "suspects",
-        seq.suspects().iter().map(|&s| name(s)).collect::<Vec<_>>(),
-    )?;
+    out.set_item("suspects", names(&seq.suspects()))?;
     out.set_item("report", seq.report().map(|r| r.to_json()))?;
     let chain = PyList::empty(py);
     for x in seq.chain.exchanges() {

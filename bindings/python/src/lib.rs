@@ -235,14 +235,41 @@ fn query_error(py: Python<'_>, e: &QueryError) -> PyErr {
     }
 }
 
-/// The measurement sequence over a server list (JSON bytes): `quorum`
-/// servers at random (all with `None`), twice, chained.
+/// Most servers `ask` or distinct keys `quorum` may name.
+const MAX_COUNT: usize = 1 << 20;
+
+/// `measure`'s `quorum`: how many distinct keys must agree, as
+/// `gnomon sync`'s. Its own type so that `None`, which meant "ask every
+/// server" before 0.2.0, is refused with a pointer to `ask`.
+struct Quorum(usize);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Quorum {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_none() {
+            return Err(PyTypeError::new_err(
+                "quorum: expected an int, how many distinct keys must agree (2 by default); \
+                 to ask every server, leave ask=None (before 0.2.0, quorum was how many servers to ask)",
+            ));
+        }
+        int_in(&obj, "quorum", 1, MAX_COUNT).map(Quorum)
+    }
+}
+
+/// The measurement sequence over a server list (JSON bytes): `ask`
+/// servers at random (all with `None`), twice, chained; the majority rule
+/// over their answers, and whether `quorum` distinct keys agree.
 #[pyfunction]
-#[pyo3(signature = (server_list, *, quorum, timeout=2.0, tcp=None))]
+#[pyo3(
+    signature = (server_list, *, ask=None, quorum=Quorum(2), timeout=2.0, tcp=None),
+    text_signature = "(server_list, *, ask=None, quorum=2, timeout=2.0, tcp=None)"
+)]
 fn measure<'py>(
     py: Python<'py>,
     server_list: &Bound<'py, PyBytes>,
-    quorum: Option<&Bound<'py, PyAny>>,
+    ask: Option<&Bound<'py, PyAny>>,
+    quorum: Quorum,
     timeout: f64,
     tcp: Option<bool>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -262,12 +289,27 @@ fn measure<'py>(
     if servers.is_empty() {
         return Err(PyValueError::new_err("server list: no usable server"));
     }
-    let selection = match quorum {
-        Some(k) => Selection::Random(int_in(k, "quorum", 1, 1 << 20)?),
-        None => Selection::All,
-    };
+    let ask = ask.map(|k| int_in(k, "ask", 1, MAX_COUNT)).transpose()?;
+    let Quorum(quorum) = quorum;
+    // A quorum that can never be met is a mistake in the call: say so
+    // before asking anyone.
+    let mut keys: Vec<[u8; 32]> = servers.iter().map(|s| s.public_key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if quorum > keys.len() {
+        return Err(PyValueError::new_err(format!(
+            "quorum {quorum}: the list's usable servers have {} distinct key(s), \
+             so {quorum} can never agree",
+            keys.len()
+        )));
+    }
+    if let Some(k) = ask.filter(|&k| quorum > k) {
+        return Err(PyValueError::new_err(format!(
+            "quorum {quorum} is more than ask={k}: {k} server(s) can never make {quorum} distinct keys"
+        )));
+    }
     let plan = Plan {
-        selection,
+        selection: ask.map_or(Selection::All, Selection::Random),
         passes: 2,
     };
     let mut client = Client::new(config(timeout, tcp)?);
@@ -275,7 +317,7 @@ fn measure<'py>(
     let seq = py
         .detach(move || client.measure(&servers_, &plan))
         .map_err(|e| query_error(py, &e))?;
-    let out = convert::sequence_dict(py, &servers, &seq)?;
+    let out = convert::sequence_dict(py, &servers, &seq, quorum)?;
     out.set_item("skipped", PyList::new(py, skipped)?)?;
     Ok(out)
 }

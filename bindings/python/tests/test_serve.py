@@ -3,6 +3,7 @@ processes on loopback (one liar under libfaketime)."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import socket
@@ -52,7 +53,7 @@ def test_query_over_tcp(gnomon, server):
 def test_query_discovers_the_newest_version(gnomon, server):
     a = gnomon.query(server.addr, server.public_key)
     assert a.version == "rfc-10049"
-    key_bytes = __import__("base64").b64decode(server.public_key)
+    key_bytes = base64.b64decode(server.public_key)
     assert gnomon.query(server.addr, key_bytes, version=0x80000008).version == "draft-08"
 
 
@@ -159,7 +160,7 @@ def test_a_call_in_flight_releases_the_interpreter(gnomon, server, call):
             want = 1
         else:
             relayed = types.SimpleNamespace(addr=relay.addr, public_key=server.public_key)
-            m = gnomon.measure(server_list([relayed], ["relayed"]), quorum=None, timeout=10.0, tcp=False)
+            m = gnomon.measure(server_list([relayed], ["relayed"]), quorum=1, timeout=10.0, tcp=False)
             assert len(m.entries) == 2 and all(e.answer for e in m.entries)
             want = 2
     assert relay.forwarded >= want
@@ -193,19 +194,27 @@ def honest():
 
 def test_measure_honest_servers_agree(gnomon, honest, tmp_path):
     text = server_list(honest, ["a", "b", "c"])
-    m = gnomon.measure(text, quorum=None)
+    m = gnomon.measure(text)
     assert len(m.entries) == 6 and all(e.answer for e in m.entries)
     assert sorted(m.order) == ["a", "b", "c"]
     assert len(m.chain) == 6 and m.chain[0].rand is None and all(x.rand for x in m.chain[1:])
     assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "c"]
-    assert m.consensus.answering == 3
+    assert (m.consensus.answering, m.consensus.agreeing_keys) == (3, 3)
+    assert m.quorum == 2 and m.quorum_met
     assert abs(m.consensus.offset_us) < HOUR_US // 10
     assert not m.malfeasance and m.report is None and m.outside == []
-    # The same list as bytes and as a path.
+    assert m.contradictions == [] and m.contradicting_entries == []
+    assert m.disagreement is None and len(m.regions) == 1 and m.shared_keys == []
+    lo, hi = m.regions[0]
+    assert m.consensus.offset_low_us == lo and m.consensus.offset_high_us == hi
+    # All three must agree, and do.
+    assert gnomon.measure(text, quorum=3).quorum_met
+    # The same list as bytes and as a path; two servers asked of three.
     p = tmp_path / "list.json"
     p.write_text(text)
-    assert gnomon.measure(p, quorum=2).consensus is not None
-    assert len(gnomon.measure(text.encode(), quorum=2).entries) == 4
+    assert gnomon.measure(p, ask=2).consensus is not None
+    m = gnomon.measure(text.encode(), ask=2)
+    assert len(m.entries) == 4 and len(set(m.order)) == 2 and m.quorum_met
 
 
 def test_measure_catches_a_liar_under_libfaketime(gnomon, honest):
@@ -217,15 +226,21 @@ def test_measure_catches_a_liar_under_libfaketime(gnomon, honest):
         lone = gnomon.query(liar.addr, liar.public_key)
         assert lone.offset_us > HOUR_US // 2, "libfaketime did not move the liar's clock"
         with pytest.raises(gnomon.Malfeasance) as e:
-            gnomon.measure(server_list([*honest, liar], ["a", "b", "c", "liar"]), quorum=None)
+            gnomon.measure(server_list([*honest, liar], ["a", "b", "c", "liar"]))
     finally:
         g.close()
     m = e.value.measurement
     assert m is not None and m.malfeasance
-    assert m.suspects == ["liar"]
+    assert m.suspects == ["liar"] and "liar signed a time" in str(e.value)
     assert ("liar", "outside_consensus") in m.outside
     assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "c"]
+    assert m.consensus.agreeing_keys == 3 and m.quorum_met
     assert m.contradictions and m.report
+    # Every contradiction pairs the liar with an honest server, by name,
+    # and is the pair of servers of its two entries.
+    assert all("liar" in pair and len(set(pair)) == 2 for pair in m.contradictions), m.contradictions
+    named = {(m.entries[i].server, m.entries[j].server) for i, j in m.contradicting_entries}
+    assert named == set(m.contradictions)
     proof = gnomon.verify_report(m.report)
     assert proof.all_valid and proof.proof_of_malfeasance
     assert len(proof.entries) == len(m.chain) == 8
@@ -233,11 +248,15 @@ def test_measure_catches_a_liar_under_libfaketime(gnomon, honest):
 
 def test_measure_without_answers_is_no_answer(gnomon):
     with silent_socket() as s1, silent_socket() as s2, silent_socket() as s3:
-        silent = [type("S", (), {"addr": "127.0.0.1:%d" % s.getsockname()[1], "public_key": "A" * 43 + "="})() for s in (s1, s2, s3)]
+        # Three keys: three servers a quorum could count.
+        silent = [
+            types.SimpleNamespace(addr="127.0.0.1:%d" % s.getsockname()[1], public_key=base64.b64encode(bytes([i]) * 32).decode())
+            for i, s in enumerate((s1, s2, s3))
+        ]
         with pytest.raises(gnomon.NoAnswer) as e:
-            gnomon.measure(server_list(silent, ["x", "y", "z"]), quorum=None, timeout=0.3)
+            gnomon.measure(server_list(silent, ["x", "y", "z"]), timeout=0.3)
     m = e.value.measurement
-    assert m.consensus is None and len(m.entries) == 6
+    assert m.consensus is None and not m.quorum_met and len(m.entries) == 6
     assert all(isinstance(x.error, gnomon.NoAnswer) for x in m.entries)
 
 
@@ -249,9 +268,23 @@ def test_measure_rejects_lists_that_are_not(gnomon, bad):
 
 def test_measure_usage_errors(gnomon, honest):
     text = server_list(honest, ["a", "b", "c"])
-    for quorum in (0, -1, 2**70):
+    for n in (0, -1, 2**70):
         with pytest.raises(ValueError):
-            gnomon.measure(text, quorum=quorum)
+            gnomon.measure(text, quorum=n)
+        with pytest.raises(ValueError):
+            gnomon.measure(text, ask=n)
+    for n in ("2", 2.0):
+        with pytest.raises(TypeError):
+            gnomon.measure(text, quorum=n)
+    # quorum=None asked every server before 0.2.0: now a TypeError that
+    # says where that went, never a quorum read some other way.
+    with pytest.raises(TypeError, match="ask=None"):
+        gnomon.measure(text, quorum=None)
+    # Quorums that can never be met, refused before asking anyone.
+    with pytest.raises(ValueError, match="3 distinct key"):
+        gnomon.measure(text, quorum=4)
+    with pytest.raises(ValueError, match="ask=2"):
+        gnomon.measure(text, ask=2, quorum=3)
     with pytest.raises(TypeError):
         gnomon.measure(5)
     with pytest.raises(ValueError):
@@ -260,3 +293,61 @@ def test_measure_usage_errors(gnomon, honest):
         gnomon.query("127.0.0.1:notaport", bytes(32))
     with pytest.raises(ValueError):
         gnomon.query("127.0.0.1:1", bytes(32), timeout=float("nan"))
+
+
+def test_measure_one_key_under_two_names_is_one_vote(gnomon, honest):
+    """The same server listed twice (same key, same address) is one vote:
+    three names, two distinct keys."""
+    a, b, _ = honest
+    text = server_list([a, b, b], ["a", "b", "b-again"])
+    m = gnomon.measure(text)
+    assert len(m.entries) == 6 and all(e.answer for e in m.entries)
+    assert m.shared_keys == [["b", "b-again"]]
+    assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "b-again"]
+    assert (m.consensus.answering, m.consensus.agreeing_keys) == (2, 2)
+    assert m.quorum_met and not m.malfeasance
+    # Three names cannot make a quorum of three keys.
+    with pytest.raises(ValueError, match="2 distinct key"):
+        gnomon.measure(text, quorum=3)
+
+
+def test_measure_a_liar_under_three_names_is_one_vote_and_outside(gnomon, honest):
+    """A liar an hour ahead listed under three names beside two honest
+    servers: counted per name it would be three of five, the majority;
+    counted per key it is one of three, and alone."""
+    if not LIBFAKETIME.exists():
+        skip("test_serve.py::test_measure_a_liar_under_three_names_is_one_vote_and_outside", f"{LIBFAKETIME} missing (package libfaketime)")
+    g = serve(env=faketime_env("+3600"))
+    liar = next(g)
+    try:
+        names = ["a", "b", "liar1", "liar2", "liar3"]
+        with pytest.raises(gnomon.Malfeasance) as e:
+            gnomon.measure(server_list([*honest[:2], liar, liar, liar], names))
+    finally:
+        g.close()
+    m = e.value.measurement
+    assert m.shared_keys == [["liar1", "liar2", "liar3"]]
+    assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b"]
+    assert (m.consensus.answering, m.consensus.agreeing_keys) == (3, 2)
+    assert abs(m.consensus.offset_us) < HOUR_US // 10
+    assert sorted(m.suspects) == ["liar1", "liar2", "liar3"]
+    assert m.quorum_met
+
+
+def test_measure_quorum_not_met_is_no_answer_with_the_consensus(gnomon, honest):
+    """One honest server answers, another key never does: a consensus of
+    one key, below the default quorum of 2. NoAnswer, and the measurement
+    shows the consensus and why it was not enough; with quorum=1 the same
+    answers are accepted."""
+    with silent_socket() as s:
+        quiet = types.SimpleNamespace(addr="127.0.0.1:%d" % s.getsockname()[1], public_key="A" * 43 + "=")
+        text = server_list([honest[0], quiet], ["a", "quiet"])
+        with pytest.raises(gnomon.NoAnswer) as e:
+            gnomon.measure(text, timeout=0.5)
+        m = e.value.measurement
+        assert m is not None and not m.quorum_met and m.quorum == 2
+        assert m.consensus is not None and m.consensus.agreeing == ["a"]
+        assert (m.consensus.answering, m.consensus.agreeing_keys) == (1, 1)
+        assert "fewer than the quorum of 2" in str(e.value)
+        ok = gnomon.measure(text, quorum=1, timeout=0.5)
+        assert ok.quorum_met and ok.consensus is not None and ok.consensus.agreeing == ["a"]

@@ -108,6 +108,35 @@ where
     Some(Span { low, high })
 }
 
+/// How many separate stretches of offsets a strict majority of `spans`
+/// holds (the "regions" of the hull; offsets are whole µs, so two
+/// stretches are separate when some offset between them is held by fewer).
+/// More than one: the keys disagree, and the hull spans them all. Counted
+/// without allocation, for the C library.
+///
+/// A stretch starts at an `x` a majority holds while `x − 1` is not; the
+/// intervals holding `x` do not all hold `x − 1`, so one of them starts at
+/// `x`: each stretch is counted once, at a low end.
+pub fn majority_regions<I>(spans: I) -> usize
+where
+    I: IntoIterator<Item = Span> + Clone,
+{
+    let n = spans.clone().into_iter().count();
+    let need = strict_majority(n);
+    let in_majority = |x: i128| cover(spans.clone(), x) >= need;
+    spans
+        .clone()
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, s)| {
+            in_majority(s.low)
+                && s.low.checked_sub(1).is_none_or(|x| !in_majority(x))
+                // The same low end of an earlier interval starts the same stretch.
+                && spans.clone().into_iter().take(i).all(|t| t.low != s.low)
+        })
+        .count()
+}
+
 /// Whether a key whose interval is `span` is outside `hull` (and so, under
 /// the assumption, lies).
 pub fn outside(hull: Span, span: Span) -> bool {
@@ -129,6 +158,7 @@ mod tests {
         let spans = [s(-16, 16), s(-60, 60), s(-86, -54)];
         assert_eq!(majority_hull(spans), Some(s(-60, 16)));
         assert!(spans.iter().all(|&x| !outside(s(-60, 16), x)));
+        assert_eq!(majority_regions(spans), 2);
     }
 
     #[test]
@@ -138,6 +168,25 @@ mod tests {
         assert_eq!(hull, s(-15, 15));
         assert!(outside(hull, spans[3]));
         assert!(!outside(hull, spans[0]));
+        assert_eq!(majority_regions(spans), 1);
+    }
+
+    #[test]
+    fn regions_are_counted_once_each_and_whole_microseconds_join() {
+        assert_eq!(majority_regions([] as [Span; 0]), 0);
+        assert_eq!(majority_regions([s(0, 10), s(20, 30)]), 0);
+        // Three equal low ends start one stretch.
+        assert_eq!(majority_regions([s(0, 10), s(0, 5), s(0, 7)]), 1);
+        // Held by three of five at every whole offset from 0 to 20: one
+        // stretch, though no single pair of intervals spans it.
+        let joined = [s(0, 10), s(0, 10), s(11, 20), s(11, 20), s(0, 20)];
+        assert_eq!(majority_regions(joined), 1);
+        // A gap of one offset (11) held by two of five: two stretches.
+        let split = [s(0, 10), s(0, 10), s(12, 20), s(12, 20), s(0, 20)];
+        assert_eq!(majority_regions(split), 2);
+        assert_eq!(majority_hull(split), Some(s(0, 20)));
+        // The lowest offset there is.
+        assert_eq!(majority_regions([s(i128::MIN, 0)]), 1);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-/* What the C test programs (api.c, panic.c) share: the checking macro,
- * which counts each check and stops the program at the first that fails,
- * naming it, and the UDP socket they talk to `gnomon serve` through. */
+/* What the C test programs (api.c, panic.c, consensus.c) share: the
+ * checking macro, which counts each check and stops the program at the
+ * first that fails, naming it, and the UDP socket they talk to
+ * `gnomon serve` through (inline: consensus.c needs no server). */
 #ifndef GNOMON_TEST_CHECK_H
 #define GNOMON_TEST_CHECK_H
 
@@ -27,7 +28,8 @@ static int checks;
 
 /* A UDP socket with a 10 s receive timeout, and `host_port` ("HOST:PORT",
  * IPv4) as the address to send to. */
-static int udp_to(const char *host_port, struct sockaddr_in *server) {
+static inline int udp_to(const char *host_port,
+                         struct sockaddr_in *server) {
   char host[64];
   int port;
   CHECK(sscanf(host_port, "%63[^:]:%d", host, &port) == 2);

@@ -190,16 +190,22 @@ def query(
 
 @dataclass(frozen=True)
 class Consensus:
-    """The offsets from this machine's clock that a strict majority of the
-    answering servers agree on (Marzullo's algorithm over each answer's
-    MIDP − local ± (RADI + RTT/2))."""
+    """The offsets from this machine's clock that the servers prove by the
+    majority rule (the same as ``gnomon sync``'s): each answer vouches for
+    MIDP − local ± (RADI + RTT/2), a key's answers are intersected, and the
+    consensus is the hull of every offset held by a strict majority of the
+    distinct keys. It holds the true offset whenever fewer than half of
+    those keys lie; liars can make it wide, never wrong (check
+    :attr:`radius_us`, and :attr:`Measurement.disagreement`)."""
 
     offset_low_us: int
     offset_high_us: int
     agreeing: List[str]
-    """Names of the servers that make the majority."""
+    """Names of the servers whose interval meets it (every name of an agreeing key)."""
     answering: int
-    """Servers that answered at all."""
+    """Distinct keys that voted: answered, and did not contradict themselves."""
+    agreeing_keys: int
+    """Distinct keys among :attr:`agreeing`: what the quorum counts."""
 
     @property
     def offset_us(self) -> int:
@@ -250,12 +256,31 @@ class Measurement:
     chain: List[Exchange]
     """The verified exchanges, each nonce chained from the previous response."""
     consensus: Optional[Consensus]
+    quorum: int
+    """How many distinct keys had to agree (the ``quorum`` asked for)."""
+    quorum_met: bool
+    """A consensus exists and at least :attr:`quorum` distinct keys agree on it."""
+    disagreement: Optional[str]
+    """Why the servers disagree, in words, when a strict majority vouches for
+    more than one stretch of offsets (:attr:`regions`): the consensus spans
+    them all and comes out wide; ``None`` when they do not."""
+    regions: List[Tuple[int, int]]
+    """The stretches of offsets (µs) a strict majority of the keys vouches for, in order."""
+    shared_keys: List[List[str]]
+    """Names that share one key (each group two names or more): each group was one vote."""
     outside: List[Tuple[str, str]]
-    """Servers outside the consensus: (name, ``"outside_consensus"`` or ``"self_contradiction"``)."""
-    contradictions: List[Tuple[int, int]]
-    """Pairs of entry indices (earlier, later) whose answers cannot both be true."""
+    """Servers the majority rule flags: (name, ``"outside_consensus"`` or ``"self_contradiction"``)."""
+    contradictions: List[Tuple[str, str]]
+    """Pairs of server names (the earlier answer's first; each pair once)
+    whose answers in the chain cannot both be true: one of the two lied, the
+    pair alone does not say which."""
+    contradicting_entries: List[Tuple[int, int]]
+    """The same as indices into :attr:`entries` (earlier, later), one pair per
+    pair of answers."""
     malfeasance: bool
+    """A contradiction in the chain, or a server the majority rule flags."""
     suspects: List[str]
+    """The servers the majority rule flags (the names in :attr:`outside`)."""
     report: Optional[str]
     """The malfeasance report (JSON) when the chain proves a contradiction."""
     skipped: List[str]
@@ -285,9 +310,23 @@ def _measurement(d: Dict[str, Any]) -> Measurement:
         entries=entries,
         order=list(d["order"]),
         chain=[Exchange(*x) for x in d["chain"]],
-        consensus=None if c is None else Consensus(c[0], c[1], list(c[2]), c[3]),
+        consensus=None
+        if c is None
+        else Consensus(
+            offset_low_us=c["low_us"],
+            offset_high_us=c["high_us"],
+            agreeing=list(c["agreeing"]),
+            answering=c["answering"],
+            agreeing_keys=c["agreeing_keys"],
+        ),
+        quorum=d["quorum"],
+        quorum_met=d["quorum_met"],
+        disagreement=d["disagreement"],
+        regions=[tuple(x) for x in d["regions"]],
+        shared_keys=[list(g) for g in d["shared_keys"]],
         outside=[tuple(x) for x in d["outside"]],
         contradictions=[tuple(x) for x in d["contradictions"]],
+        contradicting_entries=[tuple(x) for x in d["contradicting_entries"]],
         malfeasance=d["malfeasance"],
         suspects=list(d["suspects"]),
         report=d["report"],
@@ -298,23 +337,35 @@ def _measurement(d: Dict[str, Any]) -> Measurement:
 def measure(
     server_list: Union[str, bytes, "os.PathLike[str]"],
     *,
-    quorum: Optional[int] = 3,
+    ask: Optional[int] = None,
+    quorum: int = 2,
     timeout: float = 2.0,
     tcp: Optional[bool] = None,
 ) -> Measurement:
     """Run the measurement sequence over a server list (RFC 10049 §8.2 /
-    draft-19 Appendix A JSON, given as text, bytes or a path).
+    draft-19 Appendix A JSON, given as text, bytes or a path) and decide
+    whom to believe, as ``gnomon sync`` does.
 
-    ``quorum`` servers are chosen at random (``None``: all of them) and
-    asked twice in the same order, each nonce chained from the previous
-    response; the consensus is what a strict majority of those answering
-    agree on. ``timeout`` bounds each query.
+    ``ask`` servers are chosen at random (``None``, the default: all of
+    them; RFC 10049 §8.2 asks for at least 3) and asked twice in the same
+    order, each nonce chained from the previous response. The consensus is
+    the hull of the offsets a strict majority of the distinct keys that
+    answered vouches for (one vote per key, however many names it has in
+    the list). ``quorum`` is how many distinct keys must agree on it, as
+    ``gnomon sync``'s ``quorum``. ``timeout`` bounds each query.
 
-    Returns the :class:`Measurement` when a consensus holds and nobody
-    lied. Raises :class:`Malfeasance` when a server lied,
-    :class:`InvalidAnswer` when no consensus formed and some answer failed
-    verification, :class:`NoAnswer` otherwise; each carries
-    ``.measurement``.
+    Changed in 0.2.0: ``quorum`` used to be how many servers to ask; that
+    is ``ask`` now, and ``quorum=None`` is a TypeError saying so.
+
+    Returns the :class:`Measurement` when at least ``quorum`` distinct keys
+    agree and nobody lied; read :attr:`Measurement.disagreement` and the
+    consensus's radius before trusting it to be narrow. Raises
+    :class:`Malfeasance` when a server lied (a contradiction in the chain,
+    or a server outside the consensus); :class:`InvalidAnswer` when no
+    consensus the quorum accepts formed and some answer failed
+    verification; :class:`NoAnswer` otherwise. Each carries
+    ``.measurement``. ``ValueError`` when the quorum can never be met:
+    more than the list's distinct keys, or than ``ask``.
     """
     if isinstance(server_list, str):
         raw = server_list.encode()
@@ -325,19 +376,29 @@ def measure(
             raw = f.read()
     else:
         raise TypeError("server_list: JSON text, bytes, or a path")
-    m = _measurement(_native.measure(raw, quorum=quorum, timeout=timeout, tcp=tcp))
+    m = _measurement(_native.measure(raw, ask=ask, quorum=quorum, timeout=timeout, tcp=tcp))
     err: Optional[GnomonError] = None
     if m.malfeasance:
-        err = Malfeasance(
-            "malfeasance: " + ", ".join(m.suspects) + " signed a time that cannot be true"
-        )
-    elif m.consensus is None:
+        if m.suspects:
+            why = ", ".join(m.suspects) + " signed a time that cannot be true"
+        else:
+            pairs = "; ".join(f"{a} and {b}" for a, b in m.contradictions)
+            why = f"the answers of {pairs} cannot both be true (one of each pair lied)"
+        err = Malfeasance("malfeasance: " + why)
+    elif not m.quorum_met:
+        if m.consensus is None:
+            why = "no consensus: no strict majority of the distinct keys asked answered and agree"
+        else:
+            why = (
+                f"no consensus the quorum accepts: {m.consensus.agreeing_keys} distinct key(s) "
+                f"agree, fewer than the quorum of {m.quorum}"
+            )
         failed = [e.error for e in m.entries if e.error is not None]
         invalid = [e for e in failed if isinstance(e, InvalidAnswer)]
         if invalid:
-            err = InvalidAnswer("no consensus; " + str(invalid[-1]), invalid[-1].reason)
+            err = InvalidAnswer(why + "; " + str(invalid[-1]), invalid[-1].reason)
         else:
-            err = NoAnswer("no consensus: no strict majority of the servers asked answered and agree")
+            err = NoAnswer(why)
     if err is not None:
         err.measurement = m
         raise err

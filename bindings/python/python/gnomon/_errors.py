@@ -22,8 +22,9 @@ class GnomonError(Exception):
 
 class NoAnswer(GnomonError):
     """Nothing answered before the timeout (or the name did not resolve,
-    or the port is closed). Silence proves nothing: anyone on the path can
-    drop packets."""
+    or the port is closed); from :func:`gnomon.measure`, also too few
+    distinct keys answered and agree (no consensus, or fewer than the
+    quorum). Silence proves nothing: anyone on the path can drop packets."""
 
 
 class InvalidAnswer(GnomonError):
@@ -42,7 +43,9 @@ class InvalidAnswer(GnomonError):
 
 
 class Malfeasance(GnomonError):
-    """A server signed a time that cannot be true: its answers contradict
-    the chain of answers from other servers, or it lies outside the
-    consensus. ``measurement.report`` holds the proof as JSON (when the
-    chain itself contradicts), to send to the list's ``reports`` URL."""
+    """A server signed a time that cannot be true: two answers of the chain
+    contradict each other (one of the two lied: ``measurement.contradictions``
+    names the pairs), or a server's interval misses the consensus of a
+    strict majority of distinct keys (``measurement.suspects``).
+    ``measurement.report`` holds the proof as JSON (when the chain itself
+    contradicts), to send to the list's ``reports`` URL."""

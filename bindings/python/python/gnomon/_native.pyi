@@ -22,6 +22,11 @@ def query(
     tcp: Optional[bool] = None,
 ) -> Dict[str, Any]: ...
 def measure(
-    server_list: bytes, *, quorum: Optional[int], timeout: float = 2.0, tcp: Optional[bool] = None
+    server_list: bytes,
+    *,
+    ask: Optional[int] = None,
+    quorum: int = 2,
+    timeout: float = 2.0,
+    tcp: Optional[bool] = None,
 ) -> Dict[str, Any]: ...
 def verify_report(report: bytes) -> Dict[str, Any]: ...
