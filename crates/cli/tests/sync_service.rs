@@ -100,18 +100,23 @@ fn sighup_rereads_the_list_and_sigterm_ends_an_hour_long_wait() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_silent_server_is_retried_with_backoff() {
-    let test = "sync_backoff";
-    let servers = start_servers(test, &HONEST, None);
-    let dir = tempdir(test);
-    // A fourth server on a port nobody listens on: refused at once.
+/// `list` and a fourth server, `dead`, on a port nobody listens on:
+/// refused at once.
+fn with_a_dead_one(list: &Path, dir: &Path) -> std::path::PathBuf {
     let port = std::net::UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let list = with_one_more(&servers.list, &dir, "dead", &format!("127.0.0.1:{port}"));
+    with_one_more(list, dir, "dead", &format!("127.0.0.1:{port}"))
+}
+
+#[test]
+fn a_silent_server_is_retried_with_backoff() {
+    let test = "sync_backoff";
+    let servers = start_servers(test, &HONEST, None);
+    let dir = tempdir(test);
+    let list = with_a_dead_one(&servers.list, &dir);
 
     let mut s = Service::start(&service_args(&list, &dir, "1s"));
     // Asked in rounds 1 and 2, left out of round 3 (one round of backoff
@@ -142,12 +147,7 @@ fn a_server_backing_off_stays_unreachable_in_the_log_the_gauge_and_the_status() 
     let test = "sync_backoff_visible";
     let servers = start_servers(test, &HONEST, None);
     let dir = tempdir(test);
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let list = with_one_more(&servers.list, &dir, "dead", &format!("127.0.0.1:{port}"));
+    let list = with_a_dead_one(&servers.list, &dir);
     let mut args = service_args(&list, &dir, "1s");
     args.extend_from_slice(&["--jitter", "0", "--metrics", "127.0.0.1:0"]);
     let mut s = Service::start(&args);
