@@ -7,8 +7,10 @@
 //!
 //! No input from Python reaches a panic: byte strings are parsed by the
 //! protocol crate (fuzzed, `Result` everywhere), keys and version names are
-//! checked here first. Network calls run detached from the interpreter
-//! (`Python::detach`), so other Python threads run while one waits.
+//! checked here first. Network calls run on a thread of their own while
+//! the caller waits detached from the interpreter (`Python::detach`) in
+//! slices, checking for signals between them: other Python threads run
+//! meanwhile, and Ctrl-C raises `KeyboardInterrupt` within a slice.
 
 use std::time::Duration;
 
@@ -107,6 +109,45 @@ fn config(timeout: f64, tcp: Option<bool>) -> PyResult<Config> {
         deadline: Some(timeout),
         ..Config::default()
     })
+}
+
+/// How long the caller waits, detached, before it looks for a signal.
+const SIGNAL_SLICE: Duration = Duration::from_millis(50);
+
+/// Run `work` on a thread of its own and wait for it in slices of
+/// [`SIGNAL_SLICE`], detached from the interpreter, checking for signals
+/// between them: a blocking query would otherwise hold Ctrl-C until its
+/// deadline. An interrupted call returns the signal's exception at once;
+/// its thread ends by itself within the query's own deadline, and its
+/// result is dropped.
+fn interruptible<T, F>(py: Python<'_>, work: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("gnomon-query".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        })
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("cannot start a thread: {e}")))?;
+    let mut rx = rx;
+    loop {
+        // The receiver goes into the detached closure and comes back: it
+        // is Send, not Sync.
+        let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_SLICE), rx));
+        rx = back;
+        match got {
+            Ok(v) => return Ok(v),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "the query's thread ended without an answer",
+                ))
+            }
+        }
+    }
 }
 
 /// The known versions: (name, wire number), oldest first.
@@ -214,7 +255,7 @@ fn query<'py>(
         server = server.with_version(profile(v)?);
     }
     let mut client = Client::new(config(timeout, tcp)?);
-    let result = py.detach(move || client.query(&server));
+    let result = interruptible(py, move || client.query(&server))?;
     match result {
         Ok(a) => answer_dict(py, &a),
         Err(e) => Err(query_error(py, &e)),
@@ -314,8 +355,7 @@ fn measure<'py>(
     };
     let mut client = Client::new(config(timeout, tcp)?);
     let servers_ = servers.clone();
-    let seq = py
-        .detach(move || client.measure(&servers_, &plan))
+    let seq = interruptible(py, move || client.measure(&servers_, &plan))?
         .map_err(|e| query_error(py, &e))?;
     let out = convert::sequence_dict(py, &servers, &seq, quorum)?;
     out.set_item("skipped", PyList::new(py, skipped)?)?;

@@ -351,3 +351,48 @@ def test_measure_quorum_not_met_is_no_answer_with_the_consensus(gnomon, honest):
         assert "fewer than the quorum of 2" in str(e.value)
         ok = gnomon.measure(text, quorum=1, timeout=0.5)
         assert ok.quorum_met and ok.consensus is not None and ok.consensus.agreeing == ["a"]
+
+
+def interrupted_after(delay: float, call):
+    """Run `call` with a SIGINT sent to this process after `delay` s: the
+    seconds until KeyboardInterrupt arrived (it must)."""
+    import os
+    import signal
+
+    timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    return time.monotonic() - start
+
+
+# Ctrl-C during a blocking call: the call would wait 60 s for a silent
+# server; the interrupt must arrive long before that (a bound on a hang,
+# 6x the time it takes on a loaded machine, not a performance claim).
+SILENT_FOR = 60.0
+INTERRUPT_WITHIN = 10.0
+
+
+def test_ctrl_c_interrupts_a_blocking_query(gnomon):
+    with silent_socket() as s:
+        addr = "127.0.0.1:%d" % s.getsockname()[1]
+        key = base64.b64encode(b"\x01" * 32).decode()
+        took = interrupted_after(0.3, lambda: gnomon.query(addr, key, timeout=SILENT_FOR, tcp=False))
+    assert took < INTERRUPT_WITHIN, took
+    # The module still works afterwards.
+    assert len(gnomon.versions()) >= 15
+
+
+def test_ctrl_c_interrupts_a_blocking_measure(gnomon):
+    with silent_socket() as s1, silent_socket() as s2, silent_socket() as s3:
+        silent = [
+            types.SimpleNamespace(addr="127.0.0.1:%d" % s.getsockname()[1], public_key=base64.b64encode(bytes([i + 1]) * 32).decode())
+            for i, s in enumerate((s1, s2, s3))
+        ]
+        lst = server_list(silent, ["x", "y", "z"])
+        took = interrupted_after(0.3, lambda: gnomon.measure(lst, timeout=SILENT_FOR, tcp=False))
+    assert took < INTERRUPT_WITHIN, took

@@ -63,11 +63,14 @@ impl ReportSink {
                         (None, true) => 503,
                         (None, false) => 204,
                     };
-                    if let Some(r) = handle(stream, status, redirect.as_deref()) {
+                    // Recorded before it is answered: a client that has its
+                    // answer finds its request in `received()`.
+                    let record = |r: PostedReport| {
                         if let Ok(mut list) = received.lock() {
                             list.push(r);
                         }
-                    }
+                    };
+                    handle(stream, status, redirect.as_deref(), record);
                 }
             })
         };
@@ -100,7 +103,13 @@ impl Drop for ReportSink {
     }
 }
 
-fn handle(stream: TcpStream, status: u16, location: Option<&str>) -> Option<PostedReport> {
+/// Read one request, give it to `record`, then answer it with `status`.
+fn handle(
+    stream: TcpStream,
+    status: u16,
+    location: Option<&str>,
+    record: impl FnOnce(PostedReport),
+) -> Option<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
@@ -135,18 +144,19 @@ fn handle(stream: TcpStream, status: u16, location: Option<&str>) -> Option<Post
     let location = location
         .map(|l| format!("Location: {l}\r\n"))
         .unwrap_or_default();
-    let mut out = stream;
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status} {reason}\r\n{location}Content-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    Some(PostedReport {
+    record(PostedReport {
         method,
         path,
         content_type,
         body,
         status,
-    })
+    });
+    let mut out = stream;
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {reason}\r\n{location}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    Some(())
 }
 
 /// A slowloris client on its own thread: a request head for `path`
