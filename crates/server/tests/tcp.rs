@@ -335,7 +335,14 @@ fn a_trickled_frame_is_closed_at_the_read_timeout() {
         assert!(sent < r.len(), "the whole frame went through");
         assert!(started.elapsed() < PATIENCE, "the trickle was never cut");
     }
-    assert!(started.elapsed() >= read_timeout);
+    // The server counts a deadline less than 1 ms away as passed
+    // (`MIN_WAIT` in src/tcp/conn.rs): it may close up to 1 ms early.
+    let early = Duration::from_millis(1);
+    assert!(
+        started.elapsed() + early >= read_timeout,
+        "cut after {:?}",
+        started.elapsed()
+    );
     assert_eq!(stats(&engine).closed[Close::ReadTimeout as usize], 1);
     engine.shutdown().unwrap();
 }
