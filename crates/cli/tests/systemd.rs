@@ -549,7 +549,7 @@ fn a_dual_stack_socket_serves_ipv4_clients() {
         return;
     }
     let v6only = std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").unwrap_or_default();
-    if v6only.trim() != "0" {
+    if v6only.trim() != "0" || UdpSocket::bind("[::]:0").is_err() {
         gnomon_testkit::skip(
             "a_dual_stack_socket_serves_ipv4_clients",
             "net.ipv6.bindv6only is not 0 (or IPv6 is off): a bare port is not dual-stack here",
@@ -634,6 +634,14 @@ fn a_connected_udp_socket_is_a_startup_error() {
         .unwrap()
         .read_to_string(&mut log)
         .unwrap();
+    if log.contains("/dev/udp") {
+        // bash built without network redirections: no socket was made.
+        gnomon_testkit::skip(
+            "a_connected_udp_socket_is_a_startup_error",
+            "bash cannot open /dev/udp here",
+        );
+        return;
+    }
     assert_eq!(status.code(), Some(64), "{status:?}: {log}");
     assert!(
         log.contains("descriptor 3 is a UDP socket on 127.0.0.1:"),
