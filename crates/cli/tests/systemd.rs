@@ -538,3 +538,115 @@ fn the_units_pass_systemd_analyze_verify() {
     assert!(!said.contains("gnomon."), "{said}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A bare port (`ListenDatagram=5319`): systemd-socket-activate binds
+/// `[::]` with the kernel's default, which on Linux is dual-stack. An IPv4
+/// client then arrives as `::ffff:127.0.0.1`, and must be answered as the
+/// IPv4 client it is (not dropped as a forged mapped source).
+#[test]
+fn a_dual_stack_socket_serves_ipv4_clients() {
+    if !have_activate("a_dual_stack_socket_serves_ipv4_clients") {
+        return;
+    }
+    let v6only = std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").unwrap_or_default();
+    if v6only.trim() != "0" || UdpSocket::bind("[::]:0").is_err() {
+        gnomon_testkit::skip(
+            "a_dual_stack_socket_serves_ipv4_clients",
+            "net.ipv6.bindv6only is not 0 (or IPv6 is off): a bare port is not dual-stack here",
+        );
+        return;
+    }
+    let (server, stderr, port, c, req) = on_a_free_port(|port| {
+        let (server, stderr) = launch(
+            &["--datagram", "-l", &port.to_string()],
+            "127.0.0.1:0",
+            &["--workers", "2", "--max-queue-delay", "1m"],
+        )?;
+        // Wakes the launcher, waits in the passed socket, is answered.
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.set_read_timeout(Some(PATIENCE)).unwrap();
+        let req = request(Profile::rfc(), 9);
+        c.send_to(&req, ("127.0.0.1", port)).unwrap();
+        Some((server, stderr, port, c, req))
+    });
+    let mut server = server.started(stderr);
+    let s = &mut server.0;
+    assert!(
+        s.addr.is_ipv6() && s.addr.ip().is_unspecified(),
+        "{:?}",
+        s.startup
+    );
+    assert!(
+        s.startup.iter().any(|l| l.contains("is dual-stack")),
+        "{:?}",
+        s.startup
+    );
+    let mut buf = [0u8; 2048];
+    let (n, from) = c
+        .recv_from(&mut buf)
+        .expect("the waiting IPv4 datagram is answered");
+    assert_eq!(from, SocketAddr::from(([127, 0, 0, 1], port)));
+    verify_response(&req, &buf[..n], &s.public).unwrap();
+    let v4: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for _ in 0..5 {
+        query_udp(v4, &s.public);
+    }
+    // IPv6 clients too, where the host has ::1.
+    if let Ok(c6) = UdpSocket::bind("[::1]:0") {
+        c6.set_read_timeout(Some(PATIENCE)).unwrap();
+        let req = request(Profile::rfc(), 3);
+        c6.send_to(&req, ("::1", port)).unwrap();
+        let (n, _) = c6.recv_from(&mut buf).expect("an IPv6 answer");
+        verify_response(&req, &buf[..n], &s.public).unwrap();
+    }
+    let (status, _) = sigterm_and_wait(&mut s.child, PATIENCE).expect("stops on SIGTERM");
+    assert!(status.success(), "{status:?}");
+    let mut rest = String::new();
+    s.stderr.read_to_string(&mut rest).unwrap();
+    assert!(!rest.contains("source_v4_mapped"), "{rest}");
+}
+
+/// A connected UDP socket (bash's `/dev/udp` connects) hears only its
+/// peer: refused at start, naming the descriptor.
+#[test]
+fn a_connected_udp_socket_is_a_startup_error() {
+    if !Path::new("/bin/bash").exists() {
+        gnomon_testkit::skip(
+            "a_connected_udp_socket_is_a_startup_error",
+            "bash is not installed",
+        );
+        return;
+    }
+    let wrapper = [
+        "/bin/bash",
+        "-c",
+        r#"exec 3<>/dev/udp/127.0.0.1/9 && LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@""#,
+    ];
+    let mut cmd = serve_command(gnomon_via(&wrapper), "127.0.0.1:0", &[]);
+    cmd.stdin(Stdio::null()).env_remove("LISTEN_FDNAMES");
+    let mut server = Reaper::new(cmd.spawn().unwrap());
+    let status = wait_bounded(server.child());
+    let mut log = String::new();
+    server
+        .child()
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    if log.contains("/dev/udp") {
+        // bash built without network redirections: no socket was made.
+        gnomon_testkit::skip(
+            "a_connected_udp_socket_is_a_startup_error",
+            "bash cannot open /dev/udp here",
+        );
+        return;
+    }
+    assert_eq!(status.code(), Some(64), "{status:?}: {log}");
+    assert!(
+        log.contains("descriptor 3 is a UDP socket on 127.0.0.1:"),
+        "{log}"
+    );
+    assert!(log.contains("connected to 127.0.0.1:9"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+}

@@ -5,10 +5,22 @@
 //! # Which socket is which
 //!
 //! Each passed socket is asked what it is (`SO_TYPE`, `SO_PROTOCOL`,
-//! `SO_ACCEPTCONN`, its local address): a UDP socket is served as UDP, a
-//! listening TCP socket as TCP, anything else (a Unix socket, a connected
-//! or unlistened stream, SCTP, …) is refused at start with a message
-//! naming the descriptor. One .socket unit with `ListenDatagram=` and
+//! `SO_ACCEPTCONN`, its local address, its peer): an unconnected UDP
+//! socket is served as UDP, a listening TCP socket as TCP, anything else
+//! (a Unix socket, a connected UDP socket, which would hear only its peer,
+//! a connected or unlistened stream, SCTP, …) is refused at start with a
+//! message naming the descriptor.
+//!
+//! # Dual-stack sockets
+//!
+//! gnomon's own IPv6 sockets are IPv6-only, but a bare
+//! `ListenDatagram=5319` (or `[::]:5319` without `BindIPv6Only=ipv6-only`)
+//! is a dual-stack socket on default Linux settings: IPv4 clients arrive
+//! on it as `::ffff:a.b.c.d`. Each passed socket is asked
+//! (`IPV6_V6ONLY`); on a dual-stack one the mapped form is taken for the
+//! IPv4 address it is, by the source filter (`sources`), the deny and
+//! allow lists and rate limits (`limit`), and the reply goes back the way
+//! the request came. The start-up log says which sockets are dual-stack. One .socket unit with `ListenDatagram=` and
 //! `ListenStream=` lines therefore needs no names. A name is still
 //! checked when given: `FileDescriptorName=udp` or `tcp` must match the
 //! socket's kind, so a unit that says one thing and passes another is an
@@ -98,6 +110,14 @@ fn kind(p: &PassedFd) -> Result<Kind, ActivationError> {
     };
     let proto = s.protocol().ok().flatten();
     if ty == Type::DGRAM && proto == Some(Protocol::UDP) {
+        // A connected UDP socket hears only from its peer: every other
+        // client would be ignored without a trace.
+        if let Some(peer) = s.peer_addr().ok().and_then(|a| a.as_socket()) {
+            return Err(err(format!(
+                "is a UDP socket on {addr} connected to {peer}: it would serve only that \
+                 peer; pass an unconnected socket (ListenDatagram= with an address and port)"
+            )));
+        }
         return Ok(Kind::Udp(addr));
     }
     if ty == Type::STREAM && proto == Some(Protocol::TCP) {
@@ -111,6 +131,11 @@ fn kind(p: &PassedFd) -> Result<Kind, ActivationError> {
     Err(err(format!(
         "on {addr} is neither a UDP socket nor a listening TCP socket"
     )))
+}
+
+/// Whether `s`, bound to `addr`, is an IPv6 socket that carries IPv4 too.
+pub fn dual_stack(s: &Socket, addr: SocketAddr) -> bool {
+    addr.is_ipv6() && s.only_v6().is_ok_and(|only| !only)
 }
 
 /// Sort the passed sockets into UDP and TCP, refusing anything else (see
@@ -139,7 +164,16 @@ pub fn classify(
             )));
         }
         match k {
-            Kind::Udp(addr) => out.udp.push((p.socket, addr)),
+            Kind::Udp(addr) => {
+                if dual_stack(&p.socket, addr) {
+                    tracing::info!(
+                        "{} on udp {addr} is dual-stack (IPV6_V6ONLY off): IPv4 clients \
+                         arrive as ::ffff:a.b.c.d and are served as their IPv4 addresses",
+                        which(&p)
+                    );
+                }
+                out.udp.push((p.socket, addr))
+            }
             Kind::Tcp if !tcp_enabled => {
                 return Err(ActivationError(format!(
                     "{} is a listening TCP socket, but TCP is off (tcp.enable = false): \
@@ -240,6 +274,43 @@ mod tests {
             true,
         ));
         assert!(e.contains("not listening"), "{e}");
+    }
+
+    #[test]
+    fn a_connected_udp_socket_is_refused() {
+        let s = udp();
+        s.connect(&"127.0.0.1:9".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        let e = error(classify(vec![passed(s, "")], true));
+        assert!(e.contains("connected to 127.0.0.1:9"), "{e}");
+        assert!(e.contains("descriptor "), "{e}");
+    }
+
+    #[test]
+    fn dual_stack_is_asked_of_each_socket() {
+        let six = |only: bool| {
+            let s = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+            s.set_only_v6(only).unwrap();
+            let any: SocketAddr = "[::]:0".parse().unwrap();
+            s.bind(&any.into()).unwrap();
+            let addr = s.local_addr().unwrap().as_socket().unwrap();
+            (s, addr)
+        };
+        let Ok(probe) = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP)) else {
+            return; // no IPv6 in this kernel
+        };
+        drop(probe);
+        let (s, a) = six(false);
+        assert!(dual_stack(&s, a));
+        let (s, a) = six(true);
+        assert!(!dual_stack(&s, a));
+        let s = udp();
+        let a = s.local_addr().unwrap().as_socket().unwrap();
+        assert!(!dual_stack(&s, a));
+        // A dual-stack socket is served.
+        let (s, _) = six(false);
+        let p = classify(vec![passed(s, "")], true).unwrap().unwrap();
+        assert_eq!(p.udp.len(), 1);
     }
 
     #[test]

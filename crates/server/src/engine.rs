@@ -14,7 +14,7 @@ use socket2::Socket;
 use crate::activation::Passed;
 use crate::keys::{mint_epoch, offline_selection, random_seed, KeySource, SharedKeys};
 use crate::liveness::{Beat, Named};
-use crate::reload::{self, Reloads};
+use crate::reload::{self, Refusal, Reloads};
 use crate::sources::Broadcasts;
 use crate::stats::WorkerStats;
 use crate::sys;
@@ -304,15 +304,24 @@ impl Engine {
         config: EngineConfig,
         sources: Option<Vec<KeySource>>,
     ) -> io::Result<Vec<[u8; 32]>> {
+        let now_s = now_us() / 1_000_000;
+        if sources.as_ref().is_some_and(Vec::is_empty) {
+            self.reloads.record(Err(Refusal::NoKeys), now_s);
+            return Err(io::Error::other(
+                "no identity to serve; still serving the running keys",
+            ));
+        }
         let result = self.reload_inner(config, sources);
-        self.reloads.record(result.is_ok(), now_us() / 1_000_000);
+        let outcome = result.as_ref().map(|_| ()).map_err(|_| Refusal::Apply);
+        self.reloads.record(outcome, now_s);
         result
     }
 
-    /// Count a reload that failed before it reached the engine (the
-    /// configuration or a key file did not load).
-    pub fn reload_refused(&self) {
-        self.reloads.record(false, now_us() / 1_000_000);
+    /// Count a reload that was refused before it reached the engine, and
+    /// why (the configuration or a key file did not load, or it would
+    /// drop every configured key).
+    pub fn reload_refused(&self, why: Refusal) {
+        self.reloads.record(Err(why), now_us() / 1_000_000);
     }
 
     fn reload_inner(
@@ -320,9 +329,6 @@ impl Engine {
         config: EngineConfig,
         sources: Option<Vec<KeySource>>,
     ) -> io::Result<Vec<[u8; 32]>> {
-        if sources.as_ref().is_some_and(Vec::is_empty) {
-            return Err(io::Error::other("no identity to serve"));
-        }
         let running = self.live.load_full();
         let worker = WorkerConfig {
             // Fixed at start: the buffers are sized by it.

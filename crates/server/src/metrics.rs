@@ -251,6 +251,15 @@ fn render_reloads(o: &mut String, r: &crate::reload::ReloadCounts) {
         r.succeeded
     );
     let _ = writeln!(o, "gnomon_reloads_total{{result=\"failure\"}} {}", r.failed);
+    let _ = writeln!(o, "# HELP gnomon_reload_refusals_total Reloads refused, by reason: config (the file did not load), no_keys (it names no key while a configured one is served), keys (a key file or delegation directory did not load), apply (no epoch could be minted).\n# TYPE gnomon_reload_refusals_total counter");
+    for why in crate::reload::Refusal::ALL {
+        let _ = writeln!(
+            o,
+            "gnomon_reload_refusals_total{{reason=\"{}\"}} {}",
+            why.label(),
+            r.refused[why as usize]
+        );
+    }
     let gauges = [
         (
             "reload_last_success_timestamp_seconds",

@@ -3,10 +3,14 @@
 //! ```text
 //!  SIGHUP (gnomon serve: a flag, read by the main loop, so a storm of
 //!  signals is one reload)
-//!    ▶ configuration re-read, key files and delegation directories loaded
-//!      ── fails: the running configuration stays, counted "failure"
+//!    ▶ configuration re-read ── fails: the running configuration stays,
+//!      counted "failure" (reason "config")
+//!    ▶ names no key while a configured one is served (an empty or
+//!      half-written file) ── refused the same way (reason "no_keys"):
+//!      a configured identity is never swapped for an ephemeral one
+//!    ▶ key files and delegation directories loaded ── fails: "keys"
 //!    ▶ Engine::reload ▶ key thread: new sources, one new epoch minted
-//!      ── fails (no delegation covers now): nothing changes, "failure"
+//!      ── fails (no delegation covers now): nothing changes, "apply"
 //!    ▶ worker settings swapped whole (ArcSwap); each worker takes them at
 //!      its next batch, TCP at each connection's next read   ── "success"
 //! ```
@@ -34,12 +38,53 @@ pub(crate) struct Request {
     pub(crate) reply: SyncSender<io::Result<Vec<[u8; 32]>>>,
 }
 
+/// Why a reload was refused: the `reason` of
+/// `gnomon_reload_refusals_total`. Every refusal leaves the running
+/// configuration and keys in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The configuration did not load: unreadable file, bad TOML, a value
+    /// out of range, a conflict between keys.
+    Config,
+    /// It names no long-term key while a configured one is served (an
+    /// empty or half-written file): the quick-start's ephemeral key is
+    /// never taken on a reload, it would change the public key under every
+    /// client.
+    NoKeys,
+    /// A key file or delegation directory it names did not load.
+    Keys,
+    /// The key thread could not mint an epoch from the new identities (no
+    /// delegation covers now), or did not answer in time.
+    Apply,
+}
+
+impl Refusal {
+    /// Every reason, in the order the metric lists them.
+    pub const ALL: [Refusal; 4] = [
+        Refusal::Config,
+        Refusal::NoKeys,
+        Refusal::Keys,
+        Refusal::Apply,
+    ];
+
+    /// The metric's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::Config => "config",
+            Refusal::NoKeys => "no_keys",
+            Refusal::Keys => "keys",
+            Refusal::Apply => "apply",
+        }
+    }
+}
+
 /// Reload and rescan counters, shared by the engine, the key thread and
 /// the metrics endpoint.
 #[derive(Debug, Default)]
 pub struct Reloads {
     succeeded: AtomicU64,
     failed: AtomicU64,
+    refused: [AtomicU64; Refusal::ALL.len()],
     last_success_s: AtomicU64,
     last_failed: AtomicBool,
     offline_rejected: AtomicU64,
@@ -54,6 +99,8 @@ pub struct ReloadCounts {
     pub succeeded: u64,
     /// Reloads refused (the running configuration stayed).
     pub failed: u64,
+    /// The same, by reason (indexed as [`Refusal::ALL`]).
+    pub refused: [u64; Refusal::ALL.len()],
     /// When the configuration last loaded (at start, then each successful
     /// reload), Unix s.
     pub last_success_s: u64,
@@ -75,15 +122,19 @@ impl Reloads {
         r
     }
 
-    /// Count one reload attempt.
-    pub fn record(&self, ok: bool, now_s: u64) {
-        if ok {
-            self.last_success_s.store(now_s, Ordering::Relaxed);
-            self.succeeded.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.failed.fetch_add(1, Ordering::Relaxed);
+    /// Count one reload attempt: applied at `now_s`, or refused and why.
+    pub fn record(&self, outcome: Result<(), Refusal>, now_s: u64) {
+        match outcome {
+            Ok(()) => {
+                self.last_success_s.store(now_s, Ordering::Relaxed);
+                self.succeeded.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(why) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.refused[why as usize].fetch_add(1, Ordering::Relaxed);
+            }
         }
-        self.last_failed.store(!ok, Ordering::Relaxed);
+        self.last_failed.store(outcome.is_err(), Ordering::Relaxed);
     }
 
     /// Count what a rescan did.
@@ -111,6 +162,7 @@ impl Reloads {
         ReloadCounts {
             succeeded: self.succeeded.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
+            refused: std::array::from_fn(|i| self.refused[i].load(Ordering::Relaxed)),
             last_success_s: self.last_success_s.load(Ordering::Relaxed),
             last_ok: !self.last_failed.load(Ordering::Relaxed),
             offline_rejected: self.offline_rejected.load(Ordering::Relaxed),

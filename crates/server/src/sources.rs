@@ -5,7 +5,9 @@
 //! (the kernel refuses a broadcast destination with EACCES, turns `::` and
 //! 0.0.0.0 into this host), and some are certainly forged (a loopback
 //! source on a non-loopback address, an IPv4-mapped source on our
-//! IPv6-only sockets). Answering them wastes a signature at
+//! IPv6-only sockets; on a dual-stack socket a service manager passed, the
+//! mapped form is how every IPv4 source arrives, and it is judged as that
+//! IPv4 address). Answering them wastes a signature at
 //! best and, before this filter, stopped the server (issue 10, finding 1).
 //!
 //! The check is a handful of integer comparisons per datagram. Directed
@@ -105,15 +107,26 @@ pub struct SourceFilter {
     /// one other address (`Some(false)`), or every address (`None`: the
     /// arrival address comes with each datagram).
     bound_loopback: Option<bool>,
+    /// Whether the socket is a dual-stack IPv6 one (`IPV6_V6ONLY` off, as a
+    /// service manager may pass): IPv4 datagrams then arrive from, and to,
+    /// `::ffff:a.b.c.d`, and are judged as the IPv4 addresses they are.
+    dual_stack: bool,
 }
 
 impl SourceFilter {
-    /// A filter for a socket bound to `local`.
+    /// A filter for a socket bound to `local`, IPv6-only (or IPv4).
     pub fn new(local: Option<SocketAddr>) -> SourceFilter {
+        SourceFilter::for_socket(local, false)
+    }
+
+    /// A filter for a socket bound to `local`; `dual_stack` when it is an
+    /// IPv6 socket that also carries IPv4 (`IPV6_V6ONLY` off).
+    pub fn for_socket(local: Option<SocketAddr>, dual_stack: bool) -> SourceFilter {
         SourceFilter {
             bound_loopback: local
-                .filter(|a| !a.ip().is_unspecified())
+                .filter(|a| !a.ip().to_canonical().is_unspecified())
                 .map(|a| is_loopback(a.ip())),
+            dual_stack: dual_stack && local.is_some_and(|a| a.is_ipv6()),
             ..SourceFilter::default()
         }
     }
@@ -155,11 +168,16 @@ impl SourceFilter {
             IpAddr::V6(a) => {
                 if let Some(v4) = a.to_ipv4_mapped() {
                     // The embedded class first, so a mapped broadcast is
-                    // counted as a broadcast.
-                    Some(
-                        self.check_v4(u32::from(v4), local_loopback)
-                            .unwrap_or(Drop::SourceMapped),
-                    )
+                    // counted as a broadcast. On a dual-stack socket the
+                    // kernel writes every IPv4 source this way; on an
+                    // IPv6-only one no IPv4 datagram can arrive, so the
+                    // form itself is forged.
+                    let v4 = self.check_v4(u32::from(v4), local_loopback);
+                    if self.dual_stack {
+                        v4
+                    } else {
+                        Some(v4.unwrap_or(Drop::SourceMapped))
+                    }
                 } else if a.is_unspecified() {
                     Some(Drop::SourceUnspecified)
                 } else if a.is_multicast() {
@@ -181,7 +199,8 @@ impl SourceFilter {
     /// arrived, and only they can receive these.
     #[inline]
     fn check_destination(&self, to: Option<IpAddr>) -> Option<Drop> {
-        match to? {
+        // A dual-stack socket says ::ffff:a.b.c.d for an IPv4 arrival.
+        match to?.to_canonical() {
             IpAddr::V4(d) => {
                 let d = u32::from(d);
                 if d >> 28 == 0xe {
@@ -300,6 +319,63 @@ mod tests {
         assert_eq!(
             check(&any6, "[::ffff:127.0.0.1]:9", Some("fd00::2")),
             Some(Drop::SourceLoopback)
+        );
+    }
+
+    #[test]
+    fn a_dual_stack_socket_judges_mapped_sources_as_ipv4() {
+        let shared = Broadcasts::default();
+        shared.set(["192.0.2.255".parse().unwrap()]);
+        let mut any = SourceFilter::for_socket(Some("[::]:2002".parse().unwrap()), true);
+        any.sync(&shared);
+        for (from, to, want) in [
+            ("[::ffff:127.0.0.1]:9", "::ffff:127.0.0.1", None),
+            ("[::ffff:192.0.2.7]:9", "::ffff:192.0.2.2", None),
+            ("[2001:db8::7]:9", "2001:db8::2", None),
+            (
+                "[::ffff:127.0.0.1]:9",
+                "::ffff:192.0.2.2",
+                Some(Drop::SourceLoopback),
+            ),
+            (
+                "[::ffff:192.0.2.255]:9",
+                "::ffff:192.0.2.2",
+                Some(Drop::SourceBroadcast),
+            ),
+            (
+                "[::ffff:0.0.0.0]:9",
+                "::ffff:192.0.2.2",
+                Some(Drop::SourceUnspecified),
+            ),
+            (
+                "[::ffff:192.0.2.7]:9",
+                "::ffff:192.0.2.255",
+                Some(Drop::DestinationBroadcast),
+            ),
+            (
+                "[::ffff:192.0.2.7]:9",
+                "::ffff:224.0.0.1",
+                Some(Drop::DestinationMulticast),
+            ),
+            (
+                "[::ffff:192.0.2.7]:0",
+                "::ffff:192.0.2.2",
+                Some(Drop::SourcePortZero),
+            ),
+        ] {
+            assert_eq!(check(&any, from, Some(to)), want, "{from} to {to}");
+        }
+        // Bound to one mapped loopback address: loopback sources only.
+        let lo = SourceFilter::for_socket(Some("[::ffff:127.0.0.1]:2002".parse().unwrap()), true);
+        assert_eq!(check(&lo, "[::ffff:127.0.0.1]:9", None), None);
+        // The flag means nothing on an IPv4 socket, and an IPv6-only one
+        // still drops the mapped form as forged.
+        let v4 = SourceFilter::for_socket(Some("127.0.0.1:2002".parse().unwrap()), true);
+        assert_eq!(check(&v4, "127.0.0.1:9", None), None);
+        let only = SourceFilter::for_socket(Some("[::1]:2002".parse().unwrap()), false);
+        assert_eq!(
+            check(&only, "[::ffff:192.0.2.7]:9", None),
+            Some(Drop::SourceMapped)
         );
     }
 

@@ -217,7 +217,12 @@ impl Worker {
             epoch: Instant::now(),
             queue_empty_at: None,
             kernel_time: KernelTime::new(),
-            sources: SourceFilter::new(self.socket.local_addr().ok().and_then(|a| a.as_socket())),
+            sources: {
+                let local = self.socket.local_addr().ok().and_then(|a| a.as_socket());
+                // Only a passed socket can be dual-stack (ours are IPv6-only).
+                let dual = local.is_some_and(|a| crate::activation::dual_stack(&self.socket, a));
+                SourceFilter::for_socket(local, dual)
+            },
         }
     }
 

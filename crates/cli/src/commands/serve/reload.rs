@@ -10,6 +10,7 @@
 
 use base64::Engine as _;
 use gnomon_server::config::Config;
+use gnomon_server::reload::Refusal;
 use gnomon_server::Engine;
 
 use super::{engine_config, key_sources};
@@ -29,22 +30,42 @@ pub(super) struct Running {
 /// Reload once; logs the result in one line (plus one per setting that
 /// waits for a restart) and counts it.
 pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine) {
-    let refuse = |why: String| {
+    let refuse = |reason: Refusal, why: String| {
         log_failure(&why);
-        engine.reload_refused();
+        engine.reload_refused(reason);
     };
     let config = match args.config.load() {
         Ok(c) => c,
-        Err(e) => return refuse(e.to_string()),
+        Err(e) => return refuse(Refusal::Config, e.to_string()),
     };
+    // A configuration that names no key, while a configured one is
+    // served, is almost always a file caught empty or half-written (an
+    // editor or `>` truncates before it writes). Taking the quick-start's
+    // ephemeral key would change the public key under every client; to
+    // run without the configured keys, restart.
+    if config.ephemeral_key() && !running.applied.ephemeral_key() {
+        return refuse(
+            Refusal::NoKeys,
+            format!(
+                "{} names no key (no key-file, no offline-dir); a server serving a \
+                 configured key never switches to an ephemeral one on reload (restart to \
+                 do that); still serving public keys {}",
+                args.config
+                    .config
+                    .as_deref()
+                    .map_or("the configuration".to_owned(), |p| p.display().to_string()),
+                base64_keys(&running.publics)
+            ),
+        );
+    }
     // An ephemeral key stays the same across reloads: a new one would
     // change the public key under every client.
-    let sources = if config.ephemeral_key() && running.applied.ephemeral_key() {
+    let sources = if config.ephemeral_key() {
         None
     } else {
         match key_sources(&config) {
             Ok(s) => Some(s),
-            Err((why, _)) => return refuse(why),
+            Err((why, _)) => return refuse(Refusal::Keys, why),
         }
     };
     // The engine counts its own outcome.
@@ -72,15 +93,20 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
         )
     };
     if publics != running.publics {
-        let keys: Vec<String> = publics
-            .iter()
-            .map(|k| base64::engine::general_purpose::STANDARD.encode(k))
-            .collect();
-        line += &format!("; now serving public keys {}", keys.join(", "));
+        line += &format!("; now serving public keys {}", base64_keys(&publics));
     }
     tracing::info!("{line}");
     running.applied = config;
     running.publics = publics;
+}
+
+/// The keys, base64, comma-separated.
+fn base64_keys(keys: &[[u8; 32]]) -> String {
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|k| base64::engine::general_purpose::STANDARD.encode(k))
+        .collect();
+    keys.join(", ")
 }
 
 fn log_failure(why: &str) {
