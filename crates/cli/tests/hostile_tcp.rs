@@ -1,5 +1,6 @@
 //! Hostile TCP peers against a real `gnomon serve`: one host holding every
-//! connection, empty frames as keep-alives, a peer that never reads, a
+//! connection, one network's many addresses, many networks filling the
+//! total (the connection idle the longest makes room), empty frames as keep-alives, a peer that never reads, a
 //! connection that never stops asking; and the requests TCP can answer
 //! that UDP must not (drafts 01–07, unpadded requests).
 
@@ -334,6 +335,100 @@ fn unpadded_requests_are_answered_over_tcp_only() {
         s.wait_metric("gnomon_dropped_total{reason=\"too_small\"}", |v| v >= 1),
         1
     );
+    let (status, _, _) = s.terminate_bounded();
+    assert!(status.success());
+}
+
+/// A connection from `from` that asked once and was answered (held, idle
+/// from then on, as a holder that asks now and then keeps it), or `None`
+/// if the server closed it at once.
+fn held_from(from: IpAddr, tcp: std::net::SocketAddr, r: &[u8]) -> Option<std::net::TcpStream> {
+    let mut c = connect_from(from, tcp);
+    c.write_all(r).ok()?;
+    read_frame(&mut c).map(|_| c)
+}
+
+#[test]
+fn one_network_of_many_addresses_holds_only_its_share() {
+    let (s, tcp) = start(&[
+        "--metrics",
+        "127.0.0.1:0",
+        "--tcp-max-connections",
+        "16",
+        "--tcp-max-per-source",
+        "4",
+        "--tcp-max-per-network",
+        "8",
+    ]);
+    let r = request(Profile::rfc(), 4, 1024);
+    // Six addresses of one /24, four connections each: the /24 gets 8.
+    let held: Vec<_> = (1..=6)
+        .flat_map(|host| (0..4).map(move |_| IpAddr::from([127, 3, 0, host])))
+        .filter_map(|from| held_from(from, tcp, &r))
+        .collect();
+    assert_eq!(held.len(), 8, "per-network cap of 8");
+    assert_eq!(
+        s.metric("gnomon_tcp_connections_total{event=\"refused_per_network\"}"),
+        16
+    );
+    // Another /24 is served beside it.
+    assert!(held_from(IpAddr::from([127, 4, 0, 1]), tcp, &r).is_some());
+    let (status, _, _) = s.terminate_bounded();
+    assert!(status.success());
+}
+
+#[test]
+fn many_networks_filling_the_total_do_not_lock_out_an_honest_client() {
+    const CAP: usize = 16;
+    let (s, tcp) = start(&[
+        "--metrics",
+        "127.0.0.1:0",
+        "--tcp-max-connections",
+        "16",
+        "--tcp-max-per-source",
+        "4",
+    ]);
+    let r = request(Profile::rfc(), 5, 1024);
+    // Eight /24s, one address each at its share of 4: twice the total.
+    let holders: Vec<IpAddr> = (0..8).map(|n| IpAddr::from([127, 1, n, 1])).collect();
+    let mut held: Vec<_> = holders
+        .iter()
+        .flat_map(|&from| std::iter::repeat_n(from, 4))
+        .filter_map(|from| held_from(from, tcp, &r))
+        .collect();
+    assert_eq!(
+        s.wait_metric("gnomon_tcp_open_connections", |v| v == CAP as u64),
+        CAP as u64
+    );
+    // Ten times: the holders top the table up to the cap, then an honest
+    // client from another /24 asks once.
+    let honest = IpAddr::from([127, 2, 0, 1]);
+    let mut answered = 0;
+    for i in 0..10 {
+        for &from in holders.iter().cycle().skip(i).take(2) {
+            held.extend(held_from(from, tcp, &r));
+        }
+        let ask = request(Profile::rfc(), 100 + i as u8, 1024);
+        let mut c = connect_from(honest, tcp);
+        if c.write_all(&ask).is_ok() {
+            if let Some(answer) = read_frame(&mut c) {
+                verify_response(&ask, &answer, &s.public).unwrap();
+                answered += 1;
+            }
+        }
+    }
+    let evicted = s.metric("gnomon_tcp_connections_total{event=\"evicted\"}");
+    let refused = s.metric("gnomon_tcp_connections_total{event=\"refused\"}");
+    eprintln!("honest TCP client answered {answered} of 10; evicted {evicted}, refused {refused}");
+    assert!(answered >= 9, "honest client answered {answered} of 10");
+    assert!(evicted >= 10, "evicted {evicted}");
+    assert_eq!(refused, 0);
+    assert_eq!(
+        s.wait_metric("gnomon_tcp_closed_total{reason=\"evicted\"}", |v| v
+            >= evicted),
+        evicted
+    );
+    drop(held);
     let (status, _, _) = s.terminate_bounded();
     assert!(status.success());
 }

@@ -149,7 +149,7 @@ fn slow_and_piled_up_scrapers_stop_neither_rounds_nor_sigterm() {
     let addr = metrics_addr(&mut s);
     assert!(s.wait_for("round 1: consensus", PATIENCE), "{}", s.log);
     // Twice the connection cap of slow clients, and more idle connections
-    // that send nothing at all.
+    // that send nothing at all, all from one source.
     let stop = Arc::new(AtomicBool::new(false));
     let slow: Vec<_> = (0..32)
         .map(|_| gnomon_testkit::slowloris(addr, "/metrics", stop.clone()))
@@ -180,7 +180,15 @@ fn slow_and_piled_up_scrapers_stop_neither_rounds_nor_sigterm() {
         }
         assert!(Instant::now() < until, "no scrape served after the flood");
     };
-    assert!(value(&text, "gnomon_http_connections_total{outcome=\"refused\"}") >= 1.0);
+    // One source past its share: its oldest connections made room for
+    // its newest.
+    assert!(value(&text, "gnomon_http_connections_total{outcome=\"evicted\"}") >= 1.0);
+    assert!(
+        value(
+            &text,
+            "gnomon_http_connections_evicted_total{reason=\"per_source\"}"
+        ) >= 1.0
+    );
     assert!(value(&text, "gnomon_sync_rounds_total{result=\"consensus\"}") >= 4.0);
     // SIGTERM with slow clients connected again: no wait for them.
     let more: Vec<_> = (0..8)

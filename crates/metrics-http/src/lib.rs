@@ -6,7 +6,7 @@
 //! use it; neither knows the other (ARCHITECTURE.md: arrows point down).
 //!
 //! ```text
-//!  metrics thread: runtime ─ accept ─▶ cap ─▶ task per connection
+//!  metrics thread: runtime ─ accept ─▶ slots ─▶ task per connection
 //!     task: deadline(CONNECTION_DEADLINE, hyper http1 (header timeout,
 //!           8 KiB buffer, no keep-alive) ─▶ answer(path))
 //! ```
@@ -16,12 +16,17 @@
 //! old hand-written endpoint, and shutdown with it). So: each connection is
 //! a task, so a slow one holds only itself; each has a deadline from accept
 //! that covers reading the request and writing the answer, however the
-//! bytes are paced; at most `MAX_CONNECTIONS` are open, further ones are
-//! closed at once; and at stop the runtime is dropped, which drops every
-//! connection still open instead of waiting for it. Why hyper and not a
+//! bytes are paced; at most `MAX_CONNECTIONS` are open and
+//! `MAX_PER_SOURCE` from one source, and a newcomer over either cap takes
+//! the slot of the oldest connection that has not sent its whole request
+//! ([`slots`], which every gnomon HTTP listener uses); and at stop the
+//! runtime is dropped, which drops every connection still open instead of
+//! waiting for it. Why hyper and not a
 //! hand-written parser or another crate: docs/DESIGN.md.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod slots;
 
 use std::cell::Cell;
 use std::convert::Infallible;
@@ -42,9 +47,15 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 
-/// Connections served at once; more are closed at accept. A scraper and a
-/// health checker need one each; the rest is room for retries.
+use slots::{ConnTable, Marker, Reason};
+
+/// Connections served at once. A scraper and a health checker need one
+/// each; the rest is room for retries.
 pub const MAX_CONNECTIONS: usize = 16;
+/// Connections from one source (address, IPv6 /64) at once: a host that
+/// runs both the scraper and the health checker, with room for a retry
+/// each, and a quarter of the slots, so one holder leaves the rest free.
+pub const MAX_PER_SOURCE: usize = 4;
 /// Everything about one connection (request in, answer out) ends this long
 /// after accept.
 pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(5);
@@ -92,11 +103,9 @@ impl Reply {
 }
 
 /// What happened to the endpoint's connections, for its own metrics.
-#[derive(Default)]
 struct Counters {
-    open: Cell<u64>,
+    slots: Arc<ConnTable>,
     served: Cell<u64>,
-    refused: Cell<u64>,
     timed_out: Cell<u64>,
 }
 
@@ -109,7 +118,7 @@ fn bump(c: &Cell<u64>) {
 /// `STOP_POLL` of that, whatever clients are connected. Other methods get
 /// 405; a 200 with [`PROMETHEUS_TEXT`] gets the endpoint's connection
 /// counters appended (`gnomon_http_connections_total`,
-/// `gnomon_http_open_connections`).
+/// `gnomon_http_connections_evicted_total`, `gnomon_http_open_connections`).
 pub fn spawn(
     addr: SocketAddr,
     thread: &str,
@@ -143,13 +152,17 @@ async fn serve(
         return;
     };
     let answer = Rc::new(answer);
-    let counters = Rc::new(Counters::default());
+    let counters = Rc::new(Counters {
+        slots: ConnTable::new(MAX_CONNECTIONS, MAX_PER_SOURCE),
+        served: Cell::new(0),
+        timed_out: Cell::new(0),
+    });
     while !stop.load(Ordering::Relaxed) {
         let Ok(accepted) = tokio::time::timeout(STOP_POLL, listener.accept()).await else {
             continue;
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
             // Out of descriptors and the like: the connection stays queued,
             // so pause rather than spin.
             Err(_) => {
@@ -157,15 +170,14 @@ async fn serve(
                 continue;
             }
         };
-        if counters.open.get() >= MAX_CONNECTIONS as u64 {
-            bump(&counters.refused);
+        let Some(slot) = counters.slots.admit(peer.ip()) else {
             continue;
-        }
-        counters.open.set(counters.open.get() + 1);
+        };
         let (answer, counters) = (answer.clone(), counters.clone());
         tokio::task::spawn_local(async move {
+            let marker = slot.marker();
             let service = service_fn(|request: Request<Incoming>| {
-                let reply = respond(&request, &*answer, &counters);
+                let reply = respond(&request, &*answer, &counters, &marker);
                 async move { Ok::<_, Infallible>(reply) }
             });
             let connection = http1::Builder::new()
@@ -174,11 +186,15 @@ async fn serve(
                 .max_buf_size(MAX_HEAD)
                 .keep_alive(false)
                 .serve_connection(TokioIo::new(stream), service);
-            match tokio::time::timeout(CONNECTION_DEADLINE, connection).await {
-                Ok(_) => bump(&counters.served),
-                Err(_) => bump(&counters.timed_out),
+            match slot
+                .run(tokio::time::timeout(CONNECTION_DEADLINE, connection))
+                .await
+            {
+                Some(Ok(_)) => bump(&counters.served),
+                Some(Err(_)) => bump(&counters.timed_out),
+                // Counted by the table.
+                None => {}
             }
-            counters.open.set(counters.open.get() - 1);
         });
     }
 }
@@ -187,7 +203,10 @@ fn respond(
     request: &Request<Incoming>,
     answer: &dyn Fn(&str) -> Reply,
     counters: &Counters,
+    marker: &Marker,
 ) -> Response<Full<Bytes>> {
+    // The head is in and a GET's body is ignored: the request is complete.
+    marker.complete();
     if request.method() != Method::GET {
         return reply(Reply::text(405, "GET only\n"));
     }
@@ -211,15 +230,28 @@ fn reply(r: Reply) -> Response<Full<Bytes>> {
 /// The endpoint's own connection counters.
 fn render_http(o: &mut String, c: &Counters) {
     let _ = writeln!(o, "# HELP gnomon_http_connections_total Connections to this endpoint, by outcome.\n# TYPE gnomon_http_connections_total counter");
+    let t = &c.slots;
+    let refused: u64 = Reason::ALL.iter().map(|&r| t.refused(r)).sum();
+    let evicted: u64 = Reason::ALL.iter().map(|&r| t.evicted(r)).sum();
     for (outcome, n) in [
         ("served", c.served.get()),
-        ("refused", c.refused.get()),
+        ("refused", refused),
         ("deadline", c.timed_out.get()),
+        ("evicted", evicted),
     ] {
         let _ = writeln!(
             o,
             "gnomon_http_connections_total{{outcome=\"{outcome}\"}} {n}"
         );
     }
-    let _ = writeln!(o, "# HELP gnomon_http_open_connections Connections to this endpoint open now.\n# TYPE gnomon_http_open_connections gauge\ngnomon_http_open_connections {}", c.open.get());
+    let _ = writeln!(o, "# HELP gnomon_http_connections_evicted_total Connections closed before their request was complete to make room for a newcomer, by the cap it met.\n# TYPE gnomon_http_connections_evicted_total counter");
+    for r in Reason::ALL {
+        let _ = writeln!(
+            o,
+            "gnomon_http_connections_evicted_total{{reason=\"{}\"}} {}",
+            r.label(),
+            t.evicted(r)
+        );
+    }
+    let _ = writeln!(o, "# HELP gnomon_http_open_connections Connections to this endpoint open now.\n# TYPE gnomon_http_open_connections gauge\ngnomon_http_open_connections {}", t.open());
 }

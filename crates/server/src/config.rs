@@ -51,9 +51,9 @@ pub use limit::{
 pub use values::{
     parse_duration, BatchSize, BatchWait, ClockConfig, Grease, IdentitySource, IdleTimeout, Jitter,
     KeyValidity, Listen, LogConfig, LogFormat, LogLevel, MaxConnections, MaxFrame, MaxLifetime,
-    MaxPerSource, MaxRequests, MinRequestSize, QueueDelay, Radius, ReadTimeout, RecvBuffer,
-    RotateEvery, Rotation, SourcePrefixV4, SourcePrefixV6, TcpConfig, UnsyncPolicy, Versions,
-    Workers, WriteTimeout,
+    MaxPerNetwork, MaxPerSource, MaxRequests, MinRequestSize, QueueDelay, Radius, ReadTimeout,
+    RecvBuffer, RotateEvery, Rotation, SourcePrefixV4, SourcePrefixV6, TcpConfig, UnsyncPolicy,
+    Versions, Workers, WriteTimeout,
 };
 
 use layers::{file_settings, Setting};
@@ -260,6 +260,7 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
             "tcp.max-lifetime" => c.tcp.max_lifetime = duration(s, MaxLifetime::new)?,
             "tcp.max-requests" => c.tcp.max_requests = int(s, MaxRequests::new)?,
             "tcp.max-per-source" => c.tcp.max_per_source = int(s, MaxPerSource::new)?,
+            "tcp.max-per-network" => c.tcp.max_per_network = int(s, MaxPerNetwork::new)?,
             "tcp.source-prefix-v4" => c.tcp.source_prefix_v4 = int(s, SourcePrefixV4::new)?,
             "tcp.source-prefix-v6" => c.tcp.source_prefix_v6 = int(s, SourcePrefixV6::new)?,
             "log.format" => c.log.format = named(s, &LogFormat::NAMES)?,
@@ -527,6 +528,7 @@ impl fmt::Display for Config {
         writeln!(f, "max-lifetime = \"{}\"", self.tcp.max_lifetime)?;
         writeln!(f, "max-requests = {}", self.tcp.max_requests)?;
         writeln!(f, "max-per-source = {}", self.tcp.max_per_source)?;
+        writeln!(f, "max-per-network = {}", self.tcp.max_per_network)?;
         writeln!(f, "source-prefix-v4 = {}", self.tcp.source_prefix_v4)?;
         writeln!(f, "source-prefix-v6 = {}", self.tcp.source_prefix_v6)?;
 

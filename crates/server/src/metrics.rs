@@ -302,11 +302,14 @@ fn render_tcp(o: &mut String, t: &crate::tcp::TcpStats) {
         ("accepted", t.accepted),
         ("refused", t.refused),
         ("refused_per_source", t.refused_per_source),
+        ("refused_per_network", t.refused_per_network),
+        ("evicted", t.evicted),
         ("accept_error", t.accept_errors),
     ] {
         let _ = writeln!(o, "gnomon_tcp_connections_total{{event=\"{event}\"}} {n}");
     }
     let _ = writeln!(o, "# HELP gnomon_tcp_open_connections TCP connections open now.\n# TYPE gnomon_tcp_open_connections gauge\ngnomon_tcp_open_connections {}", t.open);
+    let _ = writeln!(o, "# HELP gnomon_tcp_busy_connections TCP connections with a request started and not yet answered (the others are idle, and the idlest is closed for a newcomer at the cap).\n# TYPE gnomon_tcp_busy_connections gauge\ngnomon_tcp_busy_connections {}", t.busy);
     let _ = writeln!(o, "# HELP gnomon_tcp_closed_total TCP connections closed, by reason.\n# TYPE gnomon_tcp_closed_total counter");
     for c in crate::tcp::Close::ALL {
         let _ = writeln!(

@@ -7,8 +7,9 @@
 //! a response may be longer than its request.
 //!
 //! ```text
-//!  listener (one thread per address) ──accept──▶ caps (total, per source
-//!           prefix) ─▶ handler thread
+//!  listener (one thread per address) ──accept──▶ caps (per source
+//!           prefix, per network, total: evict the longest-idle) ─▶ handler
+//!           thread
 //!  handler: read ▶ cut frames ▶ parse (TCP versions only) ▶ choose identity
 //!           ▶ runs of consecutive same-(profile, identity) requests ▶ Responder
 //!           ▶ responses, in request order, in one write
@@ -36,7 +37,15 @@
 //!
 //! One host must not be able to hold every slot: besides the total cap,
 //! each source prefix (/32 and /64 by default, `max_per_source`) holds at
-//! most a few connections, counted in a small map beside the handlers. A
+//! most a few connections, and each network around it (the /24 or /48,
+//! `max_per_network`) a few sources' worth, counted in small maps beside
+//! the handlers; a newcomer over either is closed at once (its own source
+//! or network holds the slots). Without the second tier, 64 addresses at
+//! their share filled the default total of 1,024. At the total cap the
+//! newcomer is not refused: the connection idle the longest (no frame
+//! started, nothing being answered) is closed to make room, so many
+//! networks holding idle connections cannot lock an honest client out; a
+//! newcomer is refused only when every connection is mid-request. A
 //! connection that holds its slot without being answered is ended by
 //! deadlines that its peer cannot extend: the idle timer restarts only when
 //! a request is answered (an empty or invalid frame does not count), a
@@ -87,13 +96,20 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 /// Handler stack: the responder's state lives on the heap; this is room for
 /// the signing code with a wide margin.
 const HANDLER_STACK: usize = 256 * 1024;
+/// The network around a source, for `max_per_network`: an IPv4 /24 (the
+/// smallest block routed on the Internet) or an IPv6 /48 (a site's usual
+/// assignment).
+const NETWORK_V4: u8 = 24;
+/// See [`NETWORK_V4`].
+const NETWORK_V6: u8 = 48;
 
 /// TCP settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
     /// Serve TCP at all.
     pub enabled: bool,
-    /// Open connections at most; further ones are closed at once.
+    /// Open connections at most; at the cap a newcomer closes the
+    /// connection idle the longest (refused only if none is idle).
     pub max_connections: usize,
     /// A connection with no complete request for this long is closed.
     pub idle_timeout: Duration,
@@ -110,6 +126,9 @@ pub struct TcpConfig {
     pub max_requests: u32,
     /// Open connections at most from one source prefix.
     pub max_per_source: usize,
+    /// Open connections at most from one network: the /24 (IPv4) or /48
+    /// (IPv6) around the source, or its source prefix if that is shorter.
+    pub max_per_network: usize,
     /// Prefix length that makes an IPv4 source, bits (32: each address).
     pub source_prefix_v4: u8,
     /// Prefix length that makes an IPv6 source, bits (64: each subnet).
@@ -129,6 +148,7 @@ impl Default for TcpConfig {
             max_lifetime: Duration::from_secs(300),
             max_requests: 1000,
             max_per_source: 16,
+            max_per_network: 64,
             source_prefix_v4: 32,
             source_prefix_v6: 64,
         }
@@ -159,11 +179,13 @@ pub enum Close {
     RequestCap,
     /// The server is stopping.
     Shutdown,
+    /// Idle the longest when a newcomer met the total cap.
+    Evicted,
 }
 
 impl Close {
     /// Number of reasons.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
     /// Every reason, in counter order.
     pub const ALL: [Close; Close::COUNT] = [
         Close::Peer,
@@ -176,6 +198,7 @@ impl Close {
         Close::Lifetime,
         Close::RequestCap,
         Close::Shutdown,
+        Close::Evicted,
     ];
 
     /// Metric label.
@@ -191,6 +214,7 @@ impl Close {
             Close::Lifetime => "max_lifetime",
             Close::RequestCap => "max_requests",
             Close::Shutdown => "shutdown",
+            Close::Evicted => "evicted",
         }
     }
 }
@@ -200,15 +224,23 @@ impl Close {
 pub struct TcpStats {
     /// Connections admitted.
     pub accepted: u64,
-    /// Connections closed at once: over the total cap, or no thread to
-    /// serve them.
+    /// Connections closed at once: at the total cap with every connection
+    /// mid-request, or no thread to serve them.
     pub refused: u64,
     /// Connections closed at once: their source prefix held its share.
     pub refused_per_source: u64,
+    /// Connections closed at once: their network held its share.
+    pub refused_per_network: u64,
+    /// Open connections closed to make room at the total cap (also in
+    /// `closed`, under [`Close::Evicted`], once their handler ends).
+    pub evicted: u64,
     /// `accept` failures other than timeouts (for example out of descriptors).
     pub accept_errors: u64,
     /// Connections open now.
     pub open: u64,
+    /// Of those, connections with a frame started and not yet answered
+    /// (the rest are idle: the first to go when the total cap is reached).
+    pub busy: u64,
     /// Connections closed, per [`Close`] reason.
     pub closed: [u64; Close::COUNT],
     /// Complete frames received.
@@ -248,6 +280,8 @@ struct Counters {
     accepted: AtomicU64,
     refused: AtomicU64,
     refused_per_source: AtomicU64,
+    refused_per_network: AtomicU64,
+    evicted: AtomicU64,
     accept_errors: AtomicU64,
     closed: [AtomicU64; Close::COUNT],
     requests: AtomicU64,
@@ -278,7 +312,13 @@ struct Shared {
     clock: Arc<ClockState>,
     stop: Arc<AtomicBool>,
     counters: Counters,
+    /// Connections with a handler; changed with `handlers` locked.
     open: AtomicUsize,
+    /// Of those, evicted ones whose handler has not ended yet: they no
+    /// longer count against the total. Changed with `handlers` locked.
+    evicting: AtomicUsize,
+    /// Ticks at each answered read, to order connections by idleness.
+    activity: AtomicU64,
     /// Connection ids, unique across listeners.
     next_id: AtomicU64,
     /// Live handlers: the stream (shared, not duplicated, so a connection
@@ -287,10 +327,53 @@ struct Shared {
     /// Open connections per source prefix. An entry exists only while its
     /// count is above zero, so the map holds at most `max_connections`.
     per_source: Mutex<HashMap<IpAddr, usize>>,
+    /// Open connections per network (/24, /48), likewise.
+    per_network: Mutex<HashMap<IpAddr, usize>>,
 }
 
-/// A live connection's stream and the thread serving it.
-type Handler = (Arc<TcpStream>, JoinHandle<()>);
+/// A live connection's stream (to wake or evict it), its thread, and what
+/// the listener needs to pick one to evict.
+type Handler = (Arc<TcpStream>, JoinHandle<()>, Arc<ConnState>);
+
+/// What a handler tells the listener about its connection.
+pub(crate) struct ConnState {
+    /// A frame has started and is not yet answered: not idle.
+    busy: AtomicBool,
+    /// `Shared::activity` when it was last answered (or accepted): the
+    /// smallest is the connection idle the longest.
+    last: AtomicU64,
+    /// Closed by the listener to make room.
+    evicted: AtomicBool,
+}
+
+impl ConnState {
+    /// A frame has arrived in part or whole.
+    pub(crate) fn busy(&self) {
+        self.busy.store(true, Ordering::Relaxed);
+    }
+
+    /// Nothing is left to answer: idle, and recent as of `tick` when a
+    /// request was answered.
+    pub(crate) fn idle(&self, tick: Option<u64>) {
+        if let Some(t) = tick {
+            self.last.store(t, Ordering::Relaxed);
+        }
+        self.busy.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the listener closed it to make room.
+    pub(crate) fn was_evicted(&self) -> bool {
+        self.evicted.load(Ordering::Relaxed)
+    }
+}
+
+/// Where a connection counts: its handler's id, source prefix and network.
+#[derive(Clone, Copy)]
+pub(crate) struct Place {
+    id: u64,
+    source: IpAddr,
+    network: IpAddr,
+}
 
 /// The running TCP side of the engine.
 pub struct TcpServer {
@@ -319,6 +402,11 @@ pub(crate) fn tcp_acceptor(acceptor: &Acceptor) -> Acceptor {
 /// The source prefix `ip` belongs to: the address with all but the first
 /// `v4` (IPv4) or `v6` (IPv6) bits cleared.
 fn source_prefix(ip: IpAddr, v4: u8, v6: u8) -> IpAddr {
+    // An IPv4 client of a dual-stack socket counts as its IPv4 address.
+    let ip = match ip {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
     match ip {
         IpAddr::V4(a) => {
             let bits = u32::from(a);
@@ -411,9 +499,12 @@ impl TcpServer {
             stop,
             counters: Counters::default(),
             open: AtomicUsize::new(0),
+            evicting: AtomicUsize::new(0),
+            activity: AtomicU64::new(0),
             next_id: AtomicU64::new(0),
             handlers: Mutex::new(HashMap::new()),
             per_source: Mutex::new(HashMap::new()),
+            per_network: Mutex::new(HashMap::new()),
         });
         let mut listeners = Vec::new();
         let mut beats = Vec::new();
@@ -486,8 +577,17 @@ impl Shared {
             accepted: c.accepted.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
             refused_per_source: c.refused_per_source.load(Ordering::Relaxed),
+            refused_per_network: c.refused_per_network.load(Ordering::Relaxed),
+            evicted: c.evicted.load(Ordering::Relaxed),
             accept_errors: c.accept_errors.load(Ordering::Relaxed),
             open: self.open.load(Ordering::Relaxed) as u64,
+            busy: self
+                .handlers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .filter(|(_, _, st)| st.busy.load(Ordering::Relaxed) && !st.was_evicted())
+                .count() as u64,
             closed: read_all(&c.closed),
             requests: c.requests.load(Ordering::Relaxed),
             responses: read_all(&c.responses),
@@ -524,45 +624,112 @@ fn accept_loop(listener: Socket, shared: &Arc<Shared>, beat: &Beat) {
     close_all(shared);
 }
 
-/// Start a handler for `stream`, or close it at once when the total cap or
-/// its source's share is reached.
+/// Start a handler for `stream`, or close it at once when its source or
+/// its network holds its share, or when the total cap is reached and no
+/// connection is idle to be evicted.
 fn admit(stream: TcpStream, peer: IpAddr, shared: &Arc<Shared>) {
     let c = &shared.counters;
     let config = shared.config.load();
     let cap = config.max_connections.max(1);
-    if shared.open.fetch_add(1, Ordering::Relaxed) >= cap {
-        shared.open.fetch_sub(1, Ordering::Relaxed);
-        bump(&c.refused);
-        return;
-    }
     let source = source_prefix(peer, config.source_prefix_v4, config.source_prefix_v6);
-    if !shared.take_source(source, config.max_per_source) {
-        shared.open.fetch_sub(1, Ordering::Relaxed);
+    let network = source_prefix(
+        peer,
+        config.source_prefix_v4.min(NETWORK_V4),
+        config.source_prefix_v6.min(NETWORK_V6),
+    );
+    if !take(&shared.per_source, source, config.max_per_source) {
         bump(&c.refused_per_source);
         return;
     }
+    if !take(&shared.per_network, network, config.max_per_network) {
+        release(&shared.per_source, source);
+        bump(&c.refused_per_network);
+        return;
+    }
+    let place = Place {
+        id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+        source,
+        network,
+    };
+    // Held across the count and the spawn: a handler that ends at once
+    // must find its own entry when it removes it, or the entry (and a
+    // descriptor) would leak.
+    let mut handlers = shared.handlers.lock().unwrap_or_else(|p| p.into_inner());
+    let open = shared.open.load(Ordering::Relaxed);
+    let counted = open.saturating_sub(shared.evicting.load(Ordering::Relaxed));
+    if counted >= cap && !evict_idle(&handlers, shared) {
+        shared.release(place);
+        bump(&c.refused);
+        return;
+    }
+    shared.open.store(open + 1, Ordering::Relaxed);
+    let state = Arc::new(ConnState {
+        busy: AtomicBool::new(false),
+        last: AtomicU64::new(shared.activity.fetch_add(1, Ordering::Relaxed)),
+        evicted: AtomicBool::new(false),
+    });
     let stream = Arc::new(stream);
     let waker = stream.clone();
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    // Held across the spawn: a handler that ends at once must find its own
-    // entry when it removes it, or the entry (and a descriptor) would leak.
-    let mut handlers = shared.handlers.lock().unwrap_or_else(|p| p.into_inner());
     // Counted before the handler can answer anything.
     bump(&c.accepted);
     let s = shared.clone();
+    let mine = state.clone();
     let spawned = std::thread::Builder::new()
         .name("gnomon-tcp-conn".into())
         .stack_size(HANDLER_STACK)
-        .spawn(move || conn::serve(stream, id, source, &s));
+        .spawn(move || conn::serve(stream, place, mine, &s));
     match spawned {
         Ok(h) => {
-            handlers.insert(id, (waker, h));
+            handlers.insert(place.id, (waker, h, state));
         }
         Err(_) => {
             c.accepted.fetch_sub(1, Ordering::Relaxed);
-            shared.release_source(source);
+            shared.release(place);
             shared.open.fetch_sub(1, Ordering::Relaxed);
             bump(&c.refused);
+        }
+    }
+}
+
+/// Close the connection idle the longest (no frame started since its last
+/// answer), to make room for a newcomer; false when every connection is
+/// mid-request. Its handler sees the end of its stream and counts the
+/// close as [`Close::Evicted`].
+fn evict_idle(handlers: &HashMap<u64, Handler>, shared: &Shared) -> bool {
+    let victim = handlers
+        .values()
+        .filter(|(_, _, st)| !st.busy.load(Ordering::Relaxed) && !st.was_evicted())
+        .min_by_key(|(_, _, st)| st.last.load(Ordering::Relaxed));
+    let Some((stream, _, state)) = victim else {
+        return false;
+    };
+    state.evicted.store(true, Ordering::Relaxed);
+    shared.evicting.fetch_add(1, Ordering::Relaxed);
+    bump(&shared.counters.evicted);
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    true
+}
+
+/// Count one more connection under `key`, unless it holds `max`.
+fn take(map: &Mutex<HashMap<IpAddr, usize>>, key: IpAddr, max: usize) -> bool {
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    let n = map.entry(key).or_insert(0);
+    if *n >= max.max(1) {
+        if *n == 0 {
+            map.remove(&key);
+        }
+        return false;
+    }
+    *n += 1;
+    true
+}
+
+fn release(map: &Mutex<HashMap<IpAddr, usize>>, key: IpAddr) {
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(n) = map.get_mut(&key) {
+        *n -= 1;
+        if *n == 0 {
+            map.remove(&key);
         }
     }
 }
@@ -570,45 +737,38 @@ fn admit(stream: TcpStream, peer: IpAddr, shared: &Arc<Shared>) {
 /// At shutdown: wake every handler by shutting its socket, then wait for it.
 fn close_all(shared: &Shared) {
     let handlers = std::mem::take(&mut *shared.handlers.lock().unwrap_or_else(|p| p.into_inner()));
-    for (waker, _) in handlers.values() {
+    for (waker, _, _) in handlers.values() {
         let _ = waker.shutdown(std::net::Shutdown::Both);
     }
-    for (_, (_, h)) in handlers {
+    for (_, (_, h, _)) in handlers {
         let _ = h.join();
     }
 }
 
 impl Shared {
     /// A handler is done: count why, then let the caps admit another.
-    fn finished(&self, id: u64, source: IpAddr, why: Close) {
+    fn finished(&self, place: Place, state: &ConnState, why: Close) {
         bump(&self.counters.closed[why as usize]);
-        self.handlers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
-        self.release_source(source);
-        self.open.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// Count one more connection from `source`, unless it holds its share.
-    fn take_source(&self, source: IpAddr, max_per_source: usize) -> bool {
-        let mut map = self.per_source.lock().unwrap_or_else(|p| p.into_inner());
-        let n = map.entry(source).or_insert(0);
-        if *n >= max_per_source.max(1) {
-            return false;
-        }
-        *n += 1;
-        true
-    }
-
-    fn release_source(&self, source: IpAddr) {
-        let mut map = self.per_source.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get_mut(&source) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&source);
+        {
+            let mut handlers = self.handlers.lock().unwrap_or_else(|p| p.into_inner());
+            handlers.remove(&place.id);
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            if state.was_evicted() {
+                self.evicting.fetch_sub(1, Ordering::Relaxed);
             }
         }
+        self.release(place);
+    }
+
+    /// Give back the per-source and per-network counts of `place`.
+    fn release(&self, place: Place) {
+        release(&self.per_source, place.source);
+        release(&self.per_network, place.network);
+    }
+
+    /// A tick of activity, to order connections by idleness.
+    pub(crate) fn tick(&self) -> u64 {
+        self.activity.fetch_add(1, Ordering::Relaxed)
     }
 }
 
@@ -650,6 +810,9 @@ mod tests {
             ip("2001:db8:1:2:3:4:5:6")
         );
         assert_eq!(source_prefix(ip("2001:db8::1"), 32, 0), ip("::"));
+        // An IPv4 client of a dual-stack socket is its IPv4 address, not
+        // one of a single ::ffff:0:0/64 holding every IPv4 client.
+        assert_eq!(source_prefix(ip("::ffff:10.1.2.3"), 24, 64), ip("10.1.2.0"));
     }
 
     #[test]

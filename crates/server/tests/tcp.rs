@@ -361,20 +361,33 @@ fn the_connection_cap_is_enforced() {
         s.write_all(&r).unwrap();
         verify_response(&r, &read_frame(s), &lt.public()).unwrap();
     }
+    // At the cap, a newcomer takes the slot of the connection idle the
+    // longest: `a`, answered first.
     let mut c = connect(&engine);
-    expect_closed(&mut c);
-    let st = stats(&engine);
-    assert_eq!((st.accepted, st.refused, st.open), (2, 1, 2));
-    // Once `a` is closed (counted before its end of stream is sent), the
-    // slot is free again.
-    a.write_all(&header(u32::MAX)).unwrap();
     expect_closed(&mut a);
-    let mut d = connect(&engine);
-    let r = request(Profile::rfc(), 3);
-    d.write_all(&r).unwrap();
-    verify_response(&r, &read_frame(&mut d), &lt.public()).unwrap();
+    let r = request(Profile::rfc(), 2);
+    c.write_all(&r).unwrap();
+    verify_response(&r, &read_frame(&mut c), &lt.public()).unwrap();
     let st = stats(&engine);
-    assert_eq!((st.accepted, st.refused, st.open), (3, 1, 2));
+    assert_eq!((st.accepted, st.evicted, st.refused), (3, 1, 0));
+    // With both holders mid-request, nothing is idle: a newcomer is refused.
+    b.write_all(b"ROUGHT").unwrap();
+    c.write_all(b"ROUGHT").unwrap();
+    let until = Instant::now() + PATIENCE;
+    while stats(&engine).busy < 2 {
+        assert!(Instant::now() < until, "the half frames were not read");
+        std::thread::yield_now();
+    }
+    let mut d = connect(&engine);
+    expect_closed(&mut d);
+    let st = stats(&engine);
+    assert_eq!((st.accepted, st.evicted, st.refused), (3, 1, 1));
+    // Counted by `a`'s handler as it ends, which may be after its peer
+    // saw the close.
+    while stats(&engine).closed[Close::Evicted as usize] < 1 {
+        assert!(Instant::now() < until, "the eviction was not counted");
+        std::thread::yield_now();
+    }
     engine.shutdown().unwrap();
 }
 

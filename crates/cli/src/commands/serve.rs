@@ -134,6 +134,7 @@ fn engine_config(config: &Config) -> EngineConfig {
             max_lifetime: tcp.max_lifetime.get(),
             max_requests: tcp.max_requests.get(),
             max_per_source: tcp.max_per_source.get() as usize,
+            max_per_network: tcp.max_per_network.get() as usize,
             source_prefix_v4: tcp.source_prefix_v4.get(),
             source_prefix_v6: tcp.source_prefix_v6.get(),
         }),

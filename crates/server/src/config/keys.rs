@@ -344,6 +344,16 @@ pub static KEYS: &[KeySpec] = &[
         help: "Open TCP connections at most from one source prefix",
     },
     KeySpec {
+        key: "tcp.max-per-network",
+        flag: "tcp-max-per-network",
+        env: "GNOMON_TCP_MAX_PER_NETWORK",
+        kind: Value,
+        value_name: "N",
+        expected: "an integer in 1..=1000000",
+        default: "64",
+        help: "Open TCP connections at most from one /24 (IPv4) or /48 (IPv6)",
+    },
+    KeySpec {
         key: "tcp.source-prefix-v4",
         flag: "tcp-source-prefix-v4",
         env: "GNOMON_TCP_SOURCE_PREFIX_V4",

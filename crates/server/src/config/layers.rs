@@ -139,6 +139,7 @@ struct TcpTable {
     max_lifetime: Field,
     max_requests: Field,
     max_per_source: Field,
+    max_per_network: Field,
     source_prefix_v4: Field,
     source_prefix_v6: Field,
 }
@@ -207,6 +208,7 @@ pub(crate) fn file_settings(text: &str, path: &Path) -> Result<Vec<Setting>, Con
         ("tcp.max-lifetime", tcp.max_lifetime),
         ("tcp.max-requests", tcp.max_requests),
         ("tcp.max-per-source", tcp.max_per_source),
+        ("tcp.max-per-network", tcp.max_per_network),
         ("tcp.source-prefix-v4", tcp.source_prefix_v4),
         ("tcp.source-prefix-v6", tcp.source_prefix_v6),
         ("log.format", log.format),

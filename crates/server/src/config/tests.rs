@@ -184,6 +184,10 @@ fn key_table_ranges_match_the_types() {
         format!("{}..={}", MaxPerSource::MIN, MaxPerSource::MAX),
     );
     has(
+        "tcp.max-per-network",
+        format!("{}..={}", MaxPerNetwork::MIN, MaxPerNetwork::MAX),
+    );
+    has(
         "tcp.source-prefix-v4",
         format!("{}..={}", SourcePrefixV4::MIN, SourcePrefixV4::MAX),
     );
@@ -340,6 +344,11 @@ fn every_bad_value_names_key_line_and_range() {
         (
             "tcp.max-per-source",
             "[tcp]\nmax-per-source = 0",
+            "1..=1000000",
+        ),
+        (
+            "tcp.max-per-network",
+            "[tcp]\nmax-per-network = 0",
             "1..=1000000",
         ),
         (

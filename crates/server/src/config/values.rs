@@ -157,7 +157,8 @@ bounded_int!(
 );
 
 bounded_int!(
-    /// Open TCP connections at most; further ones are closed at once.
+    /// Open TCP connections at most; at the cap a newcomer closes the
+    /// connection idle the longest.
     MaxConnections(u32), 1, 1_000_000, 1024
 );
 
@@ -174,6 +175,14 @@ bounded_int!(
 bounded_int!(
     /// Open TCP connections at most from one source prefix.
     MaxPerSource(u32), 1, 1_000_000, 16
+);
+
+bounded_int!(
+    /// Open TCP connections at most from one network: the /24 (IPv4) or
+    /// /48 (IPv6) around the source, or the source prefix when that is
+    /// shorter. 64 is four sources at their share, 1/16 of the default
+    /// total: filling the total takes 16 networks, not 64 addresses.
+    MaxPerNetwork(u32), 1, 1_000_000, 64
 );
 
 bounded_int!(
@@ -488,6 +497,8 @@ pub struct TcpConfig {
     pub max_requests: MaxRequests,
     /// Connections per source prefix.
     pub max_per_source: MaxPerSource,
+    /// Connections per network (/24, /48).
+    pub max_per_network: MaxPerNetwork,
     /// IPv4 source prefix length.
     pub source_prefix_v4: SourcePrefixV4,
     /// IPv6 source prefix length.
@@ -506,6 +517,7 @@ impl Default for TcpConfig {
             max_lifetime: MaxLifetime::DEFAULT,
             max_requests: MaxRequests::DEFAULT,
             max_per_source: MaxPerSource::DEFAULT,
+            max_per_network: MaxPerNetwork::DEFAULT,
             source_prefix_v4: SourcePrefixV4::DEFAULT,
             source_prefix_v6: SourcePrefixV6::DEFAULT,
         }

@@ -14,7 +14,7 @@
 //! whenever it fills.
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,7 +25,7 @@ use gnomon_protocol::wire::PACKET_HEADER;
 use gnomon_protocol::{Acceptor, Profile, Request, RequestError, Responder, ResponseSink};
 
 use super::frame::{scan, Scan};
-use super::{bump, tcp_acceptor, Close, Counters, Shared, TcpConfig};
+use super::{bump, tcp_acceptor, Close, ConnState, Counters, Place, Shared, TcpConfig};
 use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
 use crate::stats::Drop;
@@ -47,16 +47,18 @@ const RESPONSE_ROOM: usize = 2048;
 const OUT_BUFFER: usize = 16 * RESPONSE_ROOM;
 
 /// Serve `stream` until it closes, then count why and shut it.
-pub(super) fn serve(stream: Arc<TcpStream>, id: u64, source: IpAddr, shared: &Shared) {
-    let why = Conn::new(&stream, shared).run();
+pub(super) fn serve(stream: Arc<TcpStream>, place: Place, state: Arc<ConnState>, shared: &Shared) {
+    let why = Conn::new(&stream, shared, &state).run();
     // Counted before the peer can see the end of the stream.
-    shared.finished(id, source, why);
+    shared.finished(place, &state, why);
     let _ = stream.shutdown(Shutdown::Both);
 }
 
 struct Conn<'s> {
     stream: &'s TcpStream,
     shared: &'s Shared,
+    /// Busy or idle, for the listener's choice of whom to evict.
+    state: &'s ConnState,
     /// The settings at accept, kept for the connection's life.
     config: Arc<TcpConfig>,
     /// Received bytes; `inbuf[..filled]` is not yet answered.
@@ -119,7 +121,7 @@ fn now_us() -> u64 {
 }
 
 impl<'s> Conn<'s> {
-    fn new(stream: &'s TcpStream, shared: &'s Shared) -> Conn<'s> {
+    fn new(stream: &'s TcpStream, shared: &'s Shared, state: &'s ConnState) -> Conn<'s> {
         let config = shared.config.load_full();
         let worker = shared.worker.load();
         // Any complete frame fits, so a partial frame never fills the buffer.
@@ -127,6 +129,7 @@ impl<'s> Conn<'s> {
         Conn {
             stream,
             shared,
+            state,
             config,
             inbuf: vec![0; size],
             filled: 0,
@@ -157,6 +160,9 @@ impl<'s> Conn<'s> {
             if self.stopping() {
                 return Close::Shutdown;
             }
+            if self.state.was_evicted() {
+                return Close::Evicted;
+            }
             let (mut deadline, mut expired) = match frame_start {
                 Some(t) => (t + config.read_timeout, Close::ReadTimeout),
                 None => (last_answer + config.idle_timeout, Close::Idle),
@@ -186,8 +192,14 @@ impl<'s> Conn<'s> {
             if self.filled == 0 {
                 frame_start = Some(now);
             }
+            self.state.busy();
             self.filled += n;
             let (frames, answered, closing) = self.answer(end_of_life);
+            if self.filled == 0 {
+                // Everything read is taken: idle until the next byte. Only
+                // an answer makes it recent (empty frames do not).
+                self.state.idle((answered > 0).then(|| self.shared.tick()));
+            }
             if answered > 0 {
                 last_answer = Instant::now();
             }
@@ -203,7 +215,9 @@ impl<'s> Conn<'s> {
     /// The stream ended from the other side, or because we are stopping
     /// (shutdown wakes a blocked read with an end of stream).
     fn ended(&self) -> Close {
-        if self.stopping() {
+        if self.state.was_evicted() {
+            Close::Evicted
+        } else if self.stopping() {
             Close::Shutdown
         } else {
             Close::Peer

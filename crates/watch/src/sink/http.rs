@@ -37,15 +37,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let shared = Shared::new(store, config);
-    let counted = shared.clone();
-    crate::http::serve_router(
-        listener,
-        routes(shared.clone()),
-        shared.config.max_connections,
-        move || counted.counters.connection_refused(),
-        shutdown,
-    )
-    .await
+    let slots = crate::http::connection_table(shared.config.max_connections);
+    let _ = shared.counters.connections.set(slots.clone());
+    crate::http::serve_router(listener, routes(shared.clone()), slots, shutdown).await
 }
 
 pub(crate) fn routes(shared: Arc<Shared>) -> Router {

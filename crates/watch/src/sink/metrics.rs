@@ -71,7 +71,10 @@ pub struct Counters {
     accepted: AtomicU64,
     duplicate: AtomicU64,
     rejected: [AtomicU64; REASONS.len()],
-    connections_refused: AtomicU64,
+    /// The listener's connection table, when the sink has a listener of
+    /// its own (`gnomon report-server`).
+    pub(crate) connections:
+        std::sync::OnceLock<std::sync::Arc<gnomon_metrics_http::slots::ConnTable>>,
 }
 
 impl Counters {
@@ -86,10 +89,6 @@ impl Counters {
     pub(crate) fn rejected(&self, why: Reject) {
         let i = REASONS.iter().position(|r| *r == why).unwrap_or(0);
         self.rejected[i].fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn connection_refused(&self) {
-        self.connections_refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Prometheus text exposition; `stored` is the reports table's size.
@@ -122,13 +121,9 @@ impl Counters {
                 g(c)
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP gnomon_report_sink_connections_refused_total Connections closed at accept (limit reached).\n\
-             # TYPE gnomon_report_sink_connections_refused_total counter\n\
-             gnomon_report_sink_connections_refused_total {}",
-            g(&self.connections_refused)
-        );
+        if let Some(t) = self.connections.get() {
+            out += &crate::http::render_connections("gnomon_report_sink", "the report sink", t);
+        }
         if let Some(n) = stored {
             let _ = writeln!(
                 out,

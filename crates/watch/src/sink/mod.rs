@@ -16,8 +16,9 @@
 //!
 //! Everything that arrives is hostile: each connection is a task with a
 //! deadline from accept, the request head must arrive within a few seconds
-//! and fit a small buffer, at most `max_connections` are open (more are
-//! closed at once), a body is read up to `max_body` and no further, and
+//! and fit a small buffer, at most `max_connections` are open and
+//! `crate::http::MAX_PER_SOURCE` from one source (a newcomer takes the
+//! slot of the oldest connection whose request is not complete), a body is read up to `max_body` and no further, and
 //! every refusal is counted by reason, never logged per request.
 
 mod accept;
@@ -49,7 +50,8 @@ pub struct SinkConfig {
     pub max_body: usize,
     /// POSTs a minute per /24 or /48 (more: 429).
     pub rate_per_minute: u32,
-    /// Connections open at once (more are closed at accept).
+    /// Connections open at once (a newcomer past it, or past its source's
+    /// share, takes the slot of the oldest incomplete connection).
     pub max_connections: usize,
 }
 

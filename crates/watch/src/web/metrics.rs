@@ -172,13 +172,9 @@ pub fn render(latest: &Latest) -> String {
     o
 }
 
-/// The page's own listener: connections it closed at accept.
-pub fn http(connections_refused: u64) -> String {
-    format!(
-        "# HELP gnomon_watch_http_connections_refused_total Connections to the monitor's pages closed at accept (limit reached).\n\
-         # TYPE gnomon_watch_http_connections_refused_total counter\n\
-         gnomon_watch_http_connections_refused_total {connections_refused}\n"
-    )
+/// The page's own listener: connections it refused or evicted.
+pub fn http(connections: &gnomon_metrics_http::slots::ConnTable) -> String {
+    crate::http::render_connections("gnomon_watch_http", "the monitor's pages", connections)
 }
 
 #[cfg(test)]

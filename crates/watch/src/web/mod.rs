@@ -15,7 +15,6 @@ pub mod view;
 
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +34,9 @@ use crate::state::{Point, Shared, Status};
 use crate::store::Store;
 use view::Cell;
 
-/// Connections served at once; more are closed at accept.
+/// Connections served at once (and [`crate::http::MAX_PER_SOURCE`] from
+/// one source); a newcomer takes the slot of the oldest connection whose
+/// request is not complete.
 pub const MAX_CONNECTIONS: usize = 64;
 /// What the handlers read.
 pub struct App {
@@ -47,8 +48,9 @@ pub struct App {
     pub store: Option<Store>,
     /// The report sink served beside the pages (`/reports…`), when on.
     pub sink: Option<Sink>,
-    /// Connections closed at accept because [`MAX_CONNECTIONS`] were open.
-    connections_refused: AtomicU64,
+    /// Who holds the page's connection slots (and the counts of
+    /// evictions and refusals).
+    connections: Arc<gnomon_metrics_http::slots::ConnTable>,
     templates: Environment<'static>,
 }
 
@@ -74,7 +76,7 @@ impl App {
             expiry_warning,
             store,
             sink,
-            connections_refused: AtomicU64::new(0),
+            connections: crate::http::connection_table(MAX_CONNECTIONS),
             templates,
         })
     }
@@ -87,11 +89,8 @@ pub async fn serve(
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let counted = app.clone();
-    let refused = move || {
-        counted.connections_refused.fetch_add(1, Ordering::Relaxed);
-    };
-    crate::http::serve_router(listener, router(app), MAX_CONNECTIONS, refused, shutdown).await
+    let slots = app.connections.clone();
+    crate::http::serve_router(listener, router(app), slots, shutdown).await
 }
 
 /// The routes, and the sink's under `/reports` when it runs here.
@@ -266,9 +265,9 @@ async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     let Ok(latest) = app.latest.read() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    let refused = app.connections_refused.load(Ordering::Relaxed);
+    let connections = &app.connections;
     with_type(
-        metrics::render(&latest) + &metrics::http(refused) + &sink,
+        metrics::render(&latest) + &metrics::http(connections) + &sink,
         "text/plain; version=0.0.4; charset=utf-8",
     )
 }
