@@ -1,0 +1,13 @@
+-- Reports are kept as canonical JSON (the parsed report written back: no
+-- padding, no unknown members), with its size in bytes, which the storage
+-- quotas (per sender prefix and in total) add up. The check made when a
+-- report arrived is kept too, so /reports/ID/verify serves it without
+-- verifying again; a row from before this migration has none until its
+-- first /verify, which stores it.
+ALTER TABLE reports ADD COLUMN size BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE reports ADD COLUMN check_json TEXT;
+UPDATE reports SET size = LENGTH(body);
+-- A sender's usage (the per-source quota) and the audit pages, newest
+-- first with the id as tiebreak.
+CREATE INDEX reports_by_sender ON reports (sender_prefix);
+CREATE INDEX reports_by_time_id ON reports (received_us, id);
