@@ -196,12 +196,21 @@ fn reports_page_sum_and_expire() {
         let usage = store.report_usage("a/24").await.unwrap();
         let size = |i: u32| 10 + i64::from(i);
         assert_eq!(usage.total, (0..25).map(size).sum::<i64>());
-        assert_eq!(usage.source, [0, 5, 10, 15, 20].map(size).iter().sum::<i64>());
+        assert_eq!(
+            usage.source,
+            [0, 5, 10, 15, 20].map(size).iter().sum::<i64>()
+        );
         let got = store.report(&id(3)).await.unwrap().unwrap();
         assert_eq!(got.check_json.as_deref(), Some("{\"valid\":true}"));
         store.set_report_check(&id(3), "{}").await.unwrap();
         assert_eq!(
-            store.report(&id(3)).await.unwrap().unwrap().check_json.as_deref(),
+            store
+                .report(&id(3))
+                .await
+                .unwrap()
+                .unwrap()
+                .check_json
+                .as_deref(),
             Some("{}")
         );
         assert!(store.has_report(&id(3)).await.unwrap());

@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Path, State};
-use axum::http::Uri;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use axum::http::Uri;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use gnomon_client::report_check::{check_json, parse_verifiable};
 use gnomon_client::format_utc;
+use gnomon_client::report_check::{check_json, parse_verifiable};
 use gnomon_protocol::report::MEDIA_TYPE;
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -235,14 +235,15 @@ async fn verify(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
         _ => {
             let body = stored.body.clone();
             let counted = shared.clone();
-            let fresh = tokio::task::spawn_blocking(move || match parse_verifiable(body.as_bytes()) {
-                Ok(report) => {
-                    counted.counters.verified(report.entries.len());
-                    check_json(&report, &report.verify())
-                }
-                Err(e) => json!({ "valid": false, "error": e }),
-            })
-            .await;
+            let fresh =
+                tokio::task::spawn_blocking(move || match parse_verifiable(body.as_bytes()) {
+                    Ok(report) => {
+                        counted.counters.verified(report.entries.len());
+                        check_json(&report, &report.verify())
+                    }
+                    Err(e) => json!({ "valid": false, "error": e }),
+                })
+                .await;
             let Ok(v) = fresh else {
                 return unavailable();
             };
@@ -262,7 +263,12 @@ async fn verify(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
 fn page_query(uri: &Uri) -> Option<(PageAt, Option<u32>)> {
     let mut at = PageAt::Newest;
     let mut limit = None;
-    for pair in uri.query().unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
             "before" => at = PageAt::Before(Cursor::parse(v)?),
