@@ -1,9 +1,9 @@
 -- Reports are kept as canonical JSON (the parsed report written back: no
--- padding, no unknown members), with its size in bytes, which the storage
--- quotas (per sender prefix and in total) add up. The check made when a
--- report arrived is kept too, so /reports/ID/verify serves it without
--- verifying again; a row from before this migration has none until its
--- first /verify, which stores it.
+-- padding, no unknown members). The check made when a report arrived is
+-- kept too, so /reports/ID/verify serves it without verifying again; a row
+-- from before this migration has none until its first /verify, which
+-- stores it. `size` is the bytes a report takes (body and check), which
+-- the storage quotas (per sender prefix and in total) add up.
 ALTER TABLE reports ADD COLUMN size BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE reports ADD COLUMN check_json TEXT;
 UPDATE reports SET size = LENGTH(body);

@@ -161,7 +161,8 @@ fn reports_page_sum_and_expire() {
             r.received_us = 1_000 + i64::from(i / 2);
             r.body = "x".repeat(10 + i as usize);
             r.sender_prefix = if i % 5 == 0 { "a/24" } else { "b/24" }.into();
-            r.check_json = Some("{\"valid\":true}".into());
+            // Stored with its check, but for one from before checks were.
+            r.check_json = (i != 3).then(|| "{\"valid\":true}".into());
             assert_eq!(store.insert_report(&r).await.unwrap(), Inserted::New);
         }
         let mut at = PageAt::Newest;
@@ -194,25 +195,27 @@ fn reports_page_sum_and_expire() {
         assert_eq!(Cursor::parse("12-zz"), None);
 
         let usage = store.report_usage("a/24").await.unwrap();
-        let size = |i: u32| 10 + i64::from(i);
+        // The body and the check.
+        let size = |i: u32| 10 + i64::from(i) + if i == 3 { 0 } else { 14 };
         assert_eq!(usage.total, (0..25).map(size).sum::<i64>());
         assert_eq!(
             usage.source,
             [0, 5, 10, 15, 20].map(size).iter().sum::<i64>()
         );
-        let got = store.report(&id(3)).await.unwrap().unwrap();
-        assert_eq!(got.check_json.as_deref(), Some("{\"valid\":true}"));
+        let check_of = |id: String| {
+            let store = store.clone();
+            async move { store.report(&id).await.unwrap().unwrap().check_json }
+        };
+        assert_eq!(check_of(id(4)).await.as_deref(), Some("{\"valid\":true}"));
+        assert_eq!(check_of(id(3)).await, None);
+        let before = store.report_usage("").await.unwrap().total;
         store.set_report_check(&id(3), "{}").await.unwrap();
-        assert_eq!(
-            store
-                .report(&id(3))
-                .await
-                .unwrap()
-                .unwrap()
-                .check_json
-                .as_deref(),
-            Some("{}")
-        );
+        assert_eq!(check_of(id(3)).await.as_deref(), Some("{}"));
+        let after = store.report_usage("").await.unwrap().total;
+        assert_eq!(after, before + 2, "the check's bytes are counted");
+        // A stored check is never replaced.
+        store.set_report_check(&id(3), "{\"x\":1}").await.unwrap();
+        assert_eq!(check_of(id(3)).await.as_deref(), Some("{}"));
         assert!(store.has_report(&id(3)).await.unwrap());
 
         // Older than 1_005: ids 0..=9.

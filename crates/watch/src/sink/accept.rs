@@ -100,7 +100,6 @@ pub(crate) async fn accept(
     // Kept as the parser read it, written back: no padding, no unknown
     // members, whatever was sent.
     let body = report.to_json();
-    let size = body.len() as u64;
     let new = NewReport {
         id: id.clone(),
         received_us: now_us(),
@@ -112,6 +111,7 @@ pub(crate) async fn accept(
         accused,
         check_json: Some(check_json(&report, &check).to_string()),
     };
+    let size = u64::try_from(new.stored_size()).unwrap_or(u64::MAX);
     let db_down = || {
         (
             Reject::Store,

@@ -38,6 +38,14 @@ pub struct NewReport {
 /// A report as stored.
 pub type StoredReport = NewReport;
 
+impl NewReport {
+    /// The bytes it takes, as the quotas count them: its canonical body
+    /// and its stored check.
+    pub fn stored_size(&self) -> i64 {
+        (self.body.len() + self.check_json.as_ref().map_or(0, String::len)) as i64
+    }
+}
+
 /// One line of the audit list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReportSummary {
@@ -60,7 +68,7 @@ pub struct ReportLine {
     pub received_us: i64,
     /// Its verdict when received.
     pub verdict: String,
-    /// Bytes stored.
+    /// Bytes stored: the canonical body and the stored check.
     pub size: i64,
     /// The keys it accuses (base64), sorted.
     pub accused: Vec<String>,
@@ -179,7 +187,7 @@ impl Store {
         .bind(&r.verdict)
         .bind(r.entries)
         .bind(r.contradictions)
-        .bind(r.body.len() as i64)
+        .bind(r.stored_size())
         .bind(r.check_json.as_deref())
         .execute(&mut *tx)
         .await?;
@@ -260,13 +268,18 @@ impl Store {
         })
     }
 
-    /// Keeps the check of a report stored without one.
+    /// Keeps the check of a report stored without one (its size grows by
+    /// the check's).
     pub async fn set_report_check(&self, id: &str, check_json: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE reports SET check_json = $2 WHERE id = $1")
-            .bind(id)
-            .bind(check_json)
-            .execute(self.pool())
-            .await?;
+        sqlx::query(
+            "UPDATE reports SET check_json = $2, size = LENGTH(body) + $3 \
+             WHERE id = $1 AND check_json IS NULL",
+        )
+        .bind(id)
+        .bind(check_json)
+        .bind(check_json.len() as i64)
+        .execute(self.pool())
+        .await?;
         Ok(())
     }
 
