@@ -251,21 +251,23 @@ impl Store {
         Ok(row.try_get::<i64, _>(0)? > 0)
     }
 
-    /// Bytes of reports stored in all, and from `prefix`.
+    /// Bytes of reports stored in all, and from `prefix`. Both sums read
+    /// only the (sender_prefix, size) index, never a body.
     pub async fn report_usage(&self, prefix: &str) -> Result<Usage, StoreError> {
         // SUM is NUMERIC on PostgreSQL: cast back to BIGINT for both.
-        let row = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT), \
-             CAST(COALESCE(SUM(CASE WHEN sender_prefix = $1 THEN size ELSE 0 END), 0) AS BIGINT) \
-             FROM reports",
+        let total = sqlx::query("SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM reports")
+            .fetch_one(self.pool())
+            .await?
+            .try_get(0)?;
+        let source = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM reports \
+             WHERE sender_prefix = $1",
         )
         .bind(prefix)
         .fetch_one(self.pool())
-        .await?;
-        Ok(Usage {
-            total: row.try_get(0)?,
-            source: row.try_get(1)?,
-        })
+        .await?
+        .try_get(0)?;
+        Ok(Usage { total, source })
     }
 
     /// Keeps the check of a report stored without one (its size grows by
