@@ -307,3 +307,60 @@ fn history_is_read_as_a_bounded_summary_of_its_window() {
         },
     );
 }
+
+/// A database made by a build before migration 0002 (only 0001 applied,
+/// a report stored with its body exactly as received, padding and all)
+/// opens with this build: the report keeps its body, its size is the
+/// body's length (so the quotas count it), and it has no stored check
+/// until one is set.
+#[test]
+fn a_database_from_before_the_quotas_migrates() {
+    on_both(
+        "a_database_from_before_the_quotas_migrates",
+        |url| async move {
+            // Only 0001, applied by sqlx's migrator from a directory holding
+            // just that file, as an older build would have.
+            let dir = tempfile::tempdir().expect("tempdir");
+            let first = "0001_initial.sql";
+            let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+            std::fs::copy(src.join(first), dir.path().join(first)).unwrap();
+            sqlx::any::install_default_drivers();
+            let sql_url = if url.starts_with("sqlite:") {
+                format!("{url}?mode=rwc")
+            } else {
+                url.clone()
+            };
+            let pool = sqlx::any::AnyPoolOptions::new()
+                .max_connections(1)
+                .connect(&sql_url)
+                .await
+                .unwrap();
+            sqlx::migrate::Migrator::new(dir.path())
+                .await
+                .unwrap()
+                .run(&pool)
+                .await
+                .unwrap();
+            let padded = format!("{{\"responses\": []}}{}", " ".repeat(5000));
+            sqlx::query(
+                "INSERT INTO reports (id, received_us, sender_prefix, body, verdict, entries, \
+             contradictions) VALUES ('old', 1, 'a/24', $1, 'malfeasance', 2, 1)",
+            )
+            .bind(&padded)
+            .execute(&pool)
+            .await
+            .unwrap();
+            pool.close().await;
+
+            let store = Store::open(&url).await.expect("migrates");
+            let old = store.report("old").await.unwrap().expect("kept");
+            assert_eq!(old.body, padded);
+            assert_eq!(old.check_json, None);
+            let usage = store.report_usage("a/24").await.unwrap();
+            assert_eq!((usage.total, usage.source), (5017, 5017));
+            store.set_report_check("old", "{}").await.unwrap();
+            assert_eq!(store.report_usage("").await.unwrap().total, 5019);
+            store.close().await;
+        },
+    );
+}
