@@ -899,6 +899,14 @@ fn a_real_report_stays_reachable_under_a_flood() {
         assert!(html_pages < 20);
     }
     assert_eq!(html_pages, 12);
+    // Another page size is kept by the links.
+    let page: serde_json::Value =
+        serde_json::from_str(&sink.get("/api/reports?limit=500").1).unwrap();
+    assert_eq!(page["reports"].as_array().unwrap().len(), 500);
+    let next = page["older_url"].as_str().unwrap().to_string();
+    assert!(next.ends_with("&limit=500"), "{next}");
+    let page: serde_json::Value = serde_json::from_str(&sink.get(&next).1).unwrap();
+    assert_eq!(page["reports"].as_array().unwrap().len(), 500);
     assert_eq!(sink.get("/api/reports?before=nonsense").0, 400);
     sink.stop();
     let _ = std::fs::remove_file(&path);

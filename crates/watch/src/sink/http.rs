@@ -334,6 +334,8 @@ async fn list_json(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
         Err(_) => return unavailable(),
     };
     let (newer, older) = links(&page);
+    // The links keep the page size asked for.
+    let keep = limit.map(|n| format!("&limit={n}")).unwrap_or_default();
     let reports: Vec<serde_json::Value> = page
         .lines
         .iter()
@@ -356,8 +358,8 @@ async fn list_json(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
             "reports": reports,
             "newer": newer,
             "older": older,
-            "newer_url": newer.as_ref().map(|c| format!("/api/reports?after={c}")),
-            "older_url": older.as_ref().map(|c| format!("/api/reports?before={c}")),
+            "newer_url": newer.as_ref().map(|c| format!("/api/reports?after={c}{keep}")),
+            "older_url": older.as_ref().map(|c| format!("/api/reports?before={c}{keep}")),
         }),
     )
 }
