@@ -733,13 +733,13 @@ fn reports_about_unwatched_servers_are_refused() {
     let _ = std::fs::remove_file(&path);
 }
 
-/// Padded valid reports are stored as canonical JSON (no padding, no
-/// unknown member) and stop at the quotas: one /24's at its
+/// Padded valid reports about watched servers are stored as canonical
+/// JSON (no padding, no unknown member) and stop at the quotas: one /24's at its
 /// quota-per-source (429 `source_quota` with Retry-After), everyone's at
 /// the total quota (507 `storage_full`). A replay of a stored report is
 /// still "already known".
 fn padded_flood_stops_at_the_quotas(database: &str) {
-    let (report, _lineup) = make_report(81);
+    let (report, lineup) = make_report(81);
     let size = stored_size(&minted(&report, 0, 0));
     let body_size = canonical(&minted(&report, 0, 0)).len();
     let per_source = 10 * size + size / 2;
@@ -753,6 +753,9 @@ fn padded_flood_stops_at_the_quotas(database: &str) {
             &per_source.to_string(),
             "--quota",
             &total.to_string(),
+            // Reports about the servers it watches: these pass.
+            "--accept-keys",
+            lineup.list.to_str().unwrap(),
         ],
     );
     let bodies: Vec<Vec<u8>> = (0..30).map(|n| minted(&report, n, 60_000)).collect();
