@@ -514,6 +514,34 @@ mod tests {
     }
 
     #[test]
+    fn key_files_read_base64_lines_and_name_a_bad_line() {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let dir = std::env::temp_dir().join(format!("gnomon-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("keys.txt");
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        let text = format!(
+            "# ours\n{}\n\n  {}  # theirs\n",
+            b64.encode(a),
+            b64.encode(b)
+        );
+        std::fs::write(&file, text).unwrap();
+        let keys = load_keys(&file).unwrap();
+        assert_eq!(keys.len(), 2);
+        assert!(keys.contains(&a) && keys.contains(&b) && !keys.contains(&[3u8; 32]));
+        std::fs::write(&file, format!("{}\nAAAA\n", b64.encode(a))).unwrap();
+        let e = load_keys(&file).unwrap_err();
+        assert!(
+            e.ends_with("keys.txt:2: `AAAA` is not a public key (32 bytes, base64)"),
+            "{e}"
+        );
+        std::fs::write(&file, "# none\n").unwrap();
+        assert!(load_keys(&file).unwrap_err().contains("no public keys"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn bad_values_unknown_keys_and_missing_requirements_are_errors() {
         for (text, needle) in [
             (
