@@ -194,7 +194,7 @@ fn listed_key(list: &std::path::Path, name: &str) -> String {
 
 /// `--sink`: the report sink on watch's own listener. The liar's report,
 /// made by watch itself, is in the store after the first round: listed
-/// under every key of a contradicting pair (either signer may be the
+/// with every key of a contradicting pair (either signer may be the
 /// liar), served as made, verifying on demand and with `verify-report`;
 /// a POST of it through the endpoint is a replay. Then SIGTERM: watch
 /// stops, closes the database (SQLite folds its log back into the file,
@@ -232,8 +232,8 @@ fn watch_runs_the_sink_keeps_its_own_report_and_stops_on_sigterm() {
     let check: serde_json::Value = serde_json::from_str(&check).unwrap();
     assert_eq!(check["proof_of_malfeasance"], true, "{check}");
 
-    // Every key on either side of a contradiction heads a group that
-    // links the report: the liar's and the honest servers' it contradicts.
+    // The report's line names every key on either side of a
+    // contradiction: the liar's and the honest servers' it contradicts.
     let mut keys: Vec<String> = check["contradictions"]
         .as_array()
         .unwrap()
@@ -248,14 +248,15 @@ fn watch_runs_the_sink_keeps_its_own_report_and_stops_on_sigterm() {
         keys.contains(&listed_key(&lineup.list, HONEST[0])),
         "{keys:?}"
     );
-    let groups: Vec<&str> = listing.split("<h2>").skip(1).collect();
-    assert_eq!(groups.len(), keys.len(), "{listing}");
+    let line = listing
+        .split("<tr>")
+        .find(|row| row.contains(&id))
+        .unwrap_or_else(|| panic!("no line for {id}: {listing}"));
     for key in &keys {
-        let group = groups
-            .iter()
-            .find(|g| g.contains(&format!("<code>{key}</code>")))
-            .unwrap_or_else(|| panic!("no group for {key}: {listing}"));
-        assert!(group.contains(&id), "{key}'s group lacks the report");
+        assert!(
+            line.contains(&format!("<code>{key}</code>")),
+            "{key} missing from the report's line: {line}"
+        );
     }
 
     let (_, metrics) = watch.get("/metrics");
@@ -266,6 +267,21 @@ fn watch_runs_the_sink_keeps_its_own_report_and_stops_on_sigterm() {
     let (status, answer) = watch_support::post(watch.addr, "/reports", body.as_bytes());
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("already known"), "{answer}");
+    // A report naming only servers this watch does not list is refused
+    // (422 unwatched) before any signature is checked.
+    let mut foreign: serde_json::Value = serde_json::from_str(&body).unwrap();
+    for (i, e) in foreign["responses"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        e["publicKey"] = gnomon_testkit::base64(&[0xc0 | i as u8; 32]).into();
+    }
+    let (status, answer) =
+        watch_support::post(watch.addr, "/reports", foreign.to_string().as_bytes());
+    assert_eq!(status, 422, "{answer}");
+    assert!(answer.contains("\"unwatched\""), "{answer}");
 
     let status = watch.terminate(Duration::from_secs(60));
     assert!(status.success(), "{status}: {:?}", watch.log());

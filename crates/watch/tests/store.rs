@@ -2,7 +2,7 @@
 //! in a temp dir) and PostgreSQL (a real server from Debian's package,
 //! started by gnomon_testkit::postgres, or a plain skip where it cannot).
 
-use gnomon_watch::store::Table;
+use gnomon_watch::store::{Cursor, PageAt, Table};
 use gnomon_watch::{Inserted, NewReport, Observation, ServerRow, Store};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -105,6 +105,7 @@ fn report(id: &str, accused: &[&str]) -> NewReport {
         entries: 2,
         contradictions: 1,
         accused: accused.iter().map(|s| s.to_string()).collect(),
+        check_json: None,
     }
 }
 
@@ -144,6 +145,86 @@ fn reports_deduplicate_and_list_by_accused() {
             store.close().await;
         },
     );
+}
+
+/// Pages of the newest-first list reach every report once, forwards and
+/// back; sizes add up per sender; retention deletes by age, with the
+/// accusations.
+#[test]
+fn reports_page_sum_and_expire() {
+    on_both("reports_page_sum_and_expire", |url| async move {
+        let store = Store::open(&url).await.expect("open");
+        let id = |i: u32| format!("{i:064x}");
+        for i in 0..25u32 {
+            let mut r = report(&id(i), &["k1", "k2"]);
+            // Pairs share a time: the id breaks the tie.
+            r.received_us = 1_000 + i64::from(i / 2);
+            r.body = "x".repeat(10 + i as usize);
+            r.sender_prefix = if i % 5 == 0 { "a/24" } else { "b/24" }.into();
+            // Stored with its check, but for one from before checks were.
+            r.check_json = (i != 3).then(|| "{\"valid\":true}".into());
+            assert_eq!(store.insert_report(&r).await.unwrap(), Inserted::New);
+        }
+        let mut at = PageAt::Newest;
+        let mut seen = Vec::new();
+        let mut pages = Vec::new();
+        loop {
+            let page = store.reports_page(&at, 10).await.unwrap();
+            assert!(page.lines.len() <= 10);
+            assert!(page.lines.iter().all(|l| l.accused == ["k1", "k2"]));
+            seen.extend(page.lines.iter().map(|l| l.id.clone()));
+            pages.push(page.clone());
+            if !page.older {
+                break;
+            }
+            at = PageAt::Before(Cursor::at(page.lines.last().unwrap()));
+        }
+        let want: Vec<String> = (0..25u32).rev().map(id).collect();
+        assert_eq!(seen, want, "newest first, each once");
+        assert_eq!(pages.len(), 3);
+        assert!(!pages[0].newer && pages[2].newer);
+        // Back from the last page to the middle one.
+        let first_of_last = Cursor::at(&pages[2].lines[0]);
+        let back = store
+            .reports_page(&PageAt::After(first_of_last), 10)
+            .await
+            .unwrap();
+        assert_eq!(back, pages[1]);
+        let text = Cursor::at(&pages[1].lines[0]).to_string();
+        assert_eq!(Cursor::parse(&text), Some(Cursor::at(&pages[1].lines[0])));
+        assert_eq!(Cursor::parse("12-zz"), None);
+
+        let usage = store.report_usage("a/24").await.unwrap();
+        // The body and the check.
+        let size = |i: u32| 10 + i64::from(i) + if i == 3 { 0 } else { 14 };
+        assert_eq!(usage.total, (0..25).map(size).sum::<i64>());
+        assert_eq!(
+            usage.source,
+            [0, 5, 10, 15, 20].map(size).iter().sum::<i64>()
+        );
+        let check_of = |id: String| {
+            let store = store.clone();
+            async move { store.report(&id).await.unwrap().unwrap().check_json }
+        };
+        assert_eq!(check_of(id(4)).await.as_deref(), Some("{\"valid\":true}"));
+        assert_eq!(check_of(id(3)).await, None);
+        let before = store.report_usage("").await.unwrap().total;
+        store.set_report_check(&id(3), "{}").await.unwrap();
+        assert_eq!(check_of(id(3)).await.as_deref(), Some("{}"));
+        let after = store.report_usage("").await.unwrap().total;
+        assert_eq!(after, before + 2, "the check's bytes are counted");
+        // A stored check is never replaced.
+        store.set_report_check(&id(3), "{\"x\":1}").await.unwrap();
+        assert_eq!(check_of(id(3)).await.as_deref(), Some("{}"));
+        assert!(store.has_report(&id(3)).await.unwrap());
+
+        // Older than 1_005: ids 0..=9.
+        assert_eq!(store.expire_reports(1_005).await.unwrap(), 10);
+        assert_eq!(store.count(Table::Reports).await.unwrap(), 15);
+        assert_eq!(store.count(Table::ReportAccused).await.unwrap(), 30);
+        assert!(!store.has_report(&id(3)).await.unwrap());
+        store.close().await;
+    });
 }
 
 #[test]
@@ -223,6 +304,63 @@ fn history_is_read_as_a_bounded_summary_of_its_window() {
             store.insert_observations(&few).await.unwrap();
             let w = history::points(&store, "new", now).await.unwrap();
             assert_eq!((w.points.len(), w.rounds, w.up), (10, 10, 10));
+        },
+    );
+}
+
+/// A database made by a build before migration 0002 (only 0001 applied,
+/// a report stored with its body exactly as received, padding and all)
+/// opens with this build: the report keeps its body, its size is the
+/// body's length (so the quotas count it), and it has no stored check
+/// until one is set.
+#[test]
+fn a_database_from_before_the_quotas_migrates() {
+    on_both(
+        "a_database_from_before_the_quotas_migrates",
+        |url| async move {
+            // Only 0001, applied by sqlx's migrator from a directory holding
+            // just that file, as an older build would have.
+            let dir = tempfile::tempdir().expect("tempdir");
+            let first = "0001_initial.sql";
+            let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+            std::fs::copy(src.join(first), dir.path().join(first)).unwrap();
+            sqlx::any::install_default_drivers();
+            let sql_url = if url.starts_with("sqlite:") {
+                format!("{url}?mode=rwc")
+            } else {
+                url.clone()
+            };
+            let pool = sqlx::any::AnyPoolOptions::new()
+                .max_connections(1)
+                .connect(&sql_url)
+                .await
+                .unwrap();
+            sqlx::migrate::Migrator::new(dir.path())
+                .await
+                .unwrap()
+                .run(&pool)
+                .await
+                .unwrap();
+            let padded = format!("{{\"responses\": []}}{}", " ".repeat(5000));
+            sqlx::query(
+                "INSERT INTO reports (id, received_us, sender_prefix, body, verdict, entries, \
+             contradictions) VALUES ('old', 1, 'a/24', $1, 'malfeasance', 2, 1)",
+            )
+            .bind(&padded)
+            .execute(&pool)
+            .await
+            .unwrap();
+            pool.close().await;
+
+            let store = Store::open(&url).await.expect("migrates");
+            let old = store.report("old").await.unwrap().expect("kept");
+            assert_eq!(old.body, padded);
+            assert_eq!(old.check_json, None);
+            let usage = store.report_usage("a/24").await.unwrap();
+            assert_eq!((usage.total, usage.source), (5017, 5017));
+            store.set_report_check("old", "{}").await.unwrap();
+            assert_eq!(store.report_usage("").await.unwrap().total, 5019);
+            store.close().await;
         },
     );
 }

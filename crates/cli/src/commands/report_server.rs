@@ -39,6 +39,27 @@ pub(crate) struct Args {
     /// [default: 64].
     #[arg(long, env = "GNOMON_REPORT_SERVER_MAX_CONNECTIONS", value_name = "N", value_parser = cfg::parse_max_connections)]
     max_connections: Option<u64>,
+    /// Keep only reports accusing one of these servers (others get 422
+    /// `unwatched`): a server list (JSON) or base64 public keys, one a
+    /// line [default: reports about any server are kept].
+    #[arg(long, env = "GNOMON_REPORT_SERVER_ACCEPT_KEYS", value_name = "FILE")]
+    accept_keys: Option<PathBuf>,
+    /// Bytes of reports kept from one sender /24 or /48; past it, 429.
+    /// 1024..=1099511627776 [default: 16777216].
+    #[arg(long, env = "GNOMON_REPORT_SERVER_QUOTA_PER_SOURCE", value_name = "BYTES", value_parser = cfg::parse_quota)]
+    quota_per_source: Option<u64>,
+    /// Bytes of reports kept in all; past it, 507. 1024..=1099511627776
+    /// [default: 1073741824].
+    #[arg(long, env = "GNOMON_REPORT_SERVER_QUOTA", value_name = "BYTES", value_parser = cfg::parse_quota)]
+    quota: Option<u64>,
+    /// Reports older than this are deleted (checked every tenth of it, at
+    /// most hourly). 1s..=36500d [default: 365d].
+    #[arg(long, env = "GNOMON_REPORT_SERVER_RETENTION", value_name = "DURATION", value_parser = cfg::parse_retention)]
+    retention: Option<std::time::Duration>,
+    /// Sender prefixes the rate limit tracks at once; past it the least
+    /// recently seen is forgotten. 1..=1048576 [default: 4096].
+    #[arg(long, env = "GNOMON_REPORT_SERVER_RATE_TABLE", value_name = "N", value_parser = cfg::parse_rate_table)]
+    rate_table: Option<u64>,
     /// Print the effective settings as a [report-server] table and exit.
     #[arg(long)]
     print_config: bool,
@@ -55,13 +76,31 @@ pub(crate) fn run(args: Args) -> ExitCode {
         max_body: args.max_body,
         rate: args.rate,
         max_connections: args.max_connections,
+        accept_keys: args.accept_keys.clone(),
+        quota_per_source: args.quota_per_source,
+        quota: args.quota,
+        retention: args.retention,
+        rate_table: args.rate_table,
     };
     let settings = SinkSettings::resolve(&file.sink, &over);
     if args.print_config {
         print!("{settings}");
         return Exit::Ok.into();
     }
-    match sink::run(settings.listen, &settings.database, settings.sink_config()) {
+    let config = match settings.sink_config(None) {
+        Ok(c) => c,
+        Err(e) => return usage("report-server", e),
+    };
+    match &config.keys {
+        Some(k) => eprintln!(
+            "gnomon report-server: keeping reports that accuse one of {} keys",
+            k.len()
+        ),
+        None => eprintln!(
+            "gnomon report-server: keeping reports about any server (--accept-keys limits them)"
+        ),
+    }
+    match sink::run(settings.listen, &settings.database, config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gnomon report-server: {e}");

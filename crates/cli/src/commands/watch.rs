@@ -11,7 +11,7 @@ use std::time::Duration;
 use gnomon_client::{reports_url, PostPolicy};
 use gnomon_watch::history::History;
 use gnomon_watch::probe::{self, Settings};
-use gnomon_watch::sink::Sink;
+use gnomon_watch::sink::{KeySet, Sink};
 use gnomon_watch::state::Latest;
 use gnomon_watch::web::{self, App};
 use gnomon_watch::Store;
@@ -182,10 +182,24 @@ pub(crate) fn run(args: Args) -> ExitCode {
         None => None,
     };
     // resolve() refuses `sink` without a database.
+    // The sink keeps reports about the watched servers (and those of
+    // [report-server] accept-keys, if any).
+    let sink_config = if settings.sink {
+        let watched = KeySet::new(loaded.servers.iter().map(|s| &s.public_key));
+        match sink_settings.sink_config(Some(watched)) {
+            Ok(c) => Some(c),
+            Err(e) => return usage("watch", e),
+        }
+    } else {
+        None
+    };
     let sink = store
         .clone()
-        .filter(|_| settings.sink)
-        .map(|s| Sink::new(s, sink_settings.sink_config()));
+        .zip(sink_config)
+        .map(|(s, config)| Sink::new(s, config));
+    if let Some(s) = &sink {
+        s.spawn_retention(runtime.handle());
+    }
     probing.sink = sink.clone().map(|s| (s, runtime.handle().clone()));
     let history = store
         .clone()

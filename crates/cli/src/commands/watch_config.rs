@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use gnomon_sync::config::{duration_in, int_in, DurationText};
 use gnomon_watch::sink::{
-    SinkConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_RATE_PER_MINUTE,
+    KeySet, SinkConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_QUOTA_PER_SOURCE,
+    DEFAULT_QUOTA_TOTAL, DEFAULT_RATE_PER_MINUTE, DEFAULT_RATE_TABLE, DEFAULT_RETENTION,
 };
 use serde::Deserialize;
 
@@ -102,6 +103,65 @@ pub(crate) fn parse_max_connections(s: &str) -> Result<u64, String> {
     int_in(s, 1, 65_536, "an integer in 1..=65536").map(|v| v as u64)
 }
 
+/// `quota`, `quota-per-source`: 1 KiB to 1 TiB.
+pub(crate) fn parse_quota(s: &str) -> Result<u64, String> {
+    int_in(s, 1024, 1 << 40, "a byte count in 1024..=1099511627776").map(|v| v as u64)
+}
+
+/// `retention`: 1 s to 100 years.
+pub(crate) fn parse_retention(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_secs(1),
+        Duration::from_secs(36_500 * 86_400),
+        "a duration in 1s..=36500d",
+    )
+}
+
+/// `rate-table`: 1..=1048576 prefixes.
+pub(crate) fn parse_rate_table(s: &str) -> Result<u64, String> {
+    int_in(s, 1, 1 << 20, "an integer in 1..=1048576").map(|v| v as u64)
+}
+
+/// The keys of `accept-keys`: a server list (JSON, what `gnomon watch
+/// --servers` reads: its servers' keys) or base64 keys, one a line (blank
+/// lines and `#` comments are skipped). A file naming no key is an error:
+/// it would refuse every report.
+pub(crate) fn load_keys(path: &Path) -> Result<KeySet, String> {
+    use base64::Engine;
+    let raw = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let what = path.display().to_string();
+    let text = String::from_utf8_lossy(&raw);
+    let keys = if text.trim_start().starts_with('{') {
+        let loaded = gnomon_sync::list::parse(raw.clone(), &what)?;
+        KeySet::new(loaded.servers.iter().map(|s| &s.public_key))
+    } else {
+        let mut keys = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let key = base64::engine::general_purpose::STANDARD
+                .decode(line)
+                .ok()
+                .and_then(|k| <[u8; 32]>::try_from(k).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "{what}:{}: `{line}` is not a public key (32 bytes, base64)",
+                        n + 1
+                    )
+                })?;
+            keys.push(key);
+        }
+        KeySet::new(keys.iter())
+    };
+    if keys.is_empty() {
+        return Err(format!("{what}: no public keys in it"));
+    }
+    Ok(keys)
+}
+
 /// `[watch]`, each key present or not (from the file, or from flags and
 /// variables).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -128,6 +188,11 @@ pub(crate) struct SinkLayer {
     pub max_body: Option<u64>,
     pub rate: Option<u32>,
     pub max_connections: Option<u64>,
+    pub accept_keys: Option<PathBuf>,
+    pub quota_per_source: Option<u64>,
+    pub quota: Option<u64>,
+    pub retention: Option<Duration>,
+    pub rate_table: Option<u64>,
 }
 
 /// A file's two tables.
@@ -169,6 +234,11 @@ struct SinkTable {
     max_body: Option<i64>,
     rate: Option<i64>,
     max_connections: Option<i64>,
+    accept_keys: Option<String>,
+    quota_per_source: Option<i64>,
+    quota: Option<i64>,
+    retention: Option<String>,
+    rate_table: Option<i64>,
 }
 
 /// Applies `parse` to a present value, naming `[table] key` in the error.
@@ -231,6 +301,17 @@ impl FileLayers {
                     r.max_connections,
                     parse_max_connections,
                 )?,
+                accept_keys: r.accept_keys.map(|p| base.join(p)),
+                quota_per_source: checked(
+                    path,
+                    rt,
+                    "quota-per-source",
+                    r.quota_per_source,
+                    parse_quota,
+                )?,
+                quota: checked(path, rt, "quota", r.quota, parse_quota)?,
+                retention: checked(path, rt, "retention", r.retention, parse_retention)?,
+                rate_table: checked(path, rt, "rate-table", r.rate_table, parse_rate_table)?,
             },
         })
     }
@@ -299,6 +380,11 @@ pub(crate) struct SinkSettings {
     pub max_body: u64,
     pub rate: u32,
     pub max_connections: u64,
+    pub accept_keys: Option<PathBuf>,
+    pub quota_per_source: u64,
+    pub quota: u64,
+    pub retention: Duration,
+    pub rate_table: u64,
 }
 
 impl SinkSettings {
@@ -315,16 +401,32 @@ impl SinkSettings {
             max_body: pick!(max_body).unwrap_or(DEFAULT_MAX_BODY as u64),
             rate: pick!(rate).unwrap_or(DEFAULT_RATE_PER_MINUTE),
             max_connections: pick!(max_connections).unwrap_or(DEFAULT_MAX_CONNECTIONS as u64),
+            accept_keys: pick!(accept_keys),
+            quota_per_source: pick!(quota_per_source).unwrap_or(DEFAULT_QUOTA_PER_SOURCE),
+            quota: pick!(quota).unwrap_or(DEFAULT_QUOTA_TOTAL),
+            retention: pick!(retention).unwrap_or(DEFAULT_RETENTION),
+            rate_table: pick!(rate_table).unwrap_or(DEFAULT_RATE_TABLE as u64),
         }
     }
 
-    /// The sink's limits.
-    pub(crate) fn sink_config(&self) -> SinkConfig {
-        SinkConfig {
+    /// The sink's limits, with the keys of `accept-keys` read (an
+    /// unreadable or empty file is an error). `also` are keys to accept
+    /// besides (`gnomon watch --sink`: its list's).
+    pub(crate) fn sink_config(&self, also: Option<KeySet>) -> Result<SinkConfig, String> {
+        let mut keys = self.accept_keys.as_deref().map(load_keys).transpose()?;
+        if let Some(more) = also {
+            keys.get_or_insert_with(KeySet::default).extend(more);
+        }
+        Ok(SinkConfig {
             max_body: self.max_body as usize,
             rate_per_minute: self.rate,
             max_connections: self.max_connections as usize,
-        }
+            keys: keys.map(std::sync::Arc::new),
+            quota_per_source: self.quota_per_source,
+            quota_total: self.quota,
+            retention: self.retention,
+            rate_table: self.rate_table as usize,
+        })
     }
 }
 
@@ -367,7 +469,14 @@ impl fmt::Display for SinkSettings {
         writeln!(f, "database = {}", quoted(&self.database))?;
         writeln!(f, "max-body = {}", self.max_body)?;
         writeln!(f, "rate = {}", self.rate)?;
-        writeln!(f, "max-connections = {}", self.max_connections)
+        writeln!(f, "max-connections = {}", self.max_connections)?;
+        if let Some(k) = &self.accept_keys {
+            writeln!(f, "accept-keys = {}", quoted(&k.display().to_string()))?;
+        }
+        writeln!(f, "quota-per-source = {}", self.quota_per_source)?;
+        writeln!(f, "quota = {}", self.quota)?;
+        writeln!(f, "retention = \"{}\"", DurationText(self.retention))?;
+        writeln!(f, "rate-table = {}", self.rate_table)
     }
 }
 
@@ -405,6 +514,34 @@ mod tests {
     }
 
     #[test]
+    fn key_files_read_base64_lines_and_name_a_bad_line() {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let dir = std::env::temp_dir().join(format!("gnomon-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("keys.txt");
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        let text = format!(
+            "# ours\n{}\n\n  {}  # theirs\n",
+            b64.encode(a),
+            b64.encode(b)
+        );
+        std::fs::write(&file, text).unwrap();
+        let keys = load_keys(&file).unwrap();
+        assert_eq!(keys.len(), 2);
+        assert!(keys.contains(&a) && keys.contains(&b) && !keys.contains(&[3u8; 32]));
+        std::fs::write(&file, format!("{}\nAAAA\n", b64.encode(a))).unwrap();
+        let e = load_keys(&file).unwrap_err();
+        assert!(
+            e.ends_with("keys.txt:2: `AAAA` is not a public key (32 bytes, base64)"),
+            "{e}"
+        );
+        std::fs::write(&file, "# none\n").unwrap();
+        assert!(load_keys(&file).unwrap_err().contains("no public keys"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn bad_values_unknown_keys_and_missing_requirements_are_errors() {
         for (text, needle) in [
             (
@@ -422,6 +559,19 @@ mod tests {
             ("[watch]\nintervall = \"5m\"", "unknown field `intervall`"),
             ("[report-server]\nmax-body = 10", "[report-server] max-body"),
             ("[report-server]\nrate = 0", "[report-server] rate"),
+            ("[report-server]\nquota = 10", "[report-server] quota"),
+            (
+                "[report-server]\nquota-per-source = -1",
+                "[report-server] quota-per-source",
+            ),
+            (
+                "[report-server]\nretention = \"0s\"",
+                "[report-server] retention",
+            ),
+            (
+                "[report-server]\nrate-table = 0",
+                "[report-server] rate-table",
+            ),
             ("[monitor]\n", "unknown field `monitor`"),
         ] {
             let e = FileLayers::from_toml(text, Path::new(FILE)).unwrap_err();

@@ -1,11 +1,14 @@
 //! From a body to a stored report: parse, verify (the code `gnomon
-//! verify-report` uses), store once. Shared by the HTTP endpoint and by a
-//! monitor handing in its own reports (`gnomon watch --sink`).
+//! verify-report` uses), keep only what accuses a key the sink cares
+//! about, within the quotas, as canonical JSON with its check; store once.
+//! Shared by the HTTP endpoint and by a monitor handing in its own reports
+//! (`gnomon watch --sink`).
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
-use gnomon_client::report_check::{accused_keys, parse_verifiable, Verdict};
+use gnomon_client::report_check::{accused_keys, check_json, parse_verifiable, Verdict};
 
 use super::metrics::Reject;
 use super::Shared;
@@ -20,7 +23,7 @@ pub struct Stored {
     pub inserted: Inserted,
 }
 
-fn now_us() -> i64 {
+pub(crate) fn now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
@@ -29,21 +32,37 @@ fn now_us() -> i64 {
 /// Checks `bytes` and stores it as sent from `prefix`. Counts what it
 /// stored; a refusal is the caller's to count (with the reason returned).
 pub(crate) async fn accept(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     bytes: Bytes,
     prefix: String,
 ) -> Result<Stored, (Reject, String)> {
+    let unwatched = || {
+        (
+            Reject::Unwatched,
+            "the report accuses no server this sink keeps reports about".to_string(),
+        )
+    };
     // Verifying is a few hundred signature checks at most: off the
-    // runtime's threads.
+    // runtime's threads. A report naming no key of the set is refused
+    // before any signature is checked.
+    let keys = shared.config.keys.clone();
+    let counted = shared.clone();
     let checked = tokio::task::spawn_blocking(move || {
-        let report = parse_verifiable(&bytes).map_err(|e| (e, ()))?;
+        let report = parse_verifiable(&bytes).map_err(Refusal::Parse)?;
+        if let Some(keys) = &keys {
+            if !report.entries.iter().any(|e| keys.contains(&e.public_key)) {
+                return Err(Refusal::Unwatched);
+            }
+        }
         let check = report.verify();
-        Ok::<_, (String, ())>((report, check, bytes))
+        counted.counters.verified(report.entries.len());
+        Ok::<_, Refusal>((report, check))
     })
     .await;
-    let (report, check, bytes) = match checked {
+    let (report, check) = match checked {
         Ok(Ok(x)) => x,
-        Ok(Err((why, ()))) => {
+        Ok(Err(Refusal::Unwatched)) => return Err(unwatched()),
+        Ok(Err(Refusal::Parse(why))) => {
             let reason = if why.starts_with("a pre-draft-12") {
                 Reject::Unverifiable
             } else {
@@ -71,11 +90,16 @@ pub(crate) async fn accept(
             ))
         }
     }
-    // The parser read it as JSON, so it is UTF-8.
-    let Ok(body) = String::from_utf8(bytes.to_vec()) else {
-        return Err((Reject::Malformed, "the report is not UTF-8".into()));
-    };
+    let accused = accused_keys(&report, &check);
+    if let Some(keys) = &shared.config.keys {
+        if !accused.iter().any(|k| keys.contains_b64(k)) {
+            return Err(unwatched());
+        }
+    }
     let id = report_id(&report);
+    // Kept as the parser read it, written back: no padding, no unknown
+    // members, whatever was sent.
+    let body = report.to_json();
     let new = NewReport {
         id: id.clone(),
         received_us: now_us(),
@@ -84,8 +108,52 @@ pub(crate) async fn accept(
         verdict: Verdict::Malfeasance.label().into(),
         entries: report.entries.len() as i64,
         contradictions: check.contradictions.len() as i64,
-        accused: accused_keys(&report, &check),
+        accused,
+        check_json: Some(check_json(&report, &check).to_string()),
     };
+    let size = u64::try_from(new.stored_size()).unwrap_or(u64::MAX);
+    let db_down = || {
+        (
+            Reject::Store,
+            "the database is unavailable; retry later".to_string(),
+        )
+    };
+    let _held = shared.storing.lock().await;
+    match shared.store.has_report(&id).await {
+        Ok(true) => {
+            shared.counters.duplicate();
+            return Ok(Stored {
+                id,
+                inserted: Inserted::Duplicate,
+            });
+        }
+        Ok(false) => {}
+        Err(_) => return Err(db_down()),
+    }
+    let usage = shared
+        .store
+        .report_usage(&new.sender_prefix)
+        .await
+        .map_err(|_| db_down())?;
+    let used = |n: i64| u64::try_from(n).unwrap_or(0);
+    if used(usage.source) + size > shared.config.quota_per_source {
+        return Err((
+            Reject::SourceQuota,
+            format!(
+                "reports from your network fill its quota ({} bytes); retry when older ones expire",
+                shared.config.quota_per_source
+            ),
+        ));
+    }
+    if used(usage.total) + size > shared.config.quota_total {
+        return Err((
+            Reject::StorageFull,
+            format!(
+                "the sink's storage quota ({} bytes) is full; retry when older reports expire",
+                shared.config.quota_total
+            ),
+        ));
+    }
     match shared.store.insert_report(&new).await {
         Ok(inserted) => {
             match inserted {
@@ -94,9 +162,14 @@ pub(crate) async fn accept(
             }
             Ok(Stored { id, inserted })
         }
-        Err(_) => Err((
-            Reject::Store,
-            "the database is unavailable; retry later".into(),
-        )),
+        Err(_) => Err(db_down()),
     }
+}
+
+/// Why a body was refused before it was stored.
+enum Refusal {
+    /// Not a verifiable report (the parser's words).
+    Parse(String),
+    /// It names no key of the set.
+    Unwatched,
 }

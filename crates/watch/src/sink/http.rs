@@ -9,10 +9,12 @@ use std::time::Instant;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use axum::http::Uri;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use gnomon_client::format_utc;
 use gnomon_client::report_check::{check_json, parse_verifiable};
 use gnomon_protocol::report::MEDIA_TYPE;
 use serde_json::json;
@@ -21,12 +23,16 @@ use tokio::net::TcpListener;
 use super::accept::Stored;
 use super::limit::{retry_after, sender_prefix};
 use super::metrics::Reject;
-use super::{page, Shared, SinkConfig};
-use crate::store::{Inserted, Table};
+use super::{page, Shared, SinkConfig, PAGE_SIZE};
+use crate::store::{Cursor, Inserted, PageAt, ReportPage};
 use crate::Store;
 
-/// Lines on the audit page.
-const LIST_LIMIT: u32 = 1000;
+/// Most lines `/api/reports?limit=` gives on one page.
+const MAX_API_LIMIT: u32 = 1000;
+
+/// Retry-After for a quota refusal: room comes back only as reports
+/// expire, so not soon.
+const QUOTA_RETRY_SECS: u64 = 3600;
 
 /// Serves the sink on `listener` until `shutdown` completes; connections
 /// still open then are dropped.
@@ -39,7 +45,11 @@ pub async fn serve(
     let shared = Shared::new(store, config);
     let slots = crate::http::connection_table(shared.config.max_connections);
     let _ = shared.counters.connections.set(slots.clone());
-    crate::http::serve_router(listener, routes(shared.clone()), slots, shutdown).await
+    let retention = tokio::spawn(super::retention_loop(shared.clone()));
+    let served =
+        crate::http::serve_router(listener, routes(shared.clone()), slots, shutdown).await;
+    retention.abort();
+    served
 }
 
 pub(crate) fn routes(shared: Arc<Shared>) -> Router {
@@ -59,6 +69,7 @@ pub(crate) fn reports_routes(shared: Arc<Shared>) -> Router {
         .route("/reports", get(list).post(receive))
         .route("/reports/{file}", get(raw))
         .route("/reports/{id}/verify", get(verify))
+        .route("/api/reports", get(list_json))
         .with_state(shared)
 }
 
@@ -76,8 +87,12 @@ fn refuse(shared: &Shared, why: Reject, detail: impl Into<String>) -> Response {
         status,
         json!({ "status": "rejected", "reason": why.label(), "detail": detail.into() }),
     );
-    if why == Reject::RateLimited {
-        let secs = retry_after(shared.config.rate_per_minute).as_secs();
+    let retry = match why {
+        Reject::RateLimited => Some(retry_after(shared.config.rate_per_minute).as_secs()),
+        Reject::SourceQuota | Reject::StorageFull => Some(QUOTA_RETRY_SECS),
+        _ => None,
+    };
+    if let Some(secs) = retry {
         r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
     }
     r
@@ -195,6 +210,9 @@ async fn raw(State(shared): State<Arc<Shared>>, Path(file): Path<String>) -> Res
     }
 }
 
+/// The check made when the report arrived, as stored: no signature is
+/// checked again. A row stored before checks were kept is checked once and
+/// its check kept.
 async fn verify(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     if !valid_id(&id) {
         return not_found();
@@ -204,38 +222,145 @@ async fn verify(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
         Ok(None) => return not_found(),
         Err(_) => return unavailable(),
     };
-    let result = tokio::task::spawn_blocking(move || {
-        let mut v = match parse_verifiable(stored.body.as_bytes()) {
-            Ok(report) => check_json(&report, &report.verify()),
-            Err(e) => json!({ "valid": false, "error": e }),
-        };
-        v["id"] = json!(stored.id);
-        v["verdict_when_received"] = json!(stored.verdict);
-        v["received_us"] = json!(stored.received_us);
-        v
-    })
-    .await;
-    match result {
-        Ok(v) => json_response(StatusCode::OK, v),
-        Err(_) => unavailable(),
-    }
+    let mut v = match stored.check_json.as_deref().map(serde_json::from_str) {
+        Some(Ok(v)) => {
+            shared.counters.verdict_served();
+            v
+        }
+        _ => {
+            let body = stored.body.clone();
+            let counted = shared.clone();
+            let fresh =
+                tokio::task::spawn_blocking(move || match parse_verifiable(body.as_bytes()) {
+                    Ok(report) => {
+                        counted.counters.verified(report.entries.len());
+                        check_json(&report, &report.verify())
+                    }
+                    Err(e) => json!({ "valid": false, "error": e }),
+                })
+                .await;
+            let Ok(v) = fresh else {
+                return unavailable();
+            };
+            let _ = shared.store.set_report_check(&id, &v.to_string()).await;
+            v
+        }
+    };
+    v["id"] = json!(stored.id);
+    v["verdict_when_received"] = json!(stored.verdict);
+    v["received_us"] = json!(stored.received_us);
+    json_response(StatusCode::OK, v)
 }
 
-async fn list(State(shared): State<Arc<Shared>>) -> Response {
-    let lines = match shared.store.reports_by_accused(LIST_LIMIT).await {
-        Ok(l) => l,
+/// Which page a request asks for: `?before=CURSOR` (older), `?after=CURSOR`
+/// (newer), else the newest; and `limit=N`. None: a cursor that does not
+/// read.
+fn page_query(uri: &Uri) -> Option<(PageAt, Option<u32>)> {
+    let mut at = PageAt::Newest;
+    let mut limit = None;
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        match k {
+            "before" => at = PageAt::Before(Cursor::parse(v)?),
+            "after" => at = PageAt::After(Cursor::parse(v)?),
+            "limit" => limit = Some(v.parse::<u32>().ok()?.clamp(1, MAX_API_LIMIT)),
+            _ => {}
+        }
+    }
+    Some((at, limit))
+}
+
+fn bad_cursor() -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        "before=, after= take a cursor from a page's links; limit= a count\n",
+    )
+        .into_response()
+}
+
+/// The cursors a page links to: (newer, older).
+fn links(page: &ReportPage) -> (Option<String>, Option<String>) {
+    let newer = page
+        .lines
+        .first()
+        .filter(|_| page.newer)
+        .map(|l| Cursor::at(l).to_string());
+    let older = page
+        .lines
+        .last()
+        .filter(|_| page.older)
+        .map(|l| Cursor::at(l).to_string());
+    (newer, older)
+}
+
+async fn list(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    let Some((at, _)) = page_query(&uri) else {
+        return bad_cursor();
+    };
+    let page = match shared.store.reports_page(&at, PAGE_SIZE).await {
+        Ok(p) => p,
         Err(_) => return unavailable(),
     };
     let servers = shared.store.servers().await.unwrap_or_default();
-    match page::render(&lines, &servers) {
+    let (newer, older) = links(&page);
+    match page::render(&page.lines, &servers, newer, older) {
         Ok(html) => Html(html).into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "page failed\n").into_response(),
     }
 }
 
+/// `GET /api/reports`: a page of the newest-first list as JSON, with the
+/// cursors of the pages beside it.
+async fn list_json(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    let Some((at, limit)) = page_query(&uri) else {
+        return bad_cursor();
+    };
+    let page = match shared
+        .store
+        .reports_page(&at, limit.unwrap_or(PAGE_SIZE))
+        .await
+    {
+        Ok(p) => p,
+        Err(_) => return unavailable(),
+    };
+    let (newer, older) = links(&page);
+    // The links keep the page size asked for.
+    let keep = limit.map(|n| format!("&limit={n}")).unwrap_or_default();
+    let reports: Vec<serde_json::Value> = page
+        .lines
+        .iter()
+        .map(|l| {
+            json!({
+                "id": l.id,
+                "url": format!("/reports/{}.json", l.id),
+                "verify": format!("/reports/{}/verify", l.id),
+                "received_us": l.received_us,
+                "received": format_utc(u64::try_from(l.received_us).unwrap_or(0)),
+                "verdict": l.verdict,
+                "size": l.size,
+                "accused": l.accused,
+            })
+        })
+        .collect();
+    json_response(
+        StatusCode::OK,
+        json!({
+            "reports": reports,
+            "newer": newer,
+            "older": older,
+            "newer_url": newer.as_ref().map(|c| format!("/api/reports?after={c}{keep}")),
+            "older_url": older.as_ref().map(|c| format!("/api/reports?before={c}{keep}")),
+        }),
+    )
+}
+
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    let stored = shared.store.count(Table::Reports).await.ok();
-    let mut r = shared.counters.render(stored).into_response();
+    let mut r = shared.metrics().await.into_response();
     r.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),

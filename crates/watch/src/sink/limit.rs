@@ -26,10 +26,27 @@ pub fn sender_prefix(ip: IpAddr) -> String {
     }
 }
 
-/// Distinct prefixes tracked at once. Past this, idle ones are forgotten;
-/// if none is idle the request is refused, so a flood from many prefixes
-/// costs a bounded table, never unbounded memory.
-const MAX_PREFIXES: usize = 4096;
+/// Distinct prefixes tracked at once, by default. When the table is full
+/// a newcomer takes the place of the prefix seen least recently (counted),
+/// so a flood from many prefixes costs a bounded table and never locks
+/// out a sender the table has not seen yet.
+pub const DEFAULT_MAX_PREFIXES: usize = 4096;
+
+/// A prefix's bucket: tokens, when they were last topped up, and when the
+/// prefix was last seen (a tick of the table's clock, for LRU).
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+    seen: u64,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    buckets: HashMap<String, Bucket>,
+    tick: u64,
+    evicted: u64,
+}
 
 /// A token bucket per prefix: `burst` requests at once, refilled at
 /// `per_minute`.
@@ -37,17 +54,19 @@ const MAX_PREFIXES: usize = 4096;
 pub struct RateLimiter {
     per_minute: u32,
     burst: u32,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+    max_prefixes: usize,
+    table: Mutex<Table>,
 }
 
 impl RateLimiter {
     /// `per_minute` requests a minute per prefix, up to `per_minute` at
-    /// once.
-    pub fn new(per_minute: u32) -> Self {
+    /// once, for at most `max_prefixes` prefixes at a time.
+    pub fn new(per_minute: u32, max_prefixes: usize) -> Self {
         RateLimiter {
             per_minute,
             burst: per_minute.max(1),
-            buckets: Mutex::new(HashMap::new()),
+            max_prefixes: max_prefixes.max(1),
+            table: Mutex::new(Table::default()),
         }
     }
 
@@ -55,27 +74,40 @@ impl RateLimiter {
     pub fn allow(&self, prefix: &str, now: Instant) -> bool {
         let rate = f64::from(self.per_minute) / 60.0;
         let burst = f64::from(self.burst);
-        let refill = |(tokens, at): (f64, Instant)| {
-            (
-                burst.min(tokens + rate * now.saturating_duration_since(at).as_secs_f64()),
-                now,
-            )
-        };
-        let mut map = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if !map.contains_key(prefix) && map.len() >= MAX_PREFIXES {
-            map.retain(|_, b| refill(*b).0 < burst);
-            if map.len() >= MAX_PREFIXES {
-                return false;
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        t.tick += 1;
+        let tick = t.tick;
+        if !t.buckets.contains_key(prefix) && t.buckets.len() >= self.max_prefixes {
+            // One pass over a bounded table: the least recently seen goes.
+            let lru = t
+                .buckets
+                .iter()
+                .min_by_key(|(_, b)| b.seen)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = lru {
+                t.buckets.remove(&k);
+                t.evicted += 1;
             }
         }
-        let bucket = map.entry(prefix.to_string()).or_insert((burst, now));
-        *bucket = refill(*bucket);
-        if bucket.0 >= 1.0 {
-            bucket.0 -= 1.0;
+        let b = t.buckets.entry(prefix.to_string()).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+            seen: tick,
+        });
+        b.tokens = burst.min(b.tokens + rate * now.saturating_duration_since(b.at).as_secs_f64());
+        b.at = now;
+        b.seen = tick;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
             true
         } else {
             false
         }
+    }
+
+    /// Prefixes dropped from the full table since start.
+    pub fn evicted(&self) -> u64 {
+        self.table.lock().unwrap_or_else(|p| p.into_inner()).evicted
     }
 }
 
@@ -103,7 +135,7 @@ mod tests {
 
     #[test]
     fn a_prefix_gets_its_burst_then_waits() {
-        let l = RateLimiter::new(3);
+        let l = RateLimiter::new(3, DEFAULT_MAX_PREFIXES);
         let t = Instant::now();
         assert!((0..3).all(|_| l.allow("a", t)));
         assert!(!l.allow("a", t));
@@ -116,14 +148,20 @@ mod tests {
     }
 
     #[test]
-    fn the_table_is_bounded() {
-        let l = RateLimiter::new(1);
+    fn a_full_table_evicts_the_least_recently_seen() {
+        let l = RateLimiter::new(1, 3);
         let t = Instant::now();
-        for i in 0..MAX_PREFIXES {
-            assert!(l.allow(&i.to_string(), t));
+        for p in ["a", "b", "c"] {
+            assert!(l.allow(p, t));
         }
-        assert!(!l.allow("one more", t), "full and nobody idle: refused");
-        let later = t + Duration::from_secs(60);
-        assert!(l.allow("one more", later), "idle buckets are forgotten");
+        // "a" is seen again (refused: its token is spent), so "b" is now
+        // the least recently seen.
+        assert!(!l.allow("a", t));
+        assert!(l.allow("newcomer", t), "a full table admits a newcomer");
+        assert_eq!(l.evicted(), 1);
+        assert!(l.allow("b", t), "b was evicted: a fresh bucket");
+        assert!(!l.allow("newcomer", t), "the newcomer was kept");
+        assert_eq!(l.evicted(), 2, "b's return evicted c");
+        assert!(!l.allow("a", t), "a, recently seen, kept its empty bucket");
     }
 }

@@ -22,11 +22,18 @@ pub(crate) enum Reject {
     Invalid,
     /// 422: valid, but no pair contradicts: it proves nothing.
     NoContradiction,
+    /// 422: valid, but it accuses no key this sink is configured to keep
+    /// reports about.
+    Unwatched,
+    /// 429: the sender prefix's reports fill its storage quota.
+    SourceQuota,
+    /// 507: the reports fill the sink's total storage quota.
+    StorageFull,
     /// 503: the database failed.
     Store,
 }
 
-const REASONS: [Reject; 9] = [
+const REASONS: [Reject; 12] = [
     Reject::RateLimited,
     Reject::ContentType,
     Reject::TooLarge,
@@ -35,6 +42,9 @@ const REASONS: [Reject; 9] = [
     Reject::Unverifiable,
     Reject::Invalid,
     Reject::NoContradiction,
+    Reject::Unwatched,
+    Reject::SourceQuota,
+    Reject::StorageFull,
     Reject::Store,
 ];
 
@@ -49,17 +59,24 @@ impl Reject {
             Reject::Unverifiable => "unverifiable",
             Reject::Invalid => "invalid",
             Reject::NoContradiction => "no_contradiction",
+            Reject::Unwatched => "unwatched",
+            Reject::SourceQuota => "source_quota",
+            Reject::StorageFull => "storage_full",
             Reject::Store => "store",
         }
     }
 
     pub(crate) fn status(self) -> u16 {
         match self {
-            Reject::RateLimited => 429,
+            Reject::RateLimited | Reject::SourceQuota => 429,
+            Reject::StorageFull => 507,
             Reject::ContentType => 415,
             Reject::TooLarge => 413,
             Reject::Read | Reject::Malformed => 400,
-            Reject::Unverifiable | Reject::Invalid | Reject::NoContradiction => 422,
+            Reject::Unverifiable
+            | Reject::Invalid
+            | Reject::NoContradiction
+            | Reject::Unwatched => 422,
             Reject::Store => 503,
         }
     }
@@ -75,6 +92,11 @@ pub struct Counters {
     /// its own (`gnomon report-server`).
     pub(crate) connections:
         std::sync::OnceLock<std::sync::Arc<gnomon_metrics_http::slots::ConnTable>>,
+    reports_verified: AtomicU64,
+    signatures_checked: AtomicU64,
+    verdicts_served: AtomicU64,
+    expired: AtomicU64,
+    expiry_failed: AtomicU64,
 }
 
 impl Counters {
@@ -91,8 +113,29 @@ impl Counters {
         self.rejected[i].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Prometheus text exposition; `stored` is the reports table's size.
-    pub(crate) fn render(&self, stored: Option<i64>) -> String {
+    /// A report's signatures were checked: `entries` responses.
+    pub(crate) fn verified(&self, entries: usize) {
+        self.reports_verified.fetch_add(1, Ordering::Relaxed);
+        self.signatures_checked
+            .fetch_add(entries as u64, Ordering::Relaxed);
+    }
+
+    /// `/reports/ID/verify` answered from the stored check.
+    pub(crate) fn verdict_served(&self) {
+        self.verdicts_served.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A retention sweep deleted `n` reports (or failed).
+    pub(crate) fn swept(&self, n: Option<u64>) {
+        match n {
+            Some(n) => self.expired.fetch_add(n, Ordering::Relaxed),
+            None => self.expiry_failed.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Prometheus text exposition; `stored` is the reports table's size,
+    /// `evicted` the rate-limit table's evictions.
+    pub(crate) fn render(&self, stored: Option<(i64, i64)>, evicted: u64) -> String {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let mut out = String::new();
         let _ = writeln!(
@@ -124,12 +167,50 @@ impl Counters {
         if let Some(t) = self.connections.get() {
             out += &crate::http::render_connections("gnomon_report_sink", "the report sink", t);
         }
-        if let Some(n) = stored {
+        let _ = writeln!(
+            out,
+            "# HELP gnomon_report_verifications_total Reports whose signatures were checked (on arrival; a stored report is not checked again).\n\
+             # TYPE gnomon_report_verifications_total counter\n\
+             gnomon_report_verifications_total {}\n\
+             # HELP gnomon_report_signature_checks_total Responses whose signatures were checked, over every report verified.\n\
+             # TYPE gnomon_report_signature_checks_total counter\n\
+             gnomon_report_signature_checks_total {}",
+            g(&self.reports_verified),
+            g(&self.signatures_checked)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gnomon_report_verdicts_served_total /reports/ID/verify answers served from the check stored on arrival.\n\
+             # TYPE gnomon_report_verdicts_served_total counter\n\
+             gnomon_report_verdicts_served_total {}",
+            g(&self.verdicts_served)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gnomon_reports_expired_total Reports deleted by retention.\n\
+             # TYPE gnomon_reports_expired_total counter\n\
+             gnomon_reports_expired_total {}\n\
+             # HELP gnomon_report_retention_failures_total Retention sweeps the database refused.\n\
+             # TYPE gnomon_report_retention_failures_total counter\n\
+             gnomon_report_retention_failures_total {}",
+            g(&self.expired),
+            g(&self.expiry_failed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gnomon_report_rate_table_evictions_total Sender prefixes dropped from the full rate-limit table, least recently seen first.\n\
+             # TYPE gnomon_report_rate_table_evictions_total counter\n\
+             gnomon_report_rate_table_evictions_total {evicted}"
+        );
+        if let Some((n, bytes)) = stored {
             let _ = writeln!(
                 out,
                 "# HELP gnomon_reports_stored Reports in the database.\n\
                  # TYPE gnomon_reports_stored gauge\n\
-                 gnomon_reports_stored {n}"
+                 gnomon_reports_stored {n}\n\
+                 # HELP gnomon_reports_stored_bytes Bytes of reports in the database (what the quotas count).\n\
+                 # TYPE gnomon_reports_stored_bytes gauge\n\
+                 gnomon_reports_stored_bytes {bytes}"
             );
         }
         out

@@ -38,7 +38,10 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Row};
 
-pub use reports::{report_id, Inserted, NewReport, ReportSummary, StoredReport};
+pub use reports::{
+    report_id, Cursor, Inserted, NewReport, PageAt, ReportLine, ReportPage, ReportSummary,
+    StoredReport, Usage,
+};
 
 /// Connections per pool. SQLite serialises writers anyway; PostgreSQL is
 /// shared with other monitors, so a watch takes few.

@@ -17,11 +17,18 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 
 /// Every migration: (version, description, SQL), oldest first. The file is
 /// `migrations/{version:04}_{description with '_' for ' '}.sql`.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "initial",
-    include_str!("../../migrations/0001_initial.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "initial",
+        include_str!("../../migrations/0001_initial.sql"),
+    ),
+    (
+        2,
+        "report quota",
+        include_str!("../../migrations/0002_report_quota.sql"),
+    ),
+];
 
 #[derive(Debug)]
 struct Embedded;
