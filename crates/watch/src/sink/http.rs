@@ -46,8 +46,7 @@ pub async fn serve(
     let slots = crate::http::connection_table(shared.config.max_connections);
     let _ = shared.counters.connections.set(slots.clone());
     let retention = tokio::spawn(super::retention_loop(shared.clone()));
-    let served =
-        crate::http::serve_router(listener, routes(shared.clone()), slots, shutdown).await;
+    let served = crate::http::serve_router(listener, routes(shared.clone()), slots, shutdown).await;
     retention.abort();
     served
 }
