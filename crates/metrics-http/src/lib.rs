@@ -3,7 +3,7 @@
 //! Serving `/metrics` (and whatever else the caller answers, `/health` for
 //! the server): hyper's HTTP/1 server on a current-thread tokio runtime
 //! that lives on one thread alone. `gnomon serve` and `gnomon sync` both
-//! use it; neither knows the other (ARCHITECTURE.md: arrows point down).
+//! use it; neither knows the other (the layering rule: dependencies point down).
 //!
 //! ```text
 //!  metrics thread: runtime ─ accept ─▶ slots ─▶ task per connection

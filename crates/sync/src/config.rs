@@ -12,7 +12,7 @@
 //! range-checked the same way wherever it came from. Unknown keys are an
 //! error. This is not the server's configuration: a machine that only
 //! syncs never runs `serve`, and the server crate stays out of the client
-//! side (ARCHITECTURE.md: arrows point down).
+//! side (the layering rule: dependencies point down).
 
 use std::fmt;
 use std::net::SocketAddr;
