@@ -1,5 +1,5 @@
-//! Sending a malfeasance report to a list's `reports` URL (VERSIONS.md §6.5,
-//! §6.6): HTTPS POST, retried with exponential backoff, 10 s × 1.5^(n−1)
+//! Sending a malfeasance report to a list's `reports` URL (RFC 10049's server list JSON
+//! and malfeasance report): HTTPS POST, retried with exponential backoff, 10 s × 1.5^(n−1)
 //! capped at 24 h.
 
 use core::fmt;

@@ -1,4 +1,4 @@
-//! Keys and delegation certificates (VERSIONS.md §2.3, §2.4).
+//! Keys and delegation certificates (the CERT and DELE layout; the signature contexts).
 //!
 //! Randomness is never drawn here: keys are made from seeds the caller got
 //! from its own RNG.

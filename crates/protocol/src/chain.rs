@@ -1,4 +1,4 @@
-//! Nonce chaining and the causal-order check (VERSIONS.md §6.4, §6.6; the
+//! Nonce chaining and the causal-order check (RFC 10049's nonce chaining; RFC 10049's malfeasance report; the
 //! measurement sequence of RFC 10049 §8.2).
 //!
 //! ```text

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-/// A message or packet that is not well formed (VERSIONS.md §2.1, §2.2).
+/// A message or packet that is not well formed (the message format, the same in every version; the ROUGHTIM packet framing of drafts 01 and later).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WireError {

@@ -1,4 +1,4 @@
-//! The Merkle hash primitives (VERSIONS.md §2.5) behind one small interface, so
+//! The Merkle hash primitives (the Merkle tree of each version) behind one small interface, so
 //! the SHA-512 crate is a choice made in one place (docs/COST.md).
 //!
 //! Every hash goes through [`gnomon_sha512x4`]: single ones through its sha2

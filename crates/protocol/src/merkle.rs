@@ -1,4 +1,4 @@
-//! Merkle trees over a batch (VERSIONS.md §2.5, §6.3, §7.1).
+//! Merkle trees over a batch (the Merkle tree of each version; batches of any size; the tree orientation the drafts and deployments disagree on).
 //!
 //! Trees are built hash-first in every version: that is what every batching
 //! implementation except one does, whatever the draft text says (§7.1).

@@ -1,6 +1,6 @@
 //! The version table: one [`Profile`] row per distinguishable wire format.
 //!
-//! Every difference between versions lives in a field here (VERSIONS.md §1,
+//! Every difference between versions lives in a field here (the drafts and RFC 10049, compared field by field,
 //! §8). Code elsewhere reads fields; it never compares version numbers. Adding
 //! a version is adding a row to [`PROFILES`].
 
@@ -16,7 +16,7 @@ pub enum Framing {
     Packet,
 }
 
-/// The Merkle hash (VERSIONS.md §2.5).
+/// The Merkle hash (the Merkle tree of each version).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HashAlg {
     /// SHA-512, all 64 bytes (Google).
@@ -47,7 +47,7 @@ pub enum LeafInput {
     Packet,
 }
 
-/// Encoding of MIDP, MINT, MAXT and the unit of RADI (VERSIONS.md §4.3).
+/// Encoding of MIDP, MINT, MAXT and the unit of RADI (each version's time encoding).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeEncoding {
     /// µs since the Unix epoch; RADI in µs.
@@ -203,7 +203,7 @@ pub struct Profile {
     pub chain: ChainRule,
     /// Whether the version is served over TCP, where each request and each
     /// response is framed by its 12-byte ROUGHTIM header ([`Framing::Packet`];
-    /// VERSIONS.md §2.2, §6.7). Drafts 08 and later define this; drafts
+    /// the ROUGHTIM packet framing of drafts 01 and later; each version's transports). Drafts 08 and later define this; drafts
     /// 01–07 define only UDP, but tannerryan/roughtime frames them the same
     /// way over TCP, and a stream cannot be spoofed, so they are served too.
     /// Google's bare message is not: its header gives the offsets of its

@@ -1,4 +1,4 @@
-//! Malfeasance reports (VERSIONS.md §6.6): built from a chain, written and
+//! Malfeasance reports (RFC 10049's malfeasance report): built from a chain, written and
 //! read as JSON, and verified offline.
 //!
 //! ```text

@@ -1,5 +1,6 @@
 //! Requests: built by clients for any version, parsed and validated by
-//! servers, with the version choice of VERSIONS.md §6.1.
+//! servers, with the server's version choice: the newest version both
+//! sides speak.
 
 use crate::error::WireError;
 use crate::profile::{Framing, HashAlg, Profile, ProfileSet, VerList};

@@ -1,4 +1,4 @@
-//! Server lists ("ecosystem" JSON, VERSIONS.md §5.1, §6.5): the RFC form
+//! Server lists ("ecosystem" JSON of Google's protocol, and RFC 10049's server list JSON): the RFC form
 //! with integer versions and the legacy forms with string versions.
 //!
 //! Only a document that is not a list at all fails to parse. Everything

@@ -1,4 +1,4 @@
-//! Tags: an open set of 32-bit values (VERSIONS.md §2.1).
+//! Tags: an open set of 32-bit values (the message format, the same in every version).
 //!
 //! Unknown tags are legal on the wire and must be kept and ignored, so a tag is
 //! a newtype over `u32`, never a closed enum.
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn tag_values_match_the_registry() {
-        // VERSIONS.md §2.1 table.
+        // The tag table of the message format, the same in every version.
         assert_eq!(Tag::PAD_DRAFT.0, 0x0044_4150);
         assert_eq!(Tag::SIG.0, 0x0047_4953);
         assert_eq!(Tag::VER.0, 0x0052_4556);

@@ -1,4 +1,4 @@
-//! Time encodings (VERSIONS.md §4.3). Everything outside this module speaks
+//! Time encodings (each version's time encoding). Everything outside this module speaks
 //! Unix microseconds; the profile says how a value is put on the wire.
 
 use crate::profile::TimeEncoding;
@@ -17,7 +17,7 @@ pub fn unix_us_to_mjd(us: u64) -> u64 {
 }
 
 /// Longest µs-of-day an MJD timestamp may carry: a day plus one positive
-/// leap second, the 23:59:60 the drafts allowed (VERSIONS.md §4.3).
+/// leap second, the 23:59:60 the drafts allowed (each version's time encoding).
 pub const MAX_MJD_DAY_MICROS: u64 = DAY_MICROS + MICROS;
 
 /// Decode an MJD-µs timestamp. On a leap-second day the µs-of-day field

@@ -1,5 +1,5 @@
 //! The client side: full verification of a response against the request
-//! that was sent (VERSIONS.md §2.3–§2.5, §4, §7.1, §7.6).
+//! that was sent (the CERT and DELE layout; the Merkle tree of each version; each version's response layout; the tree orientation the drafts and deployments disagree on; deployed servers that differ from their drafts).
 //!
 //! The result is the midpoint and radius in Unix µs whatever the version's
 //! encoding. Every failure is its own [`VerifyError`] variant.

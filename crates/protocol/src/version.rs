@@ -1,4 +1,4 @@
-//! Version numbers: an open set of `u32` values (VERSIONS.md §2.6).
+//! Version numbers: an open set of `u32` values (the version numbers and their IANA registry).
 
 use core::fmt;
 
@@ -8,7 +8,7 @@ pub struct Version(pub u32);
 
 impl Version {
     /// Google's protocol has no number on the wire; server lists call it
-    /// 3000600613 (0xb2d98825) (VERSIONS.md §2.6).
+    /// 3000600613 (0xb2d98825) (the version numbers and their IANA registry).
     pub const GOOGLE: Version = Version(0xb2d9_8825);
     /// RFC 10049, Roughtime version 1.
     pub const RFC: Version = Version(1);
@@ -20,13 +20,13 @@ impl Version {
         Version(0x8000_0000 + n)
     }
 
-    /// Values in the private-use range are never chosen (VERSIONS.md §6.1).
+    /// Values in the private-use range are never chosen (how servers choose a version).
     pub const fn is_private_use(self) -> bool {
         self.0 >= 0xc000_0000 && self.0 != Version::GOOGLE.0
     }
 
     /// Rank for choosing among offered versions: version 1 first, then the
-    /// highest draft, Google last (VERSIONS.md §6.1). Larger is preferred.
+    /// highest draft, Google last (how servers choose a version). Larger is preferred.
     pub const fn preference(self) -> u64 {
         match self.0 {
             1 => u64::MAX,

@@ -1,4 +1,4 @@
-//! The message encoding shared by every version (VERSIONS.md §2.1) and the
+//! The message encoding shared by every version (the message format, the same in every version) and the
 //! ROUGHTIM packet framing of the drafts (§2.2).
 //!
 //! [`Message::parse`] validates the header, every offset and the tag order once.
@@ -173,8 +173,8 @@ impl<'a> Message<'a> {
 }
 
 /// Split a ROUGHTIM packet into its message bytes. The length field must
-/// account for every byte of the packet (VERSIONS.md §7.4: trailing bytes are
-/// rejected, because the packet is what 12+ hashes).
+/// account for every byte of the packet: trailing bytes are rejected,
+/// because drafts 12 and later hash the whole packet into the leaf.
 pub fn unframe(packet: &[u8]) -> Result<&[u8], WireError> {
     if packet.len() < PACKET_HEADER {
         return Err(WireError::Short("packet header"));

@@ -80,7 +80,7 @@ pub struct Config {
     /// `versions`: profiles answered. Default all.
     pub versions: Versions,
     /// `batch-disputed`: batch the versions whose Merkle orientation is
-    /// disputed (VERSIONS.md §7.1). Default false.
+    /// disputed (the tree orientation the drafts and deployments disagree on). Default false.
     pub batch_disputed: bool,
     /// `google-nonce`: top-level NONC in Google responses. Default false.
     pub google_nonce: bool,

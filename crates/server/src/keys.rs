@@ -71,7 +71,7 @@ pub struct KeyEpoch {
     pub identities: Vec<Identity>,
 }
 
-/// Which identity answers a request (VERSIONS.md §3, SRV rules).
+/// Which identity answers a request (each version's request layout, SRV rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Choice {
     /// Identity at this index.

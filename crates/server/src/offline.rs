@@ -3,7 +3,7 @@
 //! `gnomon delegate`, run where the long-term key lives, writes one file per
 //! validity window into a directory. Each file holds a fresh **online** key
 //! seed and that key's delegation signed by the long-term key in every
-//! distinct CERT encoding (VERSIONS.md §2.3), so it is everything a server
+//! distinct CERT encoding (the CERT and DELE layout), so it is everything a server
 //! needs to answer every version during that window, and nothing that
 //! could mint more windows. The operator ships the directory; the
 //! long-term seed never leaves the signing machine.

@@ -39,7 +39,7 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "servers",
         "a path",
         "(none: required)",
-        "The server list (VERSIONS.md §6.5)",
+        "The server list (RFC 10049's server list JSON)",
     ),
     (
         "state-dir",

@@ -1,4 +1,4 @@
-//! Refreshing the server list from its own `sources` (VERSIONS.md §6.5)
+//! Refreshing the server list from its own `sources` (RFC 10049's server list JSON)
 //! or `servers-url`, on a jittered schedule, without holding up a round.
 //!
 //! ```text

@@ -52,7 +52,7 @@ pub(crate) struct Args {
     /// A TOML file with a [sync] table (flags and GNOMON_SYNC_* win over it).
     #[arg(long, env = "GNOMON_SYNC_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The server list (RFC 10049 §8.1 JSON, VERSIONS.md §6.5).
+    /// The server list (RFC 10049 §8.1 JSON).
     #[arg(long, env = "GNOMON_SYNC_SERVERS", value_name = "LIST.json")]
     servers: Option<PathBuf>,
     /// Where the floor, the last chain, the list cache and reports live

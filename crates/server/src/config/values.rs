@@ -133,7 +133,7 @@ impl fmt::Display for Workers {
 
 bounded_int!(
     /// Most requests read, signed and answered at once. The engine further
-    /// caps a batch by the PATH room each request leaves (VERSIONS.md §6.2).
+    /// caps a batch by the PATH room each request leaves (the amplification rule).
     BatchSize(u16), 1, 1024, 64
 );
 

@@ -1,4 +1,4 @@
-//! Finding ROUGHTIM frames in a TCP byte stream (VERSIONS.md §2.2, §6.7).
+//! Finding ROUGHTIM frames in a TCP byte stream (the ROUGHTIM packet framing of drafts 01 and later; each version's transports).
 //!
 //! Over TCP the 12-byte packet header is the only delimiter, so a header
 //! that is wrong cannot be skipped: the rest of the stream has no known

@@ -1,5 +1,5 @@
 //! The report sink (`gnomon report-server`): accepts malfeasance reports
-//! over HTTP as VERSIONS.md §6.6 describes, verifies each with the code
+//! over HTTP as RFC 10049's malfeasance report describes, verifies each with the code
 //! `gnomon verify-report` uses (gnomon_client::report_check), keeps the
 //! ones that prove something, and serves them for audit.
 //!
