@@ -412,6 +412,18 @@ fn a_server_an_hour_ahead_still_drops_requests_that_really_waited() {
         assert!(ok.success());
     };
     signal("-STOP");
+    // kill(2) returns once the stop is queued, not once it has happened: on
+    // a busy machine the worker can still read the requests first. Wait
+    // until every thread of the server is in the stopped state.
+    let pid = s.child.id();
+    let t = Instant::now();
+    while !all_threads_stopped(pid) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the server did not stop within 10 s of SIGSTOP"
+        );
+        std::thread::park_timeout(Duration::from_millis(5));
+    }
     for _ in 0..10 {
         nonce += 1;
         c.send_to(&request(nonce), s.addr).unwrap();
@@ -441,6 +453,28 @@ fn a_server_an_hour_ahead_still_drops_requests_that_really_waited() {
     );
     let (status, _, log) = s.terminate();
     assert!(status.success(), "{status:?}\n{log}");
+}
+
+/// Whether every thread of `pid` is stopped by a signal (state `T` in
+/// /proc/PID/task/TID/stat; the state follows the parenthesised name).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut seen = 0;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            return false;
+        };
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        if state != Some('T') {
+            return false;
+        }
+        seen += 1;
+    }
+    seen > 0
 }
 
 /// adjtimex refused (systemd's ProtectClock=yes; here the debug build's
