@@ -460,6 +460,7 @@ class Check:
     mode: str
     run: Callable[[], str]
     xfail: str | None = None
+    skip: str | None = None
     result: str = ""
     detail: str = ""
     seconds: float = 0.0
@@ -469,11 +470,23 @@ class Check:
 class Suite:
     checks: list[Check] = field(default_factory=list)
 
+    # Rows that need a peer this machine cannot install are listed as
+    # SKIPPED with the reason, never dropped from the matrix.
+    missing: dict[str, str] = field(default_factory=dict)
+
     def add(self, client, server, version, transport, mode, run, xfail=None) -> None:
-        self.checks.append(Check(client, server, version, transport, mode, run, xfail))
+        skip = next((f"{peer} not installed: {why}" for peer, why in self.missing.items()
+                     if peer in client or peer in server), None)
+        self.checks.append(Check(client, server, version, transport, mode, run, xfail, skip))
 
     def run_all(self, verbose: bool) -> None:
         for c in self.checks:
+            if c.skip is not None:
+                c.result, c.detail = "SKIPPED", c.skip
+                if verbose:
+                    print(f"  SKIPPED       {c.client} -> {c.server} {c.version} {c.transport} {c.mode}: "
+                          f"{c.detail}", flush=True)
+                continue
             t0 = time.monotonic()
             try:
                 detail = c.run()
@@ -506,7 +519,8 @@ class Suite:
         print(line(["-" * w for w in widths]))
         for c, r in zip(self.checks, rows):
             print(line(r))
-        notes = [c for c in self.checks if c.result != "pass"]
+        # Skipped rows share one reason, printed once after the counts.
+        notes = [c for c in self.checks if c.result not in ("pass", "SKIPPED")]
         if notes:
             print()
             for c in notes:
@@ -657,7 +671,11 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
     re_srv = peers.start_roughenough("roughenough")
     liar = peers.start_roughenough("roughenough-liar", offset=7200)
     py = peers.start_wrapped("pyroughtime", peers.pyroughtime_python, "pyroughtime_peer.py")
-    ry = peers.start_wrapped("roughly", peers.roughly_python, "roughly_peer.py")
+    ry = None if "roughly" in suite.missing else peers.start_wrapped(
+        "roughly", peers.roughly_python, "roughly_peer.py")
+    # The chains want three independent servers; without roughly a second
+    # gnomon takes its place, so the chain rows still run (under that name).
+    third = ry or gb
 
     # ---- peers' clients against gnomon's server
     for proto, label, expect in (("1", "1", V1), ("19", vname(D12_19), D12_19), ("both", "1+0x8000000c", V1)):
@@ -721,7 +739,7 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
 
     # ---- chains
     def gnomon_chain() -> str:
-        lst = server_list(workdir / "chain.json", [(g, V1), (re_srv, V1), (ry, V1), (py, D07)])
+        lst = server_list(workdir / "chain.json", [(g, V1), (re_srv, V1), (third, V1), (py, D07)])
         rc, out, _ = procs.run([peers.gnomon, "query", "--servers", str(lst), "--all", "--json",
                                 "--timeout", "300ms", "--deadline", "10s"])
         res = json_line(out)
@@ -729,15 +747,16 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
             raise Failed(f"gnomon query --servers exit {rc}: {json.dumps(res)[:400]}")
         ok = {e["server"] for e in res["entries"] if "error" not in e}
         bad = {e["server"]: e["error"]["message"] for e in res["entries"] if "error" in e}
-        want = {"gnomon", "roughenough", "roughly", "pyroughtime"}
+        want = {"gnomon", "roughenough", third.name, "pyroughtime"}
         if bad or ok != want or len(res["entries"]) != 8:
             raise Failed(f"verified in the chain: {sorted(ok)}; failed: {bad}")
         if set(res["consensus"]["agreeing"]) != want:
             raise Failed(f"consensus: {res['consensus']}")
-        return ("8 chained answers (2 passes) from gnomon, roughenough, roughly (version 1) and "
+        return (f"8 chained answers (2 passes) from gnomon, roughenough, {third.name} (version 1) and "
                 "pyroughtime (draft 07, answered unframed) verified, consensus of 4")
 
-    suite.add("gnomon", "gnomon+roughenough+roughly+pyroughtime", "1+0x80000007", "udp", "chain", gnomon_chain)
+    suite.add("gnomon", f"gnomon+roughenough+{third.name}+pyroughtime", "1+0x80000007", "udp", "chain",
+              gnomon_chain)
 
     def gnomon_chain_py() -> str:
         lst = server_list(workdir / "chain-py.json", [(g, D07), (py, D07)])
@@ -762,20 +781,20 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
         if violation != expect_violation:
             raise Failed(f"roughenough-client {'saw' if violation else 'did not see'} a causality violation: "
                          f"{text.strip()[-400:]}")
-        return ("roughenough-client chained 2 rounds over gnomon, roughenough and roughly"
+        return (f"roughenough-client chained 2 rounds over gnomon, roughenough and {entries[-1][0].name}"
                 + (" and flagged the liar's causality violation" if violation else ", no violation"))
 
-    honest = [(g, V1), (re_srv, V1), (ry, V1)]
-    suite.add("roughenough-client", "gnomon+roughenough+roughly", "1", "udp", "chain",
+    honest = [(g, V1), (re_srv, V1), (third, V1)]
+    suite.add("roughenough-client", f"gnomon+roughenough+{third.name}", "1", "udp", "chain",
               lambda: roughenough_chain(honest, "re-chain.json", False))
-    suite.add("roughenough-client", "gnomon+liar+roughly", "1", "udp", "chain",
-              lambda: roughenough_chain([(g, V1), (liar, V1), (ry, V1)], "re-liar.json", True))
+    suite.add("roughenough-client", f"gnomon+liar+{third.name}", "1", "udp", "chain",
+              lambda: roughenough_chain([(g, V1), (liar, V1), (third, V1)], "re-liar.json", True))
 
     # ---- malfeasance reports
     report = workdir / "gnomon-report.json"
 
     def gnomon_report() -> str:
-        lst = server_list(workdir / "liar.json", [(g, V1), (liar, V1), (ry, V1)])
+        lst = server_list(workdir / "liar.json", [(g, V1), (liar, V1), (third, V1)])
         rc, out, _ = procs.run([peers.gnomon, "query", "--servers", str(lst), "--all", "--json",
                                 "--timeout", "300ms", "--deadline", "10s", "--report-out", str(report)])
         res = json_line(out)
@@ -787,7 +806,7 @@ def build(suite: Suite, peers: Peers, procs: Processes, workdir: Path) -> None:
             raise Failed(f"gnomon verify-report of its own report: exit {rc}: {out.strip()[:300]}")
         return f"liar flagged; report of {n} exchanges; gnomon verify-report: proof of malfeasance"
 
-    suite.add("gnomon", "gnomon+liar+roughly", "1", "udp", "report", gnomon_report)
+    suite.add("gnomon", f"gnomon+liar+{third.name}", "1", "udp", "report", gnomon_report)
 
     def roughly_verifies(path: Path, fill_first_rand: bool) -> str:
         if not report.exists():
@@ -851,6 +870,8 @@ def main() -> int:
     ap.add_argument("--tools", required=True, help="where the peers are installed (target/tools)")
     ap.add_argument("--workdir", help="keep logs and reports here (default: a temporary directory)")
     ap.add_argument("-q", "--quiet", action="store_true", help="print only the matrix")
+    ap.add_argument("--without", nargs=2, action="append", default=[], metavar=("PEER", "REASON"),
+                    help="a peer that could not be installed: its rows are listed as SKIPPED with the reason")
     args = ap.parse_args()
 
     def stop(signum, _frame):
@@ -867,7 +888,7 @@ def main() -> int:
         tmp = tempfile.TemporaryDirectory(prefix="gnomon-interop-")
         workdir = Path(tmp.name)
     procs = Processes(workdir)
-    suite = Suite()
+    suite = Suite(missing=dict(args.without))
     t0 = time.monotonic()
     try:
         try:
@@ -881,10 +902,18 @@ def main() -> int:
     finally:
         procs.stop_all()
     suite.print_matrix()
-    counts = {r: sum(1 for c in suite.checks if c.result == r) for r in ("pass", "expected-fail", "FAIL", "XPASS")}
+    counts = {r: sum(1 for c in suite.checks if c.result == r)
+              for r in ("pass", "expected-fail", "FAIL", "XPASS", "SKIPPED")}
     print(f"\n{counts['expected-fail']} expected failures, {counts['XPASS']} unexpected passes, "
           f"{time.monotonic() - t0:.1f} s")
     print(f"interop: {counts['pass'] + counts['expected-fail']} passed, {len(suite.failed())} failed")
+    skip_log = os.environ.get("GNOMON_SKIP_LOG")
+    for peer, why in suite.missing.items():
+        line = f"SKIPPED interop rows with {peer} ({counts['SKIPPED']} rows): {why}"
+        print(line)
+        if skip_log:
+            with open(skip_log, "a") as f:
+                f.write(line + "\n")
     if suite.failed():
         print("interop: FAILED" + (f" (logs in {workdir})" if args.workdir else " (rerun with --workdir DIR to keep logs)"))
     if tmp is not None:
