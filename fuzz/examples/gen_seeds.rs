@@ -27,7 +27,7 @@ fn body(datagram: &[u8]) -> &[u8] {
 }
 
 /// A 512-byte draft-03 request with a 32-byte nonce, which `Offer` does not
-/// build: deployed 0x80000003 clients sent it (VERSIONS.md §5.4).
+/// build: deployed 0x80000003 clients sent it.
 fn draft03_short_nonce() -> Vec<u8> {
     let p = Profile::by_name("draft-03").expect("draft-03");
     let body = 512 - wire::PACKET_HEADER;

@@ -276,7 +276,7 @@ enum gnomon_error gnomon_build_request_random(uint32_t version,
 #endif
 
 // The nonce of the next request of a measurement sequence (RFC 10049
-// §8.2), in `version`'s format: derived from the previous response as
+//), in `version`'s format: derived from the previous response as
 // received and a fresh random `rand` of `gnomon_nonce_length` bytes.
 // Writes the nonce to `out` (at least that long) and its length to
 // `*written`; pass it to `gnomon_build_request`, and keep `rand` for

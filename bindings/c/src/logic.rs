@@ -152,7 +152,7 @@ pub struct ChainFailure {
     pub other: usize,
 }
 
-/// Check a measurement sequence (RFC 10049 §8.2): every response verifies
+/// Check a measurement sequence (the measurement sequence of RFC 10049): every response verifies
 /// against its request and key, every request after the first carries the
 /// nonce chained from the previous response and its rand, and no earlier
 /// response's earliest time is after a later one's latest. `link(i)` gives

@@ -3,7 +3,7 @@
 //! A Roughtime client for every protocol version: it finds the newest
 //! version a server speaks, asks over UDP with exponential backoff (and over
 //! TCP when UDP gets no answer, for versions that define TCP), verifies
-//! every answer in full, runs the measurement sequence of RFC 10049 §8.2
+//! every answer in full, runs the measurement sequence of RFC 10049
 //! across servers of different versions, and keeps the proof when a server
 //! lies.
 //!

@@ -1,4 +1,4 @@
-//! The measurement sequence of RFC 10049 §8.2: several servers at random,
+//! The measurement sequence of RFC 10049: several servers at random,
 //! asked twice in the same order, every nonce chained from the previous
 //! response, then the causal-order check over every pair of answers.
 

@@ -10,7 +10,7 @@ use gnomon_protocol::{
 };
 use gnomon_server::signer::Signer;
 
-/// Every request is the 1024 bytes a client pads to (§6.2).
+/// Every request is the 1024 bytes a client pads to (the amplification rule).
 pub const REQUEST_SIZE: usize = 1024;
 /// 2026-10-05T00:00:00.123456Z.
 pub const NOW_US: u64 = 1_791_158_400_123_456;

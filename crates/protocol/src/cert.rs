@@ -162,7 +162,7 @@ impl Certificate {
 }
 
 /// One delegation minted for every profile: a multi-version server needs up
-/// to six different CERT encodings of the same online key (§2.3, variants
+/// to six different CERT encodings of the same online key (variants
 /// A–E plus version 1's strings). Profiles that share an encoding share the
 /// bytes; each is signed once.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
 //! Nonce chaining and the causal-order check (RFC 10049's nonce chaining; RFC 10049's malfeasance report; the
-//! measurement sequence of RFC 10049 §8.2).
+//! measurement sequence of RFC 10049).
 //!
 //! ```text
 //!  rand₀ ─▶ nonce₀ ─▶ request₀ ─▶ response₀
@@ -50,7 +50,7 @@ pub enum ChainError {
 /// the rule is unframed (drafts up to 11). When the rule's hash is shorter
 /// than the nonce (drafts 01–04 send 64-byte nonces) untruncated SHA-512 is
 /// used instead, as Tanner Ryan's code, the only one chaining those drafts,
-/// does (§6.4). `DoubleSha512` is SHA-512(SHA-512(previous) ‖ rand), hashing
+/// does (the chaining rule). `DoubleSha512` is SHA-512(SHA-512(previous) ‖ rand), hashing
 /// the previous response as received.
 pub fn chain_nonce(
     profile: &Profile,
@@ -86,7 +86,7 @@ pub fn chain_nonce(
 }
 
 /// Every pair (i, j), i received before j, whose intervals cannot both hold:
-/// MIDP_i − RADI_i > MIDP_j + RADI_j (§6.6). `verified` is in the order the
+/// MIDP_i − RADI_i > MIDP_j + RADI_j. `verified` is in the order the
 /// responses were received.
 pub fn causal_violations(verified: &[Verified]) -> Vec<(usize, usize)> {
     violations(
@@ -146,7 +146,7 @@ pub enum RecordError {
     Verify(VerifyError),
 }
 
-/// A measurement sequence (RFC 10049 §8.2): requests chained one to the next,
+/// A measurement sequence (the measurement sequence of RFC 10049): requests chained one to the next,
 /// each exchange recorded once its response verifies.
 ///
 /// The client draws a rand, asks [`Measurement::next_nonce`] for the nonce

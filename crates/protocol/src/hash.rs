@@ -31,7 +31,7 @@ impl HashAlg {
         }
     }
 
-    /// Truncated at every node, not only at the root (§2.5): clearing the
+    /// Truncated at every node, not only at the root: clearing the
     /// tail keeps comparisons of whole arrays honest.
     fn truncate(self, out: &mut Hash) {
         if self == HashAlg::Sha512Trunc32 {

@@ -1,9 +1,9 @@
 //! Merkle trees over a batch (the Merkle tree of each version; batches of any size; the tree orientation the drafts and deployments disagree on).
 //!
 //! Trees are built hash-first in every version: that is what every batching
-//! implementation except one does, whatever the draft text says (§7.1).
+//! implementation except one does, whatever the draft text says (implementations disagree on it).
 //! An odd level is padded with a copy of its first node, which reproduces
-//! Cloudflare's batch vectors byte for byte (§6.3); verification never depends
+//! Cloudflare's batch vectors byte for byte (non-power-of-two batches); verification never depends
 //! on the padding rule because PATH carries whatever the server used.
 
 use alloc::vec;
@@ -147,7 +147,7 @@ impl Tree {
 pub enum PathError {
     /// PATH is not a whole number of hashes, or deeper than 32.
     Length,
-    /// INDX has bits set beyond the PATH depth (§2.5).
+    /// INDX has bits set beyond the PATH depth.
     IndexBits,
 }
 

@@ -1,7 +1,7 @@
 //! The version table: one [`Profile`] row per distinguishable wire format.
 //!
 //! Every difference between versions lives in a field here (the drafts and RFC 10049, compared field by field,
-//! §8). Code elsewhere reads fields; it never compares version numbers. Adding
+//!). Code elsewhere reads fields; it never compares version numbers. Adding
 //! a version is adding a row to [`PROFILES`].
 
 use crate::tag::Tag;
@@ -58,7 +58,7 @@ pub enum TimeEncoding {
     UnixSeconds,
 }
 
-/// Where a response carries a copy of the request's nonce (§4.1).
+/// Where a response carries a copy of the request's nonce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoncePlace {
     /// Nowhere; the Merkle leaf binds it (Google).
@@ -69,7 +69,7 @@ pub enum NoncePlace {
     TopLevel,
 }
 
-/// Where a response says its version (§4.2).
+/// Where a response says its version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VerPlace {
     /// No version at all (Google).
@@ -80,7 +80,7 @@ pub enum VerPlace {
     Srep,
 }
 
-/// Rules for the VER list of a request (§3).
+/// Rules for the VER list of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VerList {
     /// No VER (Google).
@@ -93,19 +93,19 @@ pub enum VerList {
     Sorted,
 }
 
-/// How a server may batch this format (§4.1, §7.1).
+/// How a server may batch this format (where NONC goes; the disputed tree orientation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batching {
     /// Any batch size.
     Free,
     /// Implementations disagree on the tree orientation: batches of one unless
-    /// the operator opts in to hash-first batches (gnomon policy, §7.1).
+    /// the operator opts in to hash-first batches (gnomon policy: implementations disagree on the orientation).
     OrientationDisputed,
     /// Never: SREP carries the nonce (drafts 01–02).
     Never,
 }
 
-/// How a client derives a chained nonce from the previous response (§6.4).
+/// How a client derives a chained nonce from the previous response (the chaining rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChainRule {
     /// H(previous response as received ‖ rand), cut to the nonce length.
@@ -120,7 +120,7 @@ pub enum ChainRule {
     DoubleSha512,
 }
 
-/// The two Ed25519 context strings of a version (§2.4, §5.12).
+/// The two Ed25519 context strings of a version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contexts {
     /// Prefix of DELE signed by the long-term key.
@@ -166,7 +166,7 @@ pub struct Profile {
     pub framing: Framing,
     /// Nonce length a client sends.
     pub nonce_len: usize,
-    /// Nonce lengths a server accepts (deployments that deviated, §5.4).
+    /// Nonce lengths a server accepts (deployments that deviated).
     pub accepted_nonce_lens: &'static [usize],
     /// Request padding tag.
     pub pad: Tag,
@@ -187,12 +187,12 @@ pub struct Profile {
     /// Context strings a server signs with.
     pub contexts: Contexts,
     /// Further context strings a client accepts (deployed draft-19 servers
-    /// sign version 1 with the capital-T strings, §5.12).
+    /// sign version 1 with the capital-T strings).
     pub legacy_contexts: Option<Contexts>,
     /// Where the response carries NONC.
     pub nonce_place: NoncePlace,
     /// Whether a client insists on that NONC copy. Deployed servers left it out
-    /// (Cloudflare's 0x80000003, roughenough's 08–11 before Nov 2024, §7.6); the
+    /// (Cloudflare's 0x80000003, roughenough's 08–11 before Nov 2024); the
     /// Merkle leaf binds the nonce anyway.
     pub nonce_copy_required: bool,
     /// Where the response carries its version.
@@ -211,7 +211,7 @@ pub struct Profile {
     /// after it, and Google defined no TCP transport.
     pub tcp: bool,
     /// A pre-standard format that used this version number with another
-    /// layout (roughenough 1.x's "version 1", §5.13). A response in the
+    /// layout (roughenough 1.x's "version 1"). A response in the
     /// wrong layout is then reported as that format, not as a misplaced VER.
     pub homonym: Option<Homonym>,
     /// A client also accepts a bare (unframed) response to a framed
@@ -221,7 +221,7 @@ pub struct Profile {
 }
 
 /// The pre-standard format a response is in, if its layout matches one
-/// that reused `version` (§5.13): VER found at top level and/or signed in
+/// that reused `version`: VER found at top level and/or signed in
 /// SREP, and whether TYPE is present.
 pub fn homonym(
     version: Version,
@@ -428,7 +428,7 @@ pub static PROFILES: [Profile; 15] = [
         InSrep,
         Never,
     ),
-    // Deployed 0x80000003 used 32-byte nonces and left out NONC (§5.4).
+    // Deployed 0x80000003 used 32-byte nonces and left out NONC.
     relaxed_03(early(
         3,
         "draft-03",
@@ -487,7 +487,7 @@ pub static PROFILES: [Profile; 15] = [
             Free,
         ),
         // roughenough 1.x put VER=1 at top level of a TYPE-less draft-5-era
-        // layout (§5.13).
+        // layout.
         Homonym {
             name: "roughenough 1.x pre-standard version 1",
             ver_place: VerPlace::TopLevel,
@@ -570,7 +570,7 @@ impl Profile {
 
     /// The profile for a packet-framed request offering `version`, with or
     /// without a TYPE tag. TYPE is the only thing that tells drafts 12–13
-    /// from 14+ apart (§1, §7.3).
+    /// from 14+ apart.
     pub fn for_wire(version: Version, has_type: bool) -> Option<&'static Profile> {
         // A lookup in a table computed from PROFILES at compile time: a walk
         // of every row per offered version was a third of parsing a request.
@@ -599,7 +599,7 @@ impl Profile {
     }
 
     /// Whether this profile's CERT bytes are identical to `other`'s for the
-    /// same delegation (CERT variants A–E, §2.3).
+    /// same delegation (CERT variants A–E).
     pub fn same_cert(&self, other: &Profile) -> bool {
         self.contexts.dele == other.contexts.dele && self.time == other.time
     }
@@ -640,7 +640,7 @@ impl ProfileSet {
 
     /// The version numbers a server answering this set lists in VERS:
     /// every numbered version (Google has none on the wire), ascending,
-    /// each once (§4.2).
+    /// each once.
     pub fn versions(self) -> alloc::vec::Vec<Version> {
         let mut v: alloc::vec::Vec<Version> = self
             .iter()
@@ -728,7 +728,7 @@ mod tests {
         );
         assert!(Profile::for_wire(Version(0x8000_000d), true).is_none());
         assert!(Profile::for_wire(Version(0), true).is_none());
-        // Version 1 requires TYPE; roughenough 1.x's TYPE-less "1" is not it (§5.13).
+        // Version 1 requires TYPE; roughenough 1.x's TYPE-less "1" is not it.
         assert!(Profile::for_wire(Version::RFC, false).is_none());
         assert!(homonym(Version::RFC, true, false, false).is_some());
         assert!(homonym(Version::RFC, false, true, true).is_none());
@@ -766,7 +766,7 @@ mod tests {
 
     #[test]
     fn five_cert_variants() {
-        // §2.3: Google, 01–06, 07, 08–11, 12+ (v1 differs again by context case).
+        // Google, 01–06, 07, 08–11, 12+ (v1 differs again by context case).
         let mut reps: alloc::vec::Vec<&Profile> = alloc::vec::Vec::new();
         for p in PROFILES.iter() {
             if !reps.iter().any(|r| r.same_cert(p)) {

@@ -31,7 +31,7 @@ use crate::verify::{verify_response, SentRequest, Verified, VerifyError};
 /// the bound keeps the quadratic pair check and its output small.
 pub const MAX_REPORT_ENTRIES: usize = 256;
 
-/// Media type of a 12+ report (§6.6).
+/// Media type of a 12+ report.
 pub const MEDIA_TYPE: &str = "application/roughtime-malfeasance+json";
 
 /// Standard alphabet; padding optional on input, written on output.

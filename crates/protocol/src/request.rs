@@ -9,15 +9,15 @@ use crate::version::Version;
 use crate::wire::{self, Message, PACKET_HEADER};
 
 /// Default request size: a 1024-byte packet (or bare message for Google),
-/// which every known server accepts (§6.2).
+/// which every known server accepts (the amplification rule).
 pub const DEFAULT_REQUEST_SIZE: usize = 1024;
-/// Most VER entries a request may carry (§3, draft 13).
+/// Most VER entries a request may carry (draft 13).
 pub const MAX_VERSIONS: usize = 32;
 /// Most VER entries accepted in any version. Drafts before 13 set no limit;
 /// real clients offer about ten, and a bound keeps the repeat check cheap.
 pub const MAX_VER_ENTRIES: usize = 128;
 
-/// SRV for a long-term public key: the first 32 bytes of SHA-512(0xff ‖ key) (§3).
+/// SRV for a long-term public key: the first 32 bytes of SHA-512(0xff ‖ key).
 pub fn srv_for(long_term_public: &[u8; 32]) -> [u8; 32] {
     let mut d = [0u8; 64];
     HashAlg::Sha512.digest(&[&[0xff], long_term_public], &mut d);
@@ -80,7 +80,7 @@ impl Offer {
                 len += 1;
             }
         }
-        // Ascending satisfies every version's list rule at once (§3).
+        // Ascending satisfies every version's list rule at once.
         versions[..len].sort_unstable();
         Ok(Offer {
             versions,
@@ -242,7 +242,7 @@ pub struct Request<'a> {
 pub struct Acceptor {
     /// Profiles the server answers.
     pub profiles: ProfileSet,
-    /// Smallest datagram answered (§6.2: 1024 by default).
+    /// Smallest datagram answered (the amplification rule: 1024 by default).
     pub min_size: usize,
 }
 
@@ -372,7 +372,7 @@ const fn max_tag(a: Tag, b: Tag) -> Tag {
     }
 }
 
-/// Enforce the chosen version's VER list rule (§3): the rule of the version
+/// Enforce the chosen version's VER list rule: the rule of the version
 /// answered, so a list that is fine for draft 08 is not held to 12+'s rules.
 fn check_ver_list(
     rule: VerList,

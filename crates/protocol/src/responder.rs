@@ -81,7 +81,7 @@ pub struct BatchContext<'a> {
 /// Options for the responder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResponderOptions {
-    /// Batch versions whose tree orientation is disputed (§7.1), hash-first.
+    /// Batch versions whose tree orientation is disputed (implementations disagree on it), hash-first.
     /// Off by default: they are answered in batches of one.
     pub batch_disputed: bool,
     /// Add a top-level NONC to Google responses, as Cloudflare does.
@@ -547,7 +547,7 @@ mod tests {
 
     #[test]
     fn base_lengths_match_the_spec_sizes() {
-        // §4: Google 360 without NONC, 432 with; 08–11: 392; 14+/v1 with one
+        // Google 360 without NONC, 432 with; 08–11: 392; 14+/v1 with one
         // VERS entry: 416, two: 420; 12–13 with one: 404.
         let p = |name| Profile::by_name(name).unwrap();
         assert_eq!(base_len(Profile::google(), 64, 0, false), 360);

@@ -30,7 +30,7 @@ pub enum VerifyError {
     /// The response's version was not offered.
     NotOffered(Version),
     /// VER=1 at top level without TYPE: roughenough 1.x's pre-standard
-    /// format, not RFC 10049 (§5.13).
+    /// format, not RFC 10049.
     LegacyVersionOne,
     /// The version is not where this version puts it.
     VersionPlacement,
@@ -89,7 +89,7 @@ pub struct Verified {
     /// Orientation the Merkle proof verified in.
     pub orientation: Orientation,
     /// True when the signatures verified only with the version's legacy
-    /// context strings (a draft-19 server answering version 1, §5.12).
+    /// context strings (a draft-19 server answering version 1).
     pub legacy_context: bool,
     /// Batch size lower bound: 2^PATH depth.
     pub path_depth: u8,
@@ -232,7 +232,7 @@ pub fn verify_response(
     let midp_raw = srep.u64(Tag::MIDP)?;
     let radi_raw = srep.u32(Tag::RADI)?;
     let (mint_raw, maxt_raw) = (dele.u64(Tag::MINT)?, dele.u64(Tag::MAXT)?);
-    // Compared as decoded times, both ends inclusive (§2.3): raw MJD words
+    // Compared as decoded times, both ends inclusive: raw MJD words
     // order by day first, so a µs-of-day past midnight would slip a later
     // time under a MAXT on the same day. The all-ones "no limit" decodes
     // to itself and keeps its meaning.
@@ -297,7 +297,7 @@ fn identify(
         return Err(VerifyError::NotOffered(v));
     }
     // The version must sit where this version puts it; a copy elsewhere is
-    // an unknown extra and is ignored (roughly's mixed draft-11 layout, §7.6).
+    // an unknown extra and is ignored (roughly's mixed draft-11 layout).
     let placed = match profile.ver_place {
         VerPlace::Srep => signed,
         VerPlace::TopLevel => top,
@@ -385,7 +385,7 @@ fn check_vers(
         return Err(VerifyError::Vers);
     }
     // Signed VERS shows what else the server speaks; if we offered something
-    // better that it also lists, it should have picked that (§4.2).
+    // better that it also lists, it should have picked that.
     let better = sent
         .offered()
         .filter(|o| list.clone().any(|v| v == *o))
@@ -419,7 +419,7 @@ fn check_nonce(
     }
 }
 
-/// Hash-first, then node-first once if PATH is not empty (§7.1).
+/// Hash-first, then node-first once if PATH is not empty (implementations disagree on it).
 fn prove(
     profile: &Profile,
     leaf: &Hash,

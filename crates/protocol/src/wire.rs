@@ -1,5 +1,5 @@
 //! The message encoding shared by every version (the message format, the same in every version) and the
-//! ROUGHTIM packet framing of the drafts (§2.2).
+//! ROUGHTIM packet framing of the drafts.
 //!
 //! [`Message::parse`] validates the header, every offset and the tag order once.
 //! After that every accessor is infallible: offsets are re-read from the
@@ -41,7 +41,7 @@ impl<'a> Message<'a> {
         let n = u32_at(bytes, 0) as usize;
         if n == 0 {
             // No offsets describe any value: trailing bytes would be a second
-            // encoding of the same empty message (§2.1).
+            // encoding of the same empty message.
             if bytes.len() != 4 {
                 return Err(WireError::BadOffset);
             }

@@ -49,7 +49,7 @@ fn draft19_appendix_b_report_proves_malfeasance() {
             .unwrap_or_else(|err| panic!("entry {i}: {err:?}"));
         assert_eq!(v.profile.name, "rfc-10049", "entry {i}");
         // The example says VER = 1 but was signed with the draft's capital-T
-        // "RoughTime v1 …" strings, not RFC 10049's "Roughtime v1 …" (§5.12).
+        // "RoughTime v1 …" strings, not RFC 10049's "Roughtime v1 …".
         // Our verifier accepts those for version 1 and flags it.
         assert!(v.legacy_context, "entry {i}");
     }
@@ -98,7 +98,7 @@ const CHAIN: [&str; 5] = ["google", "draft-07", "draft-11", "draft-14", "rfc-100
 const LIAR: usize = 2;
 const HOUR_US: u64 = 3_600_000_000;
 
-/// The measurement sequence run twice in the same order (RFC 10049 §8.2),
+/// The measurement sequence run twice in the same order (the measurement sequence of RFC 10049),
 /// one server per profile; the draft-11 server is an hour ahead if `lie`.
 fn measure(lie: bool) -> (Measurement, Vec<Server>) {
     let servers: Vec<Server> = (0..CHAIN.len())

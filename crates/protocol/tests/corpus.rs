@@ -6,7 +6,7 @@
 //! generator's types, and each claim in it is checked: positive responses
 //! verify to the listed values, negative ones fail with the listed class,
 //! chain links recompute, the report proves the listed pairs, and the fixed
-//! parameters decode the way VERSIONS.md says they should.
+//! parameters decode the way the drafts and RFC 10049 say they should.
 
 mod corpus_gen;
 mod corpus_read;
@@ -258,7 +258,7 @@ fn keys_certificates_and_requests_match_the_fixed_parameters() {
             (mint, maxt),
             (1_790_812_800 * SECOND, 1_793_491_200 * SECOND)
         );
-        // Whole-second window: every encoding is exact (§4.3).
+        // Whole-second window: every encoding is exact.
         for (raw, us) in [(dec(c, "mint_raw"), mint), (dec(c, "maxt_raw"), maxt)] {
             assert_eq!(raw, reading_raw(p, us), "{}", p.name);
         }

@@ -290,7 +290,7 @@ proptest! {
         batched in any::<bool>(),
         indx in prop_oneof![0u32..8, any::<u32>()],
     ) {
-        // Node-first proofs are accepted too (§7.1), so flipping every INDX
+        // Node-first proofs are accepted too (implementations disagree on it), so flipping every INDX
         // bit within the depth still proves the root: time must not change.
         let x = &exchanges()[p][usize::from(batched)];
         let (_, range) = regions(&x.response)
@@ -462,7 +462,7 @@ proptest! {
 // ---------------------------------------------------------------------------
 // Regressions.
 
-/// A draft-03 request with a 32-byte nonce, as deployed clients sent (§5.4);
+/// A draft-03 request with a 32-byte nonce, as deployed clients sent;
 /// `Offer` only builds the 64-byte form.
 fn draft03_request(nonce: &[u8]) -> Vec<u8> {
     let p = Profile::by_name("draft-03").unwrap();

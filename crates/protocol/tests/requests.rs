@@ -1,5 +1,5 @@
 //! Requests: building for every version, and the server's parse and version
-//! choice (VERSIONS.md §3, §6.1, §6.2).
+//! choice.
 
 mod common;
 
@@ -51,7 +51,7 @@ fn each_profile_builds_its_own_layout() {
 
 #[test]
 fn known_sizes() {
-    // §3: drafts 08–09 header 24 + VER 4 + NONC 32 + ZZZZ 952 = 1012.
+    // drafts 08–09 header 24 + VER 4 + NONC 32 + ZZZZ 952 = 1012.
     let req = request(p("draft-08"), 0, 1024);
     let msg = Message::parse(unframe(&req).unwrap()).unwrap();
     assert_eq!(msg.get(Tag::ZZZZ).unwrap().len(), 952);
@@ -80,7 +80,7 @@ fn srv_only_where_defined() {
     let req = build(&Offer::single(p("draft-08")), Some(&[1; 32]), 1024);
     let msg = Message::parse(unframe(&req).unwrap()).unwrap();
     assert!(msg.get(Tag::SRV).is_none());
-    // SRV of a key, §3: SHA-512(0xff ‖ key)[:32]; the draft-11 Cloudflare
+    // SRV of a key: SHA-512(0xff ‖ key)[:32]; the draft-11 Cloudflare
     // vectors check the value itself (tests/vectors_*).
     assert_ne!(srv_for(&[0; 32]), srv_for(&[1; 32]));
 }
@@ -215,7 +215,7 @@ fn version_choice_follows_section_6_1() {
         name(packet(&[0x8000_0004, 0x8000_0008], 64, None)),
         Ok("draft-04")
     );
-    // Deployed 0x80000003 with a 32-byte nonce (§5.4) is accepted.
+    // Deployed 0x80000003 with a 32-byte nonce is accepted.
     assert_eq!(
         a.parse(&packet(&[0x8000_0003], 32, None))
             .unwrap()
@@ -238,7 +238,7 @@ fn ver_list_rules_are_those_of_the_chosen_version() {
         a.parse(&packet(&[1, 1], 32, Some(0))).unwrap_err(),
         RequestError::VerList
     );
-    // 10–11: no repeats, any order (Cloudflare sends descending lists, §3).
+    // 10–11: no repeats, any order (Cloudflare sends descending lists).
     assert_eq!(
         a.parse(&packet(&[0x8000_000b, 0x8000_0008], 32, None))
             .unwrap()

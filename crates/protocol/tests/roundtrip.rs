@@ -71,7 +71,7 @@ fn one_certificate_set_serves_every_profile() {
         NOW_US - 60_000_000,
         NOW_US + 60_000_000,
     );
-    // Google, 01–06, 07, 08–11, 12–19, version 1 (§2.3 plus §5.12).
+    // Google, 01–06, 07, 08–11, 12–19, version 1.
     assert_eq!(set.distinct(), 6);
     assert!(set.covers(NOW_US));
     assert!(!set.covers(NOW_US + 61_000_000));

@@ -362,3 +362,26 @@ fn urls_must_be_https() {
     assert_eq!(list.reports, None);
     assert_eq!(list.ignored_urls, ["http://a/list", "ftp://c/r"]);
 }
+
+/// The list the docs point newcomers to must stay usable: every entry
+/// parses, with a distinct key and at least one address, and there are
+/// enough of them for the default quorum and the RFC's three.
+#[test]
+fn the_example_list_in_examples_is_usable() {
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/servers.json"
+    ));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let list = ServerList::parse(&bytes).unwrap();
+    assert!(list.servers.len() >= 3, "{list:?}");
+    let mut keys = std::collections::HashSet::new();
+    for s in &list.servers {
+        let usable = s
+            .status
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{:?} unusable: {e:?}", s.name));
+        assert!(!usable.addresses.is_empty(), "{:?}", s.name);
+        assert!(keys.insert(usable.public_key), "{:?}: key repeated", s.name);
+    }
+}

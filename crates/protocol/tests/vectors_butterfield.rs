@@ -63,7 +63,7 @@ fn cloudflare_response_bin_is_mjd_0x80000003() {
     assert!(mint <= midp && midp <= maxt);
 }
 
-/// roughenough 1.x's "version 1" is not RFC 10049 (§5.13): the verifier
+/// roughenough 1.x's "version 1" is not RFC 10049: the verifier
 /// names it, and a server does not take its request for version 1.
 #[test]
 fn roughenough_request_and_response_bin_are_legacy_version_one() {

@@ -3,7 +3,7 @@
 //!
 //! Client side: every reply verifies against its request. Server side: our
 //! responder, given the generator's fixed parameters and seeds, reproduces
-//! every reply byte for byte, which pins tag order, tree padding (§6.3),
+//! every reply byte for byte, which pins tag order, tree padding (non-power-of-two batches),
 //! Google's extra NONC, contexts and time units all at once.
 
 mod common;
@@ -103,7 +103,7 @@ fn server_side(rel: &str, profile_name: &str) {
 }
 
 /// Cloudflare builds hash-first trees even for drafts whose text says
-/// node-first (§7.1): each batched proof must fail when climbed node-first,
+/// node-first (implementations disagree on it): each batched proof must fail when climbed node-first,
 /// and the verifier must say it used hash-first.
 fn batched_proofs_fail_node_first(rel: &str, profile_name: &str) {
     let b = cloudflare(rel);

@@ -5,7 +5,7 @@
 //! These responses predate RFC 10049's lower-case context strings: they are
 //! signed with the draft's "RoughTime v1 …" strings although VER = 1, so our
 //! client must accept them only through version 1's legacy contexts and say
-//! so (`legacy_context`, §5.12). The Appendix A server list belongs to the
+//! so (`legacy_context`). The Appendix A server list belongs to the
 //! server-list tests.
 
 mod vectorfiles;
@@ -44,7 +44,7 @@ fn appendix_b_exchanges_verify_with_draft_contexts() {
 }
 
 /// NONC_k = SHA-512(response_{k-1} as received, header included ‖ rand_k)[:32]
-/// (§6.4), checked here with SHA-512 directly.
+/// (the chaining rule), checked here with SHA-512 directly.
 #[test]
 fn appendix_b_nonces_follow_the_chaining_rule() {
     let report = draft19_report();

@@ -1,7 +1,7 @@
 //! roughenough's protocol test data (`roughenough/`): draft 0x8000000c
 //! captures and a synthetic encoding vector, and the RFC 10049 version-1
 //! exchange from its 2.2.0 release, which is the only external vector signed
-//! with the RFC's lower-case "Roughtime" context strings (§5.12).
+//! with the RFC's lower-case "Roughtime" context strings.
 //!
 //! The server-list files there belong to the server-list tests.
 
@@ -189,7 +189,7 @@ fn rfc10049_response_104172a3_fails_under_capital_t_contexts() {
         check_certificate(cert, draft14, &key),
         Err(VerifyError::DelegationSignature)
     );
-    // Version 1 falls back to the capital-T strings (§5.12); the fallback
+    // Version 1 falls back to the capital-T strings; the fallback
     // must not rescue a broken SREP signature. Flip one SREP byte (RADI).
     let mut bad = resp.clone();
     let srep_at = resp

@@ -26,7 +26,7 @@ const EXPECTED: [(u64, &str, &str); 11] = [
     (1, "roughtimed", "draft-14"),
     // Cloudflare's client lists 0x8000000b before 0x80000008.
     (0, "cloudflare", "draft-11"),
-    // A 0x8000000c request without TYPE: drafts 12–13 (§7.3).
+    // A 0x8000000c request without TYPE: drafts 12–13.
     (0, "craggy", "draft-12"),
     (0, "node-roughtime", "google"),
     // The 1036-byte packet (message 1024).

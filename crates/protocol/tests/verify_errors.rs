@@ -1,5 +1,5 @@
 //! Every verification failure is its own error, and every tolerated
-//! deployment deviation is accepted on purpose (VERSIONS.md §7.1, §7.6).
+//! deployment deviation is accepted on purpose (the disputed tree orientation; deployed versions that differ from their drafts).
 //! Responses are forged with the test keys, so each check is reached with
 //! every other check passing.
 
@@ -209,7 +209,7 @@ fn version_checks() {
         |s| s.retain(|e| e.0 != Tag::VER),
     );
     assert_eq!(c.verify(&moved), Err(VerifyError::VersionPlacement));
-    // roughenough 1.x's VER=1: top-level VER, no TYPE (§5.13).
+    // roughenough 1.x's VER=1: top-level VER, no TYPE.
     let legacy = c.forge(
         |t| {
             set(t, Tag::VER, 1u32.to_le_bytes().to_vec());
@@ -290,7 +290,7 @@ fn nonce_copies() {
     let d2 = case(Profile::by_name("draft-02").unwrap());
     let bad = d2.forge(|_| {}, |s| set(s, Tag::NONC, vec![0; 64]));
     assert_eq!(d2.verify(&bad), Err(VerifyError::NonceMismatch));
-    // Deployed 0x80000003 and 08–11 left the copy out (§5.4, §7.6): accepted,
+    // Deployed 0x80000003 and 08–11 left the copy out: accepted,
     // since the Merkle leaf binds the nonce anyway.
     for name in ["draft-03", "draft-11"] {
         let c = case(Profile::by_name(name).unwrap());
@@ -403,7 +403,7 @@ fn times() {
 
 #[test]
 fn version_one_signed_with_draft_strings_is_accepted_and_flagged() {
-    // Draft-19 servers answered VER=1 with the capital-T strings (§5.12).
+    // Draft-19 servers answered VER=1 with the capital-T strings.
     let c = case(Profile::rfc());
     let old_cert = gnomon_protocol::Certificate::mint(
         &c.server.long_term,

@@ -18,7 +18,7 @@
 //! # One blocking thread per connection, with a hard cap
 //!
 //! UDP carries the load; TCP is the fallback a client tries when UDP gets
-//! no answer (§6.7, draft 16+), so connections are few and each carries a
+//! no answer (draft 16+), so connections are few and each carries a
 //! handful of requests. Per request the cost is a signature (tens of µs),
 //! beside which a thread wake-up is small. A blocking thread per connection
 //! then buys simple, checkable code: each deadline (idle, unfinished frame,

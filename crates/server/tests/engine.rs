@@ -326,7 +326,7 @@ fn several_identities_share_one_port_chosen_by_srv() {
         let (n, _) = c.recv_from(&mut buf).unwrap();
         verify_response(&req, &buf[..n], &key.public()).unwrap();
     }
-    // No SRV with two keys: dropped for versions that define SRV (§3); the
+    // No SRV with two keys: dropped for versions that define SRV; the
     // first identity answers versions that cannot name a key.
     c.send_to(&request(Profile::rfc(), 1), to).unwrap();
     let mut unknown = vec![0u8; 1024];

@@ -151,7 +151,7 @@ fn every_tcp_version_answers_several_requests_on_one_connection() {
             let answer = read_frame(&mut s);
             assert!(answer.len() <= r.len(), "{}: amplification", profile.name);
             // In request order; for 12+ this also checks that the leaf is
-            // exactly the frame's bytes (§7.4).
+            // exactly the frame's bytes.
             verify_response(r, &answer, &lt.public())
                 .unwrap_or_else(|e| panic!("{} response {i}: {e:?}", profile.name));
         }

@@ -193,7 +193,7 @@ impl Service {
         } else if n < settings.min_servers {
             log(&format!(
                 "note: the list has {n} usable server(s), fewer than min-servers ({}); \
-                 RFC 10049 §8.2 asks for at least 3",
+                 RFC 10049's measurement sequence asks for at least 3",
                 settings.min_servers
             ));
         }

@@ -247,7 +247,7 @@ class Exchange:
 
 @dataclass(frozen=True)
 class Measurement:
-    """The measurement sequence of RFC 10049 §8.2 (as ``gnomon query
+    """The measurement sequence of RFC 10049 (as ``gnomon query
     --servers`` runs it)."""
 
     entries: List[Entry]
@@ -342,12 +342,12 @@ def measure(
     timeout: float = 2.0,
     tcp: Optional[bool] = None,
 ) -> Measurement:
-    """Run the measurement sequence over a server list (RFC 10049 §8.2 /
-    draft-19 Appendix A JSON, given as text, bytes or a path) and decide
+    """Run the measurement sequence over a server list (RFC 10049's
+    server-list JSON, given as text, bytes or a path) and decide
     whom to believe, as ``gnomon sync`` does.
 
     ``ask`` servers are chosen at random (``None``, the default: all of
-    them; RFC 10049 §8.2 asks for at least 3) and asked twice in the same
+    them; RFC 10049's measurement sequence asks for at least 3) and asked twice in the same
     order, each nonce chained from the previous response. The consensus is
     the hull of the offsets a strict majority of the distinct keys that
     answered vouches for (one vote per key, however many names it has in

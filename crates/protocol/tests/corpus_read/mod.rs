@@ -1,5 +1,5 @@
 //! Reading the conformance corpus back: JSON accessors, and the protocol
-//! rules written out by hand from VERSIONS.md (time encodings, chaining
+//! rules written out by hand from the drafts and RFC 10049 (time encodings, chaining
 //! rules, the Merkle hash), so that `tests/corpus.rs` checks the files
 //! against an independent reading rather than against the code that wrote
 //! them.
@@ -109,7 +109,7 @@ pub(crate) fn reading_raw(p: &Profile, us: u64) -> u64 {
 }
 
 /// The wire time values for a response signed at `now_us` with a 1.5 s
-/// radius, from VERSIONS.md §4.3 rather than time.rs: (midpoint µs, radius
+/// radius, from the time encodings of each version rather than time.rs: (midpoint µs, radius
 /// µs, MIDP raw, RADI raw).
 pub(crate) fn reading(p: &Profile, now_us: u64) -> (u64, u64, u64, u32) {
     match p.time {
@@ -178,7 +178,7 @@ pub(crate) fn merkle_hash(p: &Profile, parts: &[&[u8]]) -> Vec<u8> {
     }
 }
 
-/// Each chaining rule of the chain file, written out from VERSIONS.md §6.4
+/// Each chaining rule of the chain file, written out from the chaining rules of each version
 /// rather than taken from chain.rs.
 pub(crate) fn chain_by_hand(profile: &str, previous: &[u8], rand: &[u8]) -> Vec<u8> {
     let unframed = if wire::has_magic(previous) {

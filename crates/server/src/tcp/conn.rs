@@ -6,7 +6,7 @@
 //! sends one request and waits is answered at once; nothing waits for a
 //! batch to fill. Runs of consecutive requests with the same (profile,
 //! identity) share a tree, which keeps the responses in request order
-//! (§6.7 allows any order; in order is what a simple client expects).
+//! (the drafts allow any order; in order is what a simple client expects).
 //!
 //! A response is not bounded by its request's length here (the peer's
 //! address is proved), so the output buffer is not sized from the input:
