@@ -48,6 +48,10 @@ fn rate_mode_against_an_honest_responder_is_all_valid() {
     let mut cfg = config(&r, "1");
     cfg.mode = Mode::Rate(4000.0);
     cfg.count = Some(800);
+    // At most 2 × 16 requests in flight: however long the responder is
+    // kept off the CPU, its socket buffer holds them all, so none can be
+    // lost (the default window let a busy machine overflow it: 4 of 800).
+    cfg.window = Some(16);
     let rep = run(&cfg, &NO_STOP).expect("run");
     assert_all_valid(&rep, 800);
     // 800 requests at 4000/s take at least 0.2 s: the pacing held.
@@ -128,7 +132,10 @@ fn garbage_replies_answer_nothing() {
     let mut cfg = config(&r, "1");
     cfg.mode = Mode::Rate(2000.0);
     cfg.count = Some(100);
-    cfg.timeout = Duration::from_millis(300);
+    // Garbage frees no window slot, so every request waits out the whole
+    // timeout: long enough for a responder kept off the CPU on a busy
+    // machine to have sent every reply (counted unmatched) by then.
+    cfg.timeout = Duration::from_secs(2);
     let rep = run(&cfg, &NO_STOP).expect("run");
     assert_eq!(rep.sent, 100);
     assert_eq!(rep.answered, 0);

@@ -41,6 +41,9 @@ pub struct TestResponder {
 impl TestResponder {
     pub fn start(behaviour: Behaviour) -> TestResponder {
         let sock = UdpSocket::bind("127.0.0.1:0").expect("bind responder");
+        // Room for every request a test keeps in flight, even while this
+        // thread waits for a CPU (the kernel caps it at rmem_max).
+        let _ = socket2::SockRef::from(&sock).set_recv_buffer_size(1 << 20);
         // Bounds each blocking receive so the lifetime cap is honoured.
         sock.set_read_timeout(Some(Duration::from_millis(200)))
             .expect("timeout");
