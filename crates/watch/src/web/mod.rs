@@ -220,10 +220,8 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
     });
     let points = &window.points;
     let uptime = (window.rounds > 0).then(|| 100.0 * window.up as f64 / window.rounds as f64);
-    let offset_svg = plot::line(points, "offset", false, |p| p.offset_us.map(|v| v as f64));
-    let rtt_svg = plot::line(points, "round-trip time", true, |p| {
-        p.rtt_us.map(|v| v as f64)
-    });
+    let offset_svg = plot::offset(points);
+    let rtt_svg = plot::rtt(points);
     let decoded =
         s.raw_response
             .as_deref()
