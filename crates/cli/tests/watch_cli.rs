@@ -318,6 +318,7 @@ fn deploy_watch_toml_loads_and_bad_values_are_named() {
         "servers = \"/etc/gnomon/servers.json\"",
         "interval = \"5m\"",
         "burst = 12",
+        "warn-radius = \"10s\"",
         "sink = false",
         "max-body = 65536",
     ] {
@@ -370,6 +371,11 @@ fn deploy_watch_toml_loads_and_bad_values_are_named() {
             "[watch] concurrency: `300` is not an integer in 1..=256",
         ),
         ("[watch]\ninterval = \"0s\"\n", "watch", "[watch] interval"),
+        (
+            "[watch]\nwarn-radius = \"0s\"\n",
+            "watch",
+            "[watch] warn-radius: `0s` is not a duration in 1ms..=1d",
+        ),
         ("[watch]\nsink = \"yes\"\n", "watch", "sink"),
         (
             "[report-server]\nmax-body = 100\n",
@@ -397,6 +403,27 @@ fn deploy_watch_toml_loads_and_bad_values_are_named() {
     );
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("100ms..=10s"), "{err}");
+    let (code, _, err) = gnomon(
+        &["watch", "--config", f, "--print-config"],
+        &[("GNOMON_WATCH_WARN_RADIUS", "2d")],
+    );
+    assert_eq!(code, Some(64), "{err}");
+    assert!(
+        err.contains("warn-radius") && err.contains("1ms..=1d"),
+        "{err}"
+    );
+    let (_, out, _) = gnomon(
+        &[
+            "watch",
+            "--config",
+            f,
+            "--print-config",
+            "--warn-radius",
+            "90s",
+        ],
+        &[("GNOMON_WATCH_WARN_RADIUS", "5s")],
+    );
+    assert!(out.contains("warn-radius = \"90s\""), "{out}");
     let (code, _, err) = gnomon(
         &[
             "watch",

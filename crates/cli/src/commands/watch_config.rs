@@ -56,6 +56,16 @@ pub(crate) fn parse_expiry_warning(s: &str) -> Result<Duration, String> {
     )
 }
 
+/// `warn-radius`: 1 ms to a day.
+pub(crate) fn parse_warn_radius(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_millis(1),
+        Duration::from_secs(86_400),
+        "a duration in 1ms..=1d",
+    )
+}
+
 /// `concurrency`: 1..=256.
 pub(crate) fn parse_concurrency(s: &str) -> Result<u16, String> {
     int_in(s, 1, 256, "an integer in 1..=256").map(|v| v as u16)
@@ -176,6 +186,7 @@ pub(crate) struct WatchLayer {
     pub burst: Option<u16>,
     pub report: Option<bool>,
     pub expiry_warning: Option<Duration>,
+    pub warn_radius: Option<Duration>,
     pub sink: Option<bool>,
 }
 
@@ -223,6 +234,7 @@ struct WatchTable {
     burst: Option<i64>,
     report: Option<bool>,
     expiry_warning: Option<String>,
+    warn_radius: Option<String>,
     sink: Option<bool>,
 }
 
@@ -287,6 +299,7 @@ impl FileLayers {
                     w.expiry_warning,
                     parse_expiry_warning,
                 )?,
+                warn_radius: checked(path, wt, "warn-radius", w.warn_radius, parse_warn_radius)?,
                 sink: w.sink,
             },
             sink: SinkLayer {
@@ -334,6 +347,7 @@ pub(crate) struct WatchSettings {
     pub burst: u16,
     pub report: bool,
     pub expiry_warning: Duration,
+    pub warn_radius: Duration,
     pub sink: bool,
 }
 
@@ -360,6 +374,7 @@ impl WatchSettings {
             burst: pick!(burst).unwrap_or(12),
             report: pick!(report).unwrap_or(false),
             expiry_warning: pick!(expiry_warning).unwrap_or(Duration::from_secs(3600)),
+            warn_radius: pick!(warn_radius).unwrap_or(Duration::from_secs(10)),
             sink: pick!(sink).unwrap_or(false),
         };
         if s.sink && s.database.is_none() {
@@ -457,6 +472,7 @@ impl fmt::Display for WatchSettings {
             "expiry-warning = \"{}\"",
             DurationText(self.expiry_warning)
         )?;
+        writeln!(f, "warn-radius = \"{}\"", DurationText(self.warn_radius))?;
         writeln!(f, "sink = {}", self.sink)
     }
 }
@@ -490,7 +506,7 @@ mod tests {
     fn layers_apply_in_order_and_print_back() {
         let file = FileLayers::from_toml(
             "[watch]\nservers = \"list.json\"\nlisten = \"127.0.0.1:9000\"\ninterval = \"2m\"\n\
-             burst = 20\n[report-server]\nrate = 5\n",
+             burst = 20\nwarn-radius = \"500ms\"\n[report-server]\nrate = 5\n",
             Path::new(FILE),
         )
         .unwrap();
@@ -502,6 +518,7 @@ mod tests {
         assert_eq!(w.servers, Path::new("/etc/gnomon/list.json"));
         assert_eq!(w.interval, Duration::from_secs(120));
         assert_eq!((w.burst, w.concurrency), (30, 8));
+        assert_eq!(w.warn_radius, Duration::from_millis(500));
         let back = FileLayers::from_toml(&w.to_string(), Path::new(FILE)).unwrap();
         assert_eq!(
             WatchSettings::resolve(&back.watch, &WatchLayer::default()),
@@ -554,6 +571,11 @@ mod tests {
             ),
             ("[watch]\nburst = 65", "[watch] burst"),
             ("[watch]\ntimeout = \"20s\"", "[watch] timeout"),
+            (
+                "[watch]\nwarn-radius = \"0s\"",
+                "[watch] warn-radius: `0s` is not a duration in 1ms..=1d",
+            ),
+            ("[watch]\nwarn-radius = \"2d\"", "[watch] warn-radius"),
             ("[watch]\nlisten = \"nowhere\"", "[watch] listen"),
             ("[watch]\ndatabase = \"mysql://x\"", "[watch] database"),
             ("[watch]\nintervall = \"5m\"", "unknown field `intervall`"),

@@ -42,8 +42,8 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub struct App {
     /// The prober's latest state.
     pub latest: Shared,
-    /// A certificate with less than this left is a warning.
-    pub expiry_warning: Duration,
+    /// What makes a check a warning.
+    pub limits: view::Limits,
     /// Where the history is, when not only in memory.
     pub store: Option<Store>,
     /// The report sink served beside the pages (`/reports…`), when on.
@@ -58,7 +58,7 @@ impl App {
     /// Handlers over `latest`.
     pub fn new(
         latest: Shared,
-        expiry_warning: Duration,
+        limits: view::Limits,
         store: Option<Store>,
         sink: Option<Sink>,
     ) -> Arc<App> {
@@ -73,7 +73,7 @@ impl App {
             .expect("the server template parses");
         Arc::new(App {
             latest,
-            expiry_warning,
+            limits,
             store,
             sink,
             connections: crate::http::connection_table(MAX_CONNECTIONS),
@@ -128,7 +128,7 @@ struct Row<'a> {
 }
 
 fn row<'a>(s: &'a Status, app: &App) -> Row<'a> {
-    let checks = view::cells(s, app.expiry_warning);
+    let checks = view::cells(s, &app.limits);
     Row {
         state: view::overall(s, &checks),
         checks,

@@ -247,6 +247,8 @@ pub fn duration(us: f64) -> String {
     let a = us.abs();
     if a >= 10e6 {
         format!("{:.1} s", us / 1e6)
+    } else if a >= 1e6 {
+        format!("{:.2} s", us / 1e6)
     } else if a >= 100e3 {
         format!("{:.0} ms", us / 1e3)
     } else if a >= 1e3 {
