@@ -195,7 +195,7 @@ fn listed_key(list: &std::path::Path, name: &str) -> String {
 /// `--sink`: the report sink on watch's own listener. The liar's report,
 /// made by watch itself, is in the store after the first round: listed
 /// with every key of a contradicting pair (either signer may be the
-/// liar), served as made, verifying on demand and with `verify-report`;
+/// liar), only the key watch flagged marked LYING, served as made, verifying on demand and with `verify-report`;
 /// a POST of it through the endpoint is a replay. Then SIGTERM: watch
 /// stops, closes the database (SQLite folds its log back into the file,
 /// so no `-wal` is left) and exits 0.
@@ -258,6 +258,25 @@ fn watch_runs_the_sink_keeps_its_own_report_and_stops_on_sigterm() {
             "{key} missing from the report's line: {line}"
         );
     }
+    // Of those, only the key watch flagged is marked lying: the line's
+    // entries are split by <br>, each ending in its key.
+    let entry = |key: &str| {
+        line.split("<br>")
+            .find(|e| e.contains(&format!("<code>{key}</code>")))
+            .unwrap_or_else(|| panic!("{key} not on the line: {line}"))
+    };
+    let liar = listed_key(&lineup.list, LIAR);
+    assert!(entry(&liar).contains(">LYING<"), "{line}");
+    for key in keys.iter().filter(|k| **k != liar) {
+        assert!(!entry(key).contains("LYING"), "{key} marked: {line}");
+    }
+    // The list and the status page link each other.
+    assert!(listing.contains(r#"<a href="/">"#), "{listing}");
+    let (_, status_page) = watch.get("/");
+    assert!(
+        status_page.contains(r#"<a href="/reports">"#),
+        "{status_page}"
+    );
 
     let (_, metrics) = watch.get("/metrics");
     assert!(
