@@ -99,7 +99,9 @@ fn the_pages_render_in_a_real_browser() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    // target/ is not there when CARGO_TARGET_DIR points elsewhere.
     let shots = serve_support::repo().join("target");
+    std::fs::create_dir_all(&shots).unwrap();
     let url = format!("http://{}/", watch.addr);
     let profile = lineup.dir.join("chromium");
 
