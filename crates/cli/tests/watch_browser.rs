@@ -184,6 +184,12 @@ fn the_pages_render_in_a_real_browser() {
         screenshot(&bin, &profile.join(png), &shots.join(png), size, &page);
     }
 
+    // An honest server's offset: a wiggle inside its radius band.
+    let honest = format!("{url}servers/{}", HONEST[0]);
+    for (png, size) in [("watch-server-honest.png", "1280,1400")] {
+        screenshot(&bin, &profile.join(png), &shots.join(png), size, &honest);
+    }
+
     let reports = format!("{url}reports");
     let dom = browse(
         &bin,

@@ -12,9 +12,10 @@ use std::fmt::Write as _;
 use crate::state::Point;
 
 const W: f64 = 720.0;
-const H: f64 = 170.0;
+const H: f64 = 184.0;
 const LEFT: f64 = 84.0;
-const TOP: f64 = 6.0;
+/// Room above the plot for the band's legend, clear of the data.
+const TOP: f64 = 18.0;
 const BOTTOM: f64 = 20.0;
 /// The band stretches the axis only while the data stays readable: past
 /// this many times the data's own span, it is clipped and said in words.
@@ -126,8 +127,8 @@ fn draw(
             let _ = write!(
                 s,
                 r##"<text x="{}" y="{}" font-size="11" text-anchor="end" fill="#1f4f80">{note}</text>"##,
-                W - 6.0,
-                TOP + 13.0
+                W,
+                TOP - 5.0
             );
         }
         if lo < 0.0 && hi > 0.0 {
