@@ -186,9 +186,14 @@ fn the_pages_render_in_a_real_browser() {
 
     // An honest server's offset: a wiggle inside its radius band.
     let honest = format!("{url}servers/{}", HONEST[0]);
-    for (png, size) in [("watch-server-honest.png", "1280,1400")] {
-        screenshot(&bin, &profile.join(png), &shots.join(png), size, &honest);
-    }
+    let png = "watch-server-honest.png";
+    screenshot(
+        &bin,
+        &profile.join(png),
+        &shots.join(png),
+        "1280,1400",
+        &honest,
+    );
 
     let reports = format!("{url}reports");
     let dom = browse(

@@ -213,7 +213,7 @@ fn range(values: &[(f64, f64, f64)], non_negative: bool) -> (f64, f64, bool) {
 /// the larger end reads best in, with as many decimals as the step needs.
 pub fn ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
     let span = hi - lo;
-    if !(span > 0.0) || !span.is_finite() {
+    if !span.is_finite() || span <= 0.0 {
         return Vec::new();
     }
     // The largest round step that still gives four ticks.
