@@ -1,7 +1,10 @@
 //! `gnomon watch`'s pages in a real browser: headless Chromium (Debian's
-//! package) renders `/` and a server's page from a watch over the loopback
-//! lineup; the rendered text must name every server with its state, and
-//! screenshots are saved under target/ for a developer to look at.
+//! package) renders `/`, a server's page and `/reports` from a watch (with
+//! its sink) over the loopback lineup; the rendered text must name every
+//! server with its state and how long ago it was checked, the page must
+//! update itself in place, and screenshots at a desktop and a phone width
+//! are saved under target/ for a developer to look at (docs/watch-*.png
+//! are copies).
 
 mod serve_support;
 mod sync_support;
@@ -83,7 +86,8 @@ fn the_pages_render_in_a_real_browser() {
         return;
     }
     let lineup = watch_support::start("watch-browser", true);
-    let watch = Watch::start(&lineup.list);
+    let db = format!("sqlite:{}", lineup.dir.join("watch.db").display());
+    let watch = Watch::start_with(&lineup.list, &["--database", &db, "--sink"]);
     watch.first_round(Duration::from_secs(90));
     // A few rounds, so the history plots have lines.
     let until = Instant::now() + Duration::from_secs(60);
@@ -95,7 +99,9 @@ fn the_pages_render_in_a_real_browser() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    // target/ is not there when CARGO_TARGET_DIR points elsewhere.
     let shots = serve_support::repo().join("target");
+    std::fs::create_dir_all(&shots).unwrap();
     let url = format!("http://{}/", watch.addr);
     let profile = lineup.dir.join("chromium");
 
@@ -124,13 +130,33 @@ fn the_pages_render_in_a_real_browser() {
     assert!(row(&dom, EXPIRING).contains("EXPIRES in"));
     assert!(row(&dom, SILENT).contains("no answer"));
     assert!(row(&dom, LIAR).contains("LIES:"));
-    screenshot(
+    for (name, _) in &expected {
+        assert!(row(&dom, name).contains("checked "), "{name}: no age");
+    }
+    assert!(dom.contains(r#"href="/reports""#), "no link to the reports");
+
+    // With time to run, the script fetches the page again and swaps its
+    // live parts in: the body counts the swaps, the note says when.
+    let dom = browse(
         &bin,
-        &profile.join("b"),
-        &shots.join("watch-status.png"),
-        "1600,900",
-        &url,
-    );
+        &profile.join("r"),
+        &[
+            "--virtual-time-budget=25000".into(),
+            "--dump-dom".into(),
+            url.clone(),
+        ],
+    )
+    .unwrap_or_else(|| panic!("chromium did not render {url}"));
+    assert!(dom.contains("data-refreshed=\""), "never refreshed: {dom}");
+    assert!(dom.contains("last update"), "{dom}");
+    row(&dom, LIAR);
+
+    for (png, size) in [
+        ("watch-status.png", "1600,900"),
+        ("watch-status-narrow.png", "420,1400"),
+    ] {
+        screenshot(&bin, &profile.join(png), &shots.join(png), size, &url);
+    }
 
     let page = format!("{url}servers/{LIAR}");
     let dom = browse(
@@ -147,12 +173,43 @@ fn the_pages_render_in_a_real_browser() {
     assert!(dom.contains("response (ROUGHTIM packet"), "{dom}");
     assert!(dom.contains("delegation (long-term key)  ok"), "{dom}");
     assert!(dom.contains("Malfeasance report"), "{dom}");
+    assert!(dom.contains("ago)"), "no age: {dom}");
+    // The radius is drawn as a band, with ticks in a unit.
+    assert!(dom.contains("<polygon"), "no radius band: {dom}");
+    assert!(dom.contains("shaded: radius"), "{dom}");
+    for (png, size) in [
+        ("watch-server.png", "1280,1400"),
+        ("watch-server-narrow.png", "420,2400"),
+    ] {
+        screenshot(&bin, &profile.join(png), &shots.join(png), size, &page);
+    }
+
+    // An honest server's offset: a wiggle inside its radius band.
+    let honest = format!("{url}servers/{}", HONEST[0]);
+    let png = "watch-server-honest.png";
     screenshot(
         &bin,
-        &profile.join("d"),
-        &shots.join("watch-server.png"),
+        &profile.join(png),
+        &shots.join(png),
         "1280,1400",
-        &page,
+        &honest,
+    );
+
+    let reports = format!("{url}reports");
+    let dom = browse(
+        &bin,
+        &profile.join("e"),
+        &["--dump-dom".into(), reports.clone()],
+    )
+    .unwrap_or_else(|| panic!("chromium did not render {reports}"));
+    assert!(dom.contains(">LYING<"), "{dom}");
+    assert!(dom.contains(r#"<a href="/">"#), "{dom}");
+    screenshot(
+        &bin,
+        &profile.join("f"),
+        &shots.join("watch-reports.png"),
+        "1280,700",
+        &reports,
     );
 }
 

@@ -195,7 +195,7 @@ fn listed_key(list: &std::path::Path, name: &str) -> String {
 /// `--sink`: the report sink on watch's own listener. The liar's report,
 /// made by watch itself, is in the store after the first round: listed
 /// with every key of a contradicting pair (either signer may be the
-/// liar), served as made, verifying on demand and with `verify-report`;
+/// liar), only the key watch flagged marked LYING, served as made, verifying on demand and with `verify-report`;
 /// a POST of it through the endpoint is a replay. Then SIGTERM: watch
 /// stops, closes the database (SQLite folds its log back into the file,
 /// so no `-wal` is left) and exits 0.
@@ -258,6 +258,25 @@ fn watch_runs_the_sink_keeps_its_own_report_and_stops_on_sigterm() {
             "{key} missing from the report's line: {line}"
         );
     }
+    // Of those, only the key watch flagged is marked lying: the line's
+    // entries are split by <br>, each ending in its key.
+    let entry = |key: &str| {
+        line.split("<br>")
+            .find(|e| e.contains(&format!("<code>{key}</code>")))
+            .unwrap_or_else(|| panic!("{key} not on the line: {line}"))
+    };
+    let liar = listed_key(&lineup.list, LIAR);
+    assert!(entry(&liar).contains(">LYING<"), "{line}");
+    for key in keys.iter().filter(|k| **k != liar) {
+        assert!(!entry(key).contains("LYING"), "{key} marked: {line}");
+    }
+    // The list and the status page link each other.
+    assert!(listing.contains(r#"<a href="/">"#), "{listing}");
+    let (_, status_page) = watch.get("/");
+    assert!(
+        status_page.contains(r#"<a href="/reports">"#),
+        "{status_page}"
+    );
 
     let (_, metrics) = watch.get("/metrics");
     assert!(
@@ -318,6 +337,7 @@ fn deploy_watch_toml_loads_and_bad_values_are_named() {
         "servers = \"/etc/gnomon/servers.json\"",
         "interval = \"5m\"",
         "burst = 12",
+        "warn-radius = \"10s\"",
         "sink = false",
         "max-body = 65536",
     ] {
@@ -370,6 +390,11 @@ fn deploy_watch_toml_loads_and_bad_values_are_named() {
             "[watch] concurrency: `300` is not an integer in 1..=256",
         ),
         ("[watch]\ninterval = \"0s\"\n", "watch", "[watch] interval"),
+        (
+            "[watch]\nwarn-radius = \"0s\"\n",
+            "watch",
+            "[watch] warn-radius: `0s` is not a duration in 1ms..=1d",
+        ),
         ("[watch]\nsink = \"yes\"\n", "watch", "sink"),
         (
             "[report-server]\nmax-body = 100\n",
@@ -397,6 +422,27 @@ fn deploy_watch_toml_loads_and_bad_values_are_named() {
     );
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("100ms..=10s"), "{err}");
+    let (code, _, err) = gnomon(
+        &["watch", "--config", f, "--print-config"],
+        &[("GNOMON_WATCH_WARN_RADIUS", "2d")],
+    );
+    assert_eq!(code, Some(64), "{err}");
+    assert!(
+        err.contains("warn-radius") && err.contains("1ms..=1d"),
+        "{err}"
+    );
+    let (_, out, _) = gnomon(
+        &[
+            "watch",
+            "--config",
+            f,
+            "--print-config",
+            "--warn-radius",
+            "90s",
+        ],
+        &[("GNOMON_WATCH_WARN_RADIUS", "5s")],
+    );
+    assert!(out.contains("warn-radius = \"90s\""), "{out}");
     let (code, _, err) = gnomon(
         &[
             "watch",

@@ -143,6 +143,7 @@ pub async fn points(store: &Store, server: &str, now_us: i64) -> Result<Window, 
             up: b.ok == b.count,
             rtt_us: b.rtt_us.map(|v| v.max(0) as u64),
             offset_us: b.offset_us,
+            radius_us: b.radius_us.map(|v| v.max(0) as u64),
         });
     }
     Ok(w)

@@ -116,6 +116,9 @@ pub struct Point {
     pub rtt_us: Option<u64>,
     /// Offset from the consensus (else the local clock), µs.
     pub offset_us: Option<i64>,
+    /// The answer's radius, µs: how far the true time may be from the
+    /// offset, by the server's own word.
+    pub radius_us: Option<u64>,
 }
 
 /// What a round concluded over all servers.
@@ -171,6 +174,7 @@ impl Latest {
                 up: s.up,
                 rtt_us: s.rtt_us,
                 offset_us: s.offset_consensus_us.or(s.offset_local_us),
+                radius_us: s.radius_us,
             });
         }
         self.servers = servers;

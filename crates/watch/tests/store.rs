@@ -147,6 +147,30 @@ fn reports_deduplicate_and_list_by_accused() {
     );
 }
 
+/// The key a monitor judged lying is marked on the report's line; the
+/// other keys of the pair, and other reports, stay unmarked.
+#[test]
+fn the_judged_key_is_marked_and_only_it() {
+    on_both("the_judged_key_is_marked_and_only_it", |url| async move {
+        let store = Store::open(&url).await.expect("open");
+        store
+            .insert_report(&report("r1", &["k1", "k2"]))
+            .await
+            .unwrap();
+        let mut r2 = report("r2", &["k1", "k3"]);
+        r2.received_us = 50;
+        store.insert_report(&r2).await.unwrap();
+        assert!(store.mark_judged("r1", "k2").await.unwrap());
+        assert!(!store.mark_judged("r1", "k3").await.unwrap(), "not accused");
+        let page = store.reports_page(&PageAt::Newest, 10).await.unwrap();
+        let line = |id: &str| page.lines.iter().find(|l| l.id == id).unwrap();
+        assert_eq!(line("r1").accused, ["k1", "k2"]);
+        assert_eq!(line("r1").judged, ["k2"]);
+        assert!(line("r2").judged.is_empty());
+        store.close().await;
+    });
+}
+
 /// Pages of the newest-first list reach every report once, forwards and
 /// back; sizes add up per sender; retention deletes by age, with the
 /// accusations.

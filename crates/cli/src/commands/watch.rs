@@ -74,6 +74,10 @@ pub(crate) struct Args {
     /// 0s..=30d [default: 1h].
     #[arg(long, value_name = "DURATION", value_parser = cfg::parse_expiry_warning, env = "GNOMON_WATCH_EXPIRY_WARNING")]
     expiry_warning: Option<Duration>,
+    /// A radius wider than this is a warning (the server vouches for too
+    /// little to be of use), 1ms..=1d [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = cfg::parse_warn_radius, env = "GNOMON_WATCH_WARN_RADIUS")]
+    warn_radius: Option<Duration>,
     /// Print the effective settings as [watch] and [report-server] tables
     /// and exit.
     #[arg(long)]
@@ -92,6 +96,7 @@ impl Args {
             burst: self.burst,
             report: self.report,
             expiry_warning: self.expiry_warning,
+            warn_radius: self.warn_radius,
             sink: self.sink,
         }
     }
@@ -229,7 +234,11 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return Exit::Local.into();
         }
     };
-    let app = App::new(latest, settings.expiry_warning, store.clone(), sink);
+    let limits = web::view::Limits {
+        expiry_warning: settings.expiry_warning,
+        warn_radius: settings.warn_radius,
+    };
+    let app = App::new(latest, limits, store.clone(), sink);
     let shutdown = {
         let stop = stop.clone();
         async move {

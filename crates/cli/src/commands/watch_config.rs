@@ -56,6 +56,16 @@ pub(crate) fn parse_expiry_warning(s: &str) -> Result<Duration, String> {
     )
 }
 
+/// `warn-radius`: 1 ms to a day.
+pub(crate) fn parse_warn_radius(s: &str) -> Result<Duration, String> {
+    duration_in(
+        s,
+        Duration::from_millis(1),
+        Duration::from_secs(86_400),
+        "a duration in 1ms..=1d",
+    )
+}
+
 /// `concurrency`: 1..=256.
 pub(crate) fn parse_concurrency(s: &str) -> Result<u16, String> {
     int_in(s, 1, 256, "an integer in 1..=256").map(|v| v as u16)
@@ -176,6 +186,7 @@ pub(crate) struct WatchLayer {
     pub burst: Option<u16>,
     pub report: Option<bool>,
     pub expiry_warning: Option<Duration>,
+    pub warn_radius: Option<Duration>,
     pub sink: Option<bool>,
 }
 
@@ -223,6 +234,7 @@ struct WatchTable {
     burst: Option<i64>,
     report: Option<bool>,
     expiry_warning: Option<String>,
+    warn_radius: Option<String>,
     sink: Option<bool>,
 }
 
@@ -287,6 +299,7 @@ impl FileLayers {
                     w.expiry_warning,
                     parse_expiry_warning,
                 )?,
+                warn_radius: checked(path, wt, "warn-radius", w.warn_radius, parse_warn_radius)?,
                 sink: w.sink,
             },
             sink: SinkLayer {
@@ -334,6 +347,7 @@ pub(crate) struct WatchSettings {
     pub burst: u16,
     pub report: bool,
     pub expiry_warning: Duration,
+    pub warn_radius: Duration,
     pub sink: bool,
 }
 
@@ -360,6 +374,7 @@ impl WatchSettings {
             burst: pick!(burst).unwrap_or(12),
             report: pick!(report).unwrap_or(false),
             expiry_warning: pick!(expiry_warning).unwrap_or(Duration::from_secs(3600)),
+            warn_radius: pick!(warn_radius).unwrap_or(Duration::from_secs(10)),
             sink: pick!(sink).unwrap_or(false),
         };
         if s.sink && s.database.is_none() {
@@ -457,6 +472,7 @@ impl fmt::Display for WatchSettings {
             "expiry-warning = \"{}\"",
             DurationText(self.expiry_warning)
         )?;
+        writeln!(f, "warn-radius = \"{}\"", DurationText(self.warn_radius))?;
         writeln!(f, "sink = {}", self.sink)
     }
 }
@@ -481,112 +497,4 @@ impl fmt::Display for SinkSettings {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const FILE: &str = "/etc/gnomon/gnomon-watch.toml";
-
-    #[test]
-    fn layers_apply_in_order_and_print_back() {
-        let file = FileLayers::from_toml(
-            "[watch]\nservers = \"list.json\"\nlisten = \"127.0.0.1:9000\"\ninterval = \"2m\"\n\
-             burst = 20\n[report-server]\nrate = 5\n",
-            Path::new(FILE),
-        )
-        .unwrap();
-        let over = WatchLayer {
-            burst: Some(30),
-            ..WatchLayer::default()
-        };
-        let w = WatchSettings::resolve(&file.watch, &over).unwrap();
-        assert_eq!(w.servers, Path::new("/etc/gnomon/list.json"));
-        assert_eq!(w.interval, Duration::from_secs(120));
-        assert_eq!((w.burst, w.concurrency), (30, 8));
-        let back = FileLayers::from_toml(&w.to_string(), Path::new(FILE)).unwrap();
-        assert_eq!(
-            WatchSettings::resolve(&back.watch, &WatchLayer::default()),
-            Ok(w)
-        );
-        let s = SinkSettings::resolve(&file.sink, &SinkLayer::default());
-        assert_eq!((s.rate, s.max_body), (5, DEFAULT_MAX_BODY as u64));
-        let back = FileLayers::from_toml(&s.to_string(), Path::new(FILE)).unwrap();
-        assert_eq!(SinkSettings::resolve(&back.sink, &SinkLayer::default()), s);
-    }
-
-    #[test]
-    fn key_files_read_base64_lines_and_name_a_bad_line() {
-        use base64::Engine;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let dir = std::env::temp_dir().join(format!("gnomon-keys-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("keys.txt");
-        let (a, b) = ([1u8; 32], [2u8; 32]);
-        let text = format!(
-            "# ours\n{}\n\n  {}  # theirs\n",
-            b64.encode(a),
-            b64.encode(b)
-        );
-        std::fs::write(&file, text).unwrap();
-        let keys = load_keys(&file).unwrap();
-        assert_eq!(keys.len(), 2);
-        assert!(keys.contains(&a) && keys.contains(&b) && !keys.contains(&[3u8; 32]));
-        std::fs::write(&file, format!("{}\nAAAA\n", b64.encode(a))).unwrap();
-        let e = load_keys(&file).unwrap_err();
-        assert!(
-            e.ends_with("keys.txt:2: `AAAA` is not a public key (32 bytes, base64)"),
-            "{e}"
-        );
-        std::fs::write(&file, "# none\n").unwrap();
-        assert!(load_keys(&file).unwrap_err().contains("no public keys"));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn bad_values_unknown_keys_and_missing_requirements_are_errors() {
-        for (text, needle) in [
-            (
-                "[watch]\ninterval = \"0s\"",
-                "[watch] interval: `0s` is not a duration in 1s..=1d",
-            ),
-            (
-                "[watch]\nconcurrency = 0",
-                "[watch] concurrency: `0` is not an integer in 1..=256",
-            ),
-            ("[watch]\nburst = 65", "[watch] burst"),
-            ("[watch]\ntimeout = \"20s\"", "[watch] timeout"),
-            ("[watch]\nlisten = \"nowhere\"", "[watch] listen"),
-            ("[watch]\ndatabase = \"mysql://x\"", "[watch] database"),
-            ("[watch]\nintervall = \"5m\"", "unknown field `intervall`"),
-            ("[report-server]\nmax-body = 10", "[report-server] max-body"),
-            ("[report-server]\nrate = 0", "[report-server] rate"),
-            ("[report-server]\nquota = 10", "[report-server] quota"),
-            (
-                "[report-server]\nquota-per-source = -1",
-                "[report-server] quota-per-source",
-            ),
-            (
-                "[report-server]\nretention = \"0s\"",
-                "[report-server] retention",
-            ),
-            (
-                "[report-server]\nrate-table = 0",
-                "[report-server] rate-table",
-            ),
-            ("[monitor]\n", "unknown field `monitor`"),
-        ] {
-            let e = FileLayers::from_toml(text, Path::new(FILE)).unwrap_err();
-            assert!(e.contains(needle), "{text}: {e}");
-            assert!(e.starts_with(FILE), "{e}");
-        }
-        let e = WatchSettings::resolve(&WatchLayer::default(), &WatchLayer::default());
-        assert!(e.unwrap_err().contains("`servers` is required"));
-        let sink_only = WatchLayer {
-            servers: Some("l.json".into()),
-            listen: Some(parse_listen("127.0.0.1:1").unwrap()),
-            sink: Some(true),
-            ..WatchLayer::default()
-        };
-        let e = WatchSettings::resolve(&sink_only, &WatchLayer::default()).unwrap_err();
-        assert!(e.contains("give `database`"), "{e}");
-    }
-}
+mod tests;

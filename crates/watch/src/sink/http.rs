@@ -42,7 +42,7 @@ pub async fn serve(
     config: SinkConfig,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let shared = Shared::new(store, config);
+    let shared = Shared::new(store, config, false);
     let slots = crate::http::connection_table(shared.config.max_connections);
     let _ = shared.counters.connections.set(slots.clone());
     let retention = tokio::spawn(super::retention_loop(shared.clone()));
@@ -307,7 +307,7 @@ async fn list(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
     };
     let servers = shared.store.servers().await.unwrap_or_default();
     let (newer, older) = links(&page);
-    match page::render(&page.lines, &servers, newer, older) {
+    match page::render(&page.lines, &servers, newer, older, shared.beside_status) {
         Ok(html) => Html(html).into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "page failed\n").into_response(),
     }
@@ -343,6 +343,7 @@ async fn list_json(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
                 "verdict": l.verdict,
                 "size": l.size,
                 "accused": l.accused,
+                "judged": l.judged,
             })
         })
         .collect();

@@ -151,16 +151,20 @@ pub(crate) struct Shared {
     /// Held from the quota check to the insert, so concurrent POSTs cannot
     /// each see room for one and together overrun the quota.
     pub(crate) storing: tokio::sync::Mutex<()>,
+    /// Mounted beside a monitor's status page at `/` (the list links back
+    /// to it), rather than serving the list at `/` itself.
+    pub(crate) beside_status: bool,
 }
 
 impl Shared {
-    pub(crate) fn new(store: Store, config: SinkConfig) -> Arc<Shared> {
+    pub(crate) fn new(store: Store, config: SinkConfig, beside_status: bool) -> Arc<Shared> {
         Arc::new(Shared {
             store,
             limiter: limit::RateLimiter::new(config.rate_per_minute, config.rate_table),
             config,
             counters: Counters::default(),
             storing: tokio::sync::Mutex::new(()),
+            beside_status,
         })
     }
 
@@ -207,7 +211,7 @@ impl Sink {
     /// A sink over `store`.
     pub fn new(store: Store, config: SinkConfig) -> Sink {
         Sink {
-            shared: Shared::new(store, config),
+            shared: Shared::new(store, config, true),
         }
     }
 
@@ -232,9 +236,17 @@ impl Sink {
     }
 
     /// Check and store a report made by this process; `sender` is what
-    /// the store keeps as its source (no rate limit applies).
-    pub async fn submit(&self, body: &str, sender: &str) -> Result<Stored, String> {
-        accept::accept(
+    /// the store keeps as its source (no rate limit applies). `judged` is
+    /// the key this process judged lying: the report's line marks it,
+    /// also when the report was stored before (another liar's round may
+    /// have made the same chain).
+    pub async fn submit(
+        &self,
+        body: &str,
+        sender: &str,
+        judged: Option<&[u8; 32]>,
+    ) -> Result<Stored, String> {
+        let stored = accept::accept(
             &self.shared,
             axum::body::Bytes::copy_from_slice(body.as_bytes()),
             sender.to_string(),
@@ -243,7 +255,17 @@ impl Sink {
         .map_err(|(why, detail)| {
             self.shared.counters.rejected(why);
             detail
-        })
+        })?;
+        if let Some(key) = judged {
+            use base64::Engine;
+            let key = base64::engine::general_purpose::STANDARD.encode(key);
+            self.shared
+                .store
+                .mark_judged(&stored.id, &key)
+                .await
+                .map_err(|e| format!("stored, but the judged key not marked: {e}"))?;
+        }
+        Ok(stored)
     }
 }
 

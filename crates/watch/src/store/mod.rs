@@ -287,7 +287,8 @@ impl Store {
         // (PostgreSQL's AVG is NUMERIC, SQLite's REAL).
         let rows = sqlx::query(
             "SELECT MIN(time_us), COUNT(*), SUM(CASE WHEN result = 'ok' THEN 1 ELSE 0 END), \
-             CAST(AVG(rtt_us) AS BIGINT), CAST(AVG(offset_us) AS BIGINT) FROM observations \
+             CAST(AVG(rtt_us) AS BIGINT), CAST(AVG(offset_us) AS BIGINT), \
+             CAST(AVG(radius_us) AS BIGINT) FROM observations \
              WHERE server = $1 AND check_name = $2 AND time_us >= $3 AND time_us <= $5 \
              GROUP BY (time_us - $3) / $4 ORDER BY 1",
         )
@@ -306,6 +307,7 @@ impl Store {
                     ok: r.try_get(2)?,
                     rtt_us: r.try_get(3)?,
                     offset_us: r.try_get(4)?,
+                    radius_us: r.try_get(5)?,
                 })
             })
             .collect()
@@ -387,6 +389,8 @@ pub struct Bucket {
     pub rtt_us: Option<i64>,
     /// Mean offset of those that have one.
     pub offset_us: Option<i64>,
+    /// Mean radius of those that have one.
+    pub radius_us: Option<i64>,
 }
 
 async fn insert_observation<'e>(

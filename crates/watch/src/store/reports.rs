@@ -72,6 +72,8 @@ pub struct ReportLine {
     pub size: i64,
     /// The keys it accuses (base64), sorted.
     pub accused: Vec<String>,
+    /// Of those, the ones this monitor judged lying ([`Store::mark_judged`]).
+    pub judged: Vec<String>,
 }
 
 /// A place in the newest-first list of reports: the (arrival time, id) of
@@ -208,6 +210,19 @@ impl Store {
         Ok(Inserted::New)
     }
 
+    /// Marks `key` (base64) as the one this monitor judged lying among
+    /// those report `id` accuses; false when the report does not accuse it.
+    pub async fn mark_judged(&self, id: &str, key: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE report_accused SET judged = 1 WHERE report_id = $1 AND public_key = $2",
+        )
+        .bind(id)
+        .bind(key)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     /// The report with this id.
     pub async fn report(&self, id: &str) -> Result<Option<StoredReport>, StoreError> {
         let Some(row) = sqlx::query(
@@ -322,7 +337,7 @@ impl Store {
             ),
         };
         let sql = format!(
-            "SELECT r.id, r.received_us, r.verdict, r.size, a.public_key FROM \
+            "SELECT r.id, r.received_us, r.verdict, r.size, a.public_key, a.judged FROM \
              (SELECT id, received_us, verdict, size FROM reports {filter} \
               ORDER BY received_us {order}, id {order} LIMIT $1) r \
              LEFT JOIN report_accused a ON a.report_id = r.id \
@@ -344,9 +359,14 @@ impl Store {
                     verdict: r.try_get(2)?,
                     size: r.try_get(3)?,
                     accused: Vec::new(),
+                    judged: Vec::new(),
                 });
             }
+            let judged: Option<i64> = r.try_get(5)?;
             if let (Some(k), Some(l)) = (key, lines.last_mut()) {
+                if judged.unwrap_or(0) != 0 {
+                    l.judged.push(k.clone());
+                }
                 l.accused.push(k);
             }
         }

@@ -28,6 +28,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "report quota",
         include_str!("../../migrations/0002_report_quota.sql"),
     ),
+    (
+        3,
+        "judged",
+        include_str!("../../migrations/0003_judged.sql"),
+    ),
 ];
 
 #[derive(Debug)]

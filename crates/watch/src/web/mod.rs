@@ -16,7 +16,6 @@ pub mod view;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::header::CONTENT_TYPE;
@@ -30,7 +29,7 @@ use tokio::net::TcpListener;
 
 use crate::history;
 use crate::sink::Sink;
-use crate::state::{Point, Shared, Status};
+use crate::state::{Latest, Point, Shared, Status};
 use crate::store::Store;
 use view::Cell;
 
@@ -42,8 +41,8 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub struct App {
     /// The prober's latest state.
     pub latest: Shared,
-    /// A certificate with less than this left is a warning.
-    pub expiry_warning: Duration,
+    /// What makes a check a warning.
+    pub limits: view::Limits,
     /// Where the history is, when not only in memory.
     pub store: Option<Store>,
     /// The report sink served beside the pages (`/reports…`), when on.
@@ -58,7 +57,7 @@ impl App {
     /// Handlers over `latest`.
     pub fn new(
         latest: Shared,
-        expiry_warning: Duration,
+        limits: view::Limits,
         store: Option<Store>,
         sink: Option<Sink>,
     ) -> Arc<App> {
@@ -71,9 +70,10 @@ impl App {
         templates
             .add_template("server.html", include_str!("server.html"))
             .expect("the server template parses");
+
         Arc::new(App {
             latest,
-            expiry_warning,
+            limits,
             store,
             sink,
             connections: crate::http::connection_table(MAX_CONNECTIONS),
@@ -108,6 +108,14 @@ pub fn router(app: Arc<App>) -> Router {
     }
 }
 
+/// The script that keeps a page current in place; the pages are whole
+/// without it.
+const REFRESH: &str = include_str!("refresh.html");
+
+fn refresh_script() -> minijinja::Value {
+    minijinja::Value::from_safe_string(REFRESH.to_string())
+}
+
 /// What a server name keeps unencoded in its page's path: letters,
 /// digits, `-`, `_` and `~`. Dots are encoded, so `..` stays a name.
 const NAME_IN_PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
@@ -128,7 +136,7 @@ struct Row<'a> {
 }
 
 fn row<'a>(s: &'a Status, app: &App) -> Row<'a> {
-    let checks = view::cells(s, app.expiry_warning);
+    let checks = view::cells(s, &app.limits);
     Row {
         state: view::overall(s, &checks),
         checks,
@@ -148,7 +156,11 @@ fn with_type(body: String, media: &'static str) -> Response {
 }
 
 fn render(app: &App, name: &str, ctx: minijinja::Value) -> Response {
-    match app.templates.get_template(name).and_then(|t| t.render(ctx)) {
+    page(app.templates.get_template(name).and_then(|t| t.render(ctx)))
+}
+
+fn page(html: Result<String, minijinja::Error>) -> Response {
+    match html {
         Ok(html) => Html(html).into_response(),
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -162,11 +174,43 @@ fn utc(us: i64) -> String {
     gnomon_client::format_utc(us.max(0) as u64)
 }
 
-async fn status_page(State(app): State<Arc<App>>) -> Response {
-    let Ok(latest) = app.latest.read() else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
-    let rows: Vec<Row<'_>> = latest.servers.iter().map(|s| row(s, &app)).collect();
+/// How long before `now_us` the time `then_us` was, in words a reader
+/// takes in at a glance ("12 s ago", "3 min ago"). A time ahead of now
+/// (the clock stepped back) is "just now".
+pub fn ago(now_us: i64, then_us: i64) -> String {
+    let s = now_us.saturating_sub(then_us) / 1_000_000;
+    match s {
+        ..=0 => "just now".into(),
+        1..=119 => format!("{s} s ago"),
+        120..=7_199 => format!("{} min ago", s / 60),
+        7_200..=172_799 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86_400),
+    }
+}
+
+/// A row as the status page shows it: the API's, and how long ago.
+#[derive(Serialize)]
+struct PageRow<'a> {
+    #[serde(flatten)]
+    row: Row<'a>,
+    ago: String,
+}
+
+/// The status page as of `now_us`; `reports` links the sink's list.
+fn status_html(
+    app: &App,
+    latest: &Latest,
+    now_us: i64,
+    reports: bool,
+) -> Result<String, minijinja::Error> {
+    let rows: Vec<PageRow<'_>> = latest
+        .servers
+        .iter()
+        .map(|s| PageRow {
+            row: row(s, app),
+            ago: ago(now_us, s.checked_at_us),
+        })
+        .collect();
     let consensus = latest.consensus.map(|(lo, hi)| {
         format!(
             "{} … {} from this monitor's clock",
@@ -179,10 +223,25 @@ async fn status_page(State(app): State<Arc<App>>) -> Response {
         columns => view::COLUMNS,
         rounds => latest.rounds,
         last_round => latest.last_round_us.map(utc),
+        last_round_ago => latest.last_round_us.map(|t| ago(now_us, t)),
         consensus => consensus,
         disagreement => latest.disagreement.clone(),
+        reports => reports,
+        refresh => refresh_script(),
     };
-    render(&app, "status.html", ctx)
+    app.templates.get_template("status.html")?.render(ctx)
+}
+
+async fn status_page(State(app): State<Arc<App>>) -> Response {
+    let Ok(latest) = app.latest.read() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    page(status_html(
+        &app,
+        &latest,
+        crate::probe::now_us(),
+        app.sink.is_some(),
+    ))
 }
 
 async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
@@ -220,10 +279,8 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
     });
     let points = &window.points;
     let uptime = (window.rounds > 0).then(|| 100.0 * window.up as f64 / window.rounds as f64);
-    let offset_svg = plot::line(points, "offset", false, |p| p.offset_us.map(|v| v as f64));
-    let rtt_svg = plot::line(points, "round-trip time", true, |p| {
-        p.rtt_us.map(|v| v as f64)
-    });
+    let offset_svg = plot::offset(points);
+    let rtt_svg = plot::rtt(points);
     let decoded =
         s.raw_response
             .as_deref()
@@ -243,6 +300,9 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
     let ctx = context! {
         row => r,
         checked_at => utc(s.checked_at_us),
+        ago => ago(crate::probe::now_us(), s.checked_at_us),
+        reports => app.sink.is_some(),
+        refresh => refresh_script(),
         uptime => uptime.map(|u| format!("{u:.1} % of {} rounds", window.rounds)),
         offset_svg => minijinja::Value::from_safe_string(offset_svg),
         rtt_svg => minijinja::Value::from_safe_string(rtt_svg),
@@ -286,3 +346,6 @@ async fn api_servers(State(app): State<Arc<App>>) -> Response {
     });
     with_type(body.to_string() + "\n", "application/json")
 }
+
+#[cfg(test)]
+mod tests;

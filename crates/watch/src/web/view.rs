@@ -32,6 +32,25 @@ pub struct Cell {
     pub text: String,
 }
 
+/// What turns a check from OK to WARN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// A certificate with less than this left.
+    pub expiry_warning: Duration,
+    /// A radius wider than this: the server vouches for so little that a
+    /// client learns almost nothing from it.
+    pub warn_radius: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            expiry_warning: Duration::from_secs(3600),
+            warn_radius: Duration::from_secs(10),
+        }
+    }
+}
+
 fn cell(check: &'static str, state: &'static str, text: impl Into<String>) -> Cell {
     Cell {
         check,
@@ -50,9 +69,9 @@ pub fn signed_ms(us: i64) -> String {
     }
 }
 
-/// Every cell of `s`, in [`COLUMNS`] order. A certificate with less than
-/// `expiry_warning` left is a warning.
-pub fn cells(s: &Status, expiry_warning: Duration) -> Vec<Cell> {
+/// Every cell of `s`, in [`COLUMNS`] order, warnings by `limits`.
+pub fn cells(s: &Status, limits: &Limits) -> Vec<Cell> {
+    let expiry_warning = limits.expiry_warning;
     let none = |c: &'static str| cell(c, "none", "");
     let mut out = Vec::with_capacity(COLUMNS.len());
     out.push(match (s.up, s.failure.as_deref()) {
@@ -102,6 +121,15 @@ pub fn cells(s: &Status, expiry_warning: Duration) -> Vec<Cell> {
         Some(d) => cell("certificate", "ok", format!("{d:.1} days left")),
     });
     out.push(match s.radius_us {
+        Some(r) if u128::from(r) > limits.warn_radius.as_micros() => cell(
+            "radius",
+            "warn",
+            format!(
+                "WIDE: ± {} (over {})",
+                super::plot::duration(r as f64),
+                super::plot::duration(limits.warn_radius.as_micros() as f64)
+            ),
+        ),
         Some(r) => cell(
             "radius",
             "ok",
@@ -180,5 +208,41 @@ pub fn overall(s: &Status, cells: &[Cell]) -> &'static str {
         "warning"
     } else {
         "ok"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn radius_cell(radius_us: u64, limits: &Limits) -> Cell {
+        let s = Status {
+            up: true,
+            radius_us: Some(radius_us),
+            ..Status::default()
+        };
+        cells(&s, limits)
+            .into_iter()
+            .find(|c| c.check == "radius")
+            .unwrap()
+    }
+
+    #[test]
+    fn a_radius_over_the_limit_is_a_warning_and_at_it_is_not() {
+        let limits = Limits {
+            warn_radius: Duration::from_secs(10),
+            ..Limits::default()
+        };
+        let wide = radius_cell(61_000_000, &limits);
+        assert_eq!(wide.state, "warn");
+        assert_eq!(wide.text, "WIDE: ± 61.0 s (over 10.0 s)");
+        assert_eq!(radius_cell(10_000_000, &limits).state, "ok");
+        assert_eq!(radius_cell(3_000_000, &limits).text, "± 3.00 s");
+        // The same server under a wider limit is fine.
+        let loose = Limits {
+            warn_radius: Duration::from_secs(120),
+            ..Limits::default()
+        };
+        assert_eq!(radius_cell(61_000_000, &loose).state, "ok");
     }
 }
