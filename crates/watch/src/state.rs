@@ -92,7 +92,7 @@ pub struct Status {
     pub batch: Option<Batch>,
     /// Outside the consensus (why), when a consensus exists.
     pub flagged: Option<String>,
-    /// A malfeasance report proving the lie (JSON, RFC 10049 §8.4).
+    /// A malfeasance report proving the lie (RFC 10049 malfeasance-report JSON).
     pub report: Option<String>,
     /// The last request, for the decoded view.
     #[serde(skip)]
