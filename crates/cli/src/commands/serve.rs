@@ -50,12 +50,7 @@ pub(crate) struct Args {
     summary_interval: u64,
 }
 
-/// Exit status for configuration and key problems.
-const USAGE: u8 = 64;
-/// Exit status when the system refuses something (sockets, randomness).
-const OS_ERROR: u8 = 71;
-/// Exit status when a worker dies.
-const SOFTWARE: u8 = 70;
+use crate::exit::{OS_ERROR, SOFTWARE, USAGE};
 /// Warn this long before the last offline delegation runs out.
 const HORIZON_WARNING_US: u64 = 24 * 3600 * 1_000_000;
 
@@ -212,11 +207,6 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let publics: Vec<[u8; 32]> = sources.iter().map(KeySource::public).collect();
     let public = publics[0];
-    out!(
-        "public key (base64): {}",
-        base64::engine::general_purpose::STANDARD.encode(public)
-    );
-    out!("public key (hex):    {}", hex::encode(public));
     let engine_config = engine_config(&config);
     let workers = engine_config.workers;
     let engine = match Engine::start_on(engine_config, sources, clock_reader(), passed) {
@@ -261,6 +251,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
         },
         None => None,
     };
+    // Only once every port is bound: a key printed by a server that then
+    // fails to start would be a key nobody can ever use.
+    out!(
+        "public key (base64): {}",
+        base64::engine::general_purpose::STANDARD.encode(public)
+    );
+    out!("public key (hex):    {}", hex::encode(public));
     let mut clock_report = ClockReport::read(&engine);
     clock_report.log_changes_from(&ClockReport::FINE);
     let how = if activated {

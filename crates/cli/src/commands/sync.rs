@@ -18,13 +18,12 @@ use serde_json::json;
 /// Exit codes of `gnomon sync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Exit {
-    Ok = 0,
-    NoConsensus = 1,
-    Outside = 4,
-    Refused = 5,
-    Usage = 64,
-    Local = 70,
-    ClockNotSet = 71,
+    Ok = crate::exit::OK as isize,
+    NoConsensus = crate::exit::NO_ANSWER as isize,
+    Outside = crate::exit::OUTSIDE as isize,
+    Refused = crate::exit::STEP_REFUSED as isize,
+    Local = crate::exit::SOFTWARE as isize,
+    ClockNotSet = crate::exit::OS_ERROR as isize,
 }
 
 impl From<Exit> for ExitCode {
@@ -235,15 +234,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         match gnomon_sync::metrics::serve(addr, service.metrics(), stop) {
             Ok((bound, _)) => log(&format!("metrics on http://{bound}/metrics")),
-            Err(e) => return usage(format!("--metrics {addr}: {e}")),
+            Err(e) => {
+                eprintln!("gnomon sync: cannot listen on --metrics {addr}: {e}");
+                return ExitCode::from(crate::exit::OS_ERROR);
+            }
         }
     }
     serve_loop(service, &log)
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("gnomon sync: {msg}");
-    Exit::Usage.into()
+    super::client_out::usage("sync", msg)
 }
 
 /// The service: rounds until SIGTERM or SIGINT; SIGHUP re-reads the list.
