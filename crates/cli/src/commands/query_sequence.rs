@@ -43,9 +43,15 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         }
     }
     if servers.is_empty() {
+        // The reasons are the whole answer here: nothing else is printed.
+        let why = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
+        };
         return usage(
             "query",
-            format!("{}: no usable server in the list", path.display()),
+            format!("{}: no usable server in the list{why}", path.display()),
         );
     }
     if servers.len() < MIN_SERVERS {
