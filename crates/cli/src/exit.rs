@@ -102,7 +102,7 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: SOFTWARE,
-        commands: "every command but keygen",
+        commands: "query, sync, serve, watch, report-server, bench",
         meaning: "an internal failure (EX_SOFTWARE): a worker or the runtime died, \
                   a database failed; client commands: no socket or no random bytes",
     },
