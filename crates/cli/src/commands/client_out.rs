@@ -53,7 +53,7 @@ Exit codes:
   70  local failure (no socket, no random bytes)
   73  query --save-request/--save-response: the file cannot be written
 
-Every command's codes: docs/EXIT-CODES.md, gnomon(1).";
+Every command's codes: the EXIT STATUS section of gnomon(1).";
 
 /// The exit code for a failed query.
 pub(crate) fn exit_for(e: &QueryError) -> Exit {
