@@ -182,6 +182,13 @@ mod tests {
         ];
         for (i, a) in all.iter().enumerate() {
             assert!(EXIT_CODES.contains(&format!("  {:<3} ", a.code())), "{a:?}");
+            // gnomon(1) and docs/EXIT-CODES.md print the one table: each
+            // code a client command returns has its row there, naming query.
+            let row = crate::exit::status(a.code()).unwrap_or_else(|| panic!("{a:?}"));
+            assert!(
+                row.commands.starts_with("every command") || row.commands.contains("query"),
+                "{a:?}: {row:?}"
+            );
             for b in &all[i + 1..] {
                 assert_ne!(a.code(), b.code());
             }

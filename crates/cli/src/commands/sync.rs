@@ -15,33 +15,7 @@ use gnomon_sync::state::{Loaded, Store};
 use gnomon_sync::{Control, Log, Outcome, Refusal, Service, StepPlan, StepRules};
 use serde_json::json;
 
-/// Exit codes of `gnomon sync`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Exit {
-    Ok = crate::exit::OK as isize,
-    NoConsensus = crate::exit::NO_ANSWER as isize,
-    Outside = crate::exit::OUTSIDE as isize,
-    Refused = crate::exit::STEP_REFUSED as isize,
-    Local = crate::exit::SOFTWARE as isize,
-    ClockNotSet = crate::exit::OS_ERROR as isize,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> ExitCode {
-        ExitCode::from(e as u8)
-    }
-}
-
-const EXIT_CODES: &str = "\
-Exit codes:
-  0   success: a consensus (--once); the clock stepped or already inside it (--set-clock);
-      the clock inside the consensus interval ± --max-offset (--check); the state printed (--status)
-  1   no consensus: too few servers answered or agreed (fewer than --quorum); --status: no state
-  4   --check: the local clock is outside the consensus interval ± --max-offset
-  5   --set-clock: step refused (consensus wider than --max-radius, or below the proven floor)
-  64  usage or configuration error, no usable server list
-  70  local failure (no socket, no random bytes)
-  71  --set-clock: the system refused to set the clock (CAP_SYS_TIME missing?)";
+use super::sync_exit::{Exit, EXIT_CODES};
 
 /// Arguments. Every setting is also a key of the `[sync]` table of
 /// --config and a GNOMON_SYNC_* variable (deploy/gnomon-sync.toml).
