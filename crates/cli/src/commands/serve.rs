@@ -45,9 +45,10 @@ macro_rules! err {
 pub(crate) struct Args {
     #[command(flatten)]
     config: super::config::ConfigArgs,
-    /// Seconds between summary log lines (0: none).
-    #[arg(long, env = "GNOMON_SUMMARY_INTERVAL", default_value_t = 60)]
-    summary_interval: u64,
+    /// Time between summary log lines (0: none): 30s, 5m; a bare number is
+    /// seconds.
+    #[arg(long, env = "GNOMON_SUMMARY_INTERVAL", value_name = "DURATION", default_value = "60s", value_parser = super::client_out::parse_duration)]
+    summary_interval: Duration,
 }
 
 use crate::exit::{OS_ERROR, SOFTWARE, USAGE};
@@ -302,7 +303,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             );
             last_horizon_warning = Some(Instant::now());
         }
-        if args.summary_interval > 0 && last_summary.elapsed().as_secs() >= args.summary_interval {
+        if !args.summary_interval.is_zero() && last_summary.elapsed() >= args.summary_interval {
             let now = engine.stats();
             tracing::info!("{}", summary(&previous, &now, last_summary.elapsed()));
             previous = now;
