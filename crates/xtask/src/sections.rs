@@ -48,6 +48,14 @@ pub(crate) fn environment(cmd: &clap::Command, out: &mut Roff) {
             Some((env, a.get_long().unwrap_or(a.get_id().as_str()).to_owned()))
         })
         .collect();
+    if vars.is_empty() && cmd.has_subcommands() {
+        out.text([roman(
+            "The subcommands read their own (GNOMON_* for serve, GNOMON_SYNC_* for sync, \
+             GNOMON_WATCH_* for watch, GNOMON_REPORT_SERVER_* for report-server); each \
+             one's page lists them.",
+        )]);
+        return;
+    }
     if vars.is_empty() {
         out.text([roman("None: every setting of this command is a flag.")]);
         return;
@@ -166,7 +174,15 @@ pub(crate) fn examples(page: &str, out: &mut Roff) {
                 "Run the measurement sequence over a server list:",
                 "gnomon query --servers servers.json --all --json".into(),
             ),
-        ],
+        ]
+        .into_iter()
+        .chain((page == "gnomon").then(|| {
+            (
+                "Try a server: an ephemeral key on 127.0.0.1:5319.",
+                "gnomon serve".to_owned(),
+            )
+        }))
+        .collect(),
         "gnomon-serve" => vec![
             (
                 "Try it: an ephemeral key on 127.0.0.1:5319.",
