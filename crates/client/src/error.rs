@@ -120,7 +120,7 @@ impl fmt::Display for QueryError {
                 // neither the key nor an older version would change it.
                 if *refused {
                     return f.write_str(
-                        "; the port refused it (ICMP port unreachable or TCP connection \
+                        "; the port refused the request (ICMP port unreachable or TCP connection \
                          refused): nothing listens there",
                     );
                 }
