@@ -94,7 +94,11 @@ fn a_closed_port_is_exit_1_and_says_refused() {
     let addr = format!("127.0.0.1:{port}");
     let r = gnomon(&["query", &addr, "--key", &"A".repeat(43), "--timeout", "5s"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("the port refused the request"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the port refused the request"),
+        "{}",
+        r.stderr
+    );
     // Neither hint for silence applies to a refusal.
     assert!(!r.stderr.contains("older versions"), "{}", r.stderr);
     assert!(!r.stderr.contains("check the key"), "{}", r.stderr);
