@@ -6,6 +6,7 @@
 //! without the binary carrying their code; src/bin/gnomon.rs calls [`main`].
 
 mod commands;
+pub mod exit;
 
 use std::process::ExitCode;
 
@@ -59,17 +60,32 @@ pub fn command() -> clap::Command {
 
 /// Parses the process's arguments and runs the subcommand.
 pub fn main() -> ExitCode {
+    // Looked for before parsing: a command line that does not parse must
+    // still get its JSON object when it asked for JSON.
+    if std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+    {
+        commands::client_out::json_errors();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            // clap exits with 2 on a usage error, which the client commands
-            // use for "invalid answer": usage errors are 64 (EX_USAGE).
             let _ = e.print();
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     ExitCode::SUCCESS
                 }
-                _ => ExitCode::from(64),
+                // clap exits with 2 on a usage error, which the client
+                // commands use for "invalid answer": usage errors are 64
+                // (EX_USAGE).
+                _ => {
+                    let text = e.render().to_string();
+                    let text = text.strip_prefix("error: ").unwrap_or(&text);
+                    commands::client_out::usage_json(text);
+                    ExitCode::from(exit::USAGE)
+                }
             };
         }
     };

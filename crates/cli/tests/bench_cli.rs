@@ -97,10 +97,12 @@ fn invalid_responses_make_the_exit_status_2() {
 
 #[test]
 fn a_black_hole_makes_the_exit_status_1_with_full_loss() {
-    // Bound but never read: no reply and no ICMP error.
+    // Bound but never read: no reply and no ICMP error. Durations take
+    // units as in every other command (bare seconds still work: the test
+    // above passes `--duration 10`).
     let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
     let out = gnomon(&format!(
-        "bench load --target {} --key {} --rate 200 --duration 0.3 --timeout 0.1 --json",
+        "bench load --target {} --key {} --rate 200 --duration 300ms --timeout 100ms --json",
         hole.local_addr().unwrap(),
         b64(&[1; 32])
     ));
@@ -133,6 +135,8 @@ fn bad_arguments_are_refused_by_name() {
     let base = format!("bench load --target 127.0.0.1:9 --key {}", b64(&[1; 32]));
     for (extra, needle) in [
         ("--max --duration 301", "--duration"),
+        ("--max --duration 6m", "--duration"),
+        ("--max --timeout soon", "--timeout"),
         ("--max --version draft-99", "--version"),
         ("--rate 0", "--rate"),
         ("--max --request-size 1022", "--request-size"),

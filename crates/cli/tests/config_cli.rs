@@ -357,8 +357,12 @@ fn config_check_can_open_the_keys_it_names() {
     assert_eq!(code, 0, "{err}");
     let file = dir.path("g.toml");
     std::fs::write(&file, "key-file = \"lt.key\"\noffline-dir = \"deleg\"\n").unwrap();
-    let (code, _, err) = run(gnomon().args(["config", "check", "--load-keys"]).arg(&file));
+    let (code, out, err) = run(gnomon().args(["config", "check", "--load-keys"]).arg(&file));
     assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("key-file"),
+        "the configuration is printed: {out}"
+    );
     assert!(
         err.contains(&format!("public key {}", B64.encode(public))),
         "{err}"
@@ -366,9 +370,12 @@ fn config_check_can_open_the_keys_it_names() {
     assert!(err.contains("2 delegations, current until"), "{err}");
 
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let (code, _, err) = run(gnomon().args(["config", "check", "--load-keys"]).arg(&file));
+    let (code, out, err) = run(gnomon().args(["config", "check", "--load-keys"]).arg(&file));
     assert_eq!(code, 64);
     assert!(err.contains("chmod 600"), "{err}");
+    // Refused before anything is printed: no configuration that looks
+    // accepted above the error.
+    assert_eq!(out, "", "nothing on stdout when the keys fail");
     // Without --load-keys only the file is checked.
     let (code, _, _) = run(gnomon().args(["config", "check"]).arg(&file));
     assert_eq!(code, 0);

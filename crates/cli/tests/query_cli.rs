@@ -94,8 +94,99 @@ fn a_closed_port_is_exit_1_and_says_refused() {
     let addr = format!("127.0.0.1:{port}");
     let r = gnomon(&["query", &addr, "--key", &"A".repeat(43), "--timeout", "5s"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("refused"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the port refused the request"),
+        "{}",
+        r.stderr
+    );
+    // Neither hint for silence applies to a refusal.
+    assert!(!r.stderr.contains("older versions"), "{}", r.stderr);
+    assert!(!r.stderr.contains("check the key"), "{}", r.stderr);
     assert!(r.took < Duration::from_secs(3));
+}
+
+/// `--json` promises one object for every outcome, usage errors included,
+/// wherever the flag sits and whichever part refused the command line.
+#[test]
+fn usage_errors_under_json_are_one_json_object() {
+    let k = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+    let cases: [&[&str]; 6] = [
+        // clap: an unknown flag, a bad value, a missing argument.
+        &["query", "127.0.0.1", "--bogus", "--json"],
+        &[
+            "--json",
+            "query",
+            "127.0.0.1",
+            "--key",
+            k,
+            "--timeout",
+            "soon",
+        ],
+        &["query", "--json"],
+        // The commands' own checks.
+        &["query", "127.0.0.1", "--key", "short", "--json"],
+        &["query", "--servers", "/nonexistent/list.json", "--json"],
+        &["inspect", "/nonexistent/response.bin", "--json"],
+    ];
+    for c in cases {
+        let r = gnomon(c);
+        assert_eq!(r.code, 64, "{c:?}: {}{}", r.stdout, r.stderr);
+        let j = r.json();
+        assert_eq!(j["error"]["kind"], "usage", "{c:?}: {j}");
+        assert_eq!(j["exit_code"], 64, "{c:?}: {j}");
+        assert!(
+            !j["error"]["message"].as_str().unwrap().is_empty(),
+            "{c:?}: {j}"
+        );
+    }
+    // Without --json, nothing on stdout.
+    let r = gnomon(&["query", "127.0.0.1", "--bogus"]);
+    assert_eq!((r.code, r.stdout.as_str()), (64, ""));
+}
+
+/// What is wrong with a server list is said in words, not as the parser's
+/// enum variants.
+#[test]
+fn list_errors_are_sentences() {
+    for (text, words) in [
+        (r#"{"servers":"none"}"#, "`servers` is not an array"),
+        (r#"{"servers":[{"name":"a"}]}"#, "skipped a: it has no `"),
+    ] {
+        let list = client_support::write("list.json", text.as_bytes());
+        let r = gnomon(&["query", "--servers", list.to_str().unwrap()]);
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(all.contains(words), "{text}: {all}");
+        for debug in ["WrongType", "Missing", "NoServers", "{"] {
+            assert!(!r.stderr.contains(debug), "{text}: {}", r.stderr);
+        }
+        std::fs::remove_file(list).unwrap();
+    }
+    // The same for a malfeasance report.
+    let report = client_support::write("report.json", b"{}");
+    let r = gnomon(&["verify-report", report.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(all.contains("`responses` is missing"), "{all}");
+    assert!(!all.contains("Missing {"), "{all}");
+    std::fs::remove_file(report).unwrap();
+}
+
+/// A list whose `reports` URL is plain HTTP is told just that: "names no
+/// URL" would send its owner looking for a key that is there.
+#[test]
+fn an_http_reports_url_is_called_what_it_is() {
+    let lineup = client_support::liar_lineup(90, Some("http://example.net/reports"));
+    let mut args = vec!["query", "--servers", lineup.list.to_str().unwrap(), "--all"];
+    args.extend_from_slice(&FAST);
+    args.push("--report");
+    let r = gnomon(&args);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        all.contains("\"http://example.net/reports\" is not HTTPS"),
+        "{all}"
+    );
+    assert!(!all.contains("names no"), "{all}");
 }
 
 #[test]

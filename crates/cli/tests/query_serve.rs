@@ -132,3 +132,84 @@ fn a_chain_across_real_servers_of_different_versions_verifies() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A real server drops requests made for another key (their SRV names a
+/// key it does not hold), so a wrong --key looks like a dead server: the
+/// message must say so.
+#[test]
+fn a_wrong_key_is_silence_and_the_message_says_to_check_the_key() {
+    let s = serve();
+    let other = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+    assert_ne!(s.key, other);
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(["query", &s.addr, "--key", other])
+        .args(["--timeout", "100ms", "--retries", "1", "--udp-only"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no answer"), "{err}");
+    assert!(
+        err.contains("drops requests for another public key") && err.contains("check the key"),
+        "{err}"
+    );
+    assert!(!err.contains("refused"), "{err}");
+}
+
+/// `--save-request` and `--save-response` keep the exchange with a real
+/// server; `gnomon inspect` then verifies it offline, and a response that
+/// is not the one saved fails there.
+#[test]
+fn a_saved_exchange_verifies_again_with_inspect() {
+    let s = serve();
+    let dir = std::env::temp_dir().join(format!("gnomon-save-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (req, resp) = (dir.join("request.bin"), dir.join("response.bin"));
+    let (out, j) = query(&[
+        &s.addr,
+        "--key",
+        &s.key,
+        "--save-request",
+        req.to_str().unwrap(),
+        "--save-response",
+        resp.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{j}");
+    let inspect = |response: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .arg("inspect")
+            .arg(response)
+            .args(["--key", &s.key, "--request"])
+            .arg(&req)
+            .arg("--json")
+            .output()
+            .unwrap()
+    };
+    let checked = inspect(&resp);
+    assert!(checked.status.success(), "{checked:?}");
+    let v: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
+    let full = &v["signatures"]["full_check"];
+    assert_eq!(full["ok"], true, "{v}");
+    assert_eq!(full["midpoint_utc"], j["midpoint_utc"], "{v}");
+
+    // One flipped byte near the end (inside the signed part): the saved
+    // bytes are what is checked, not something inspect makes up.
+    let mut bytes = std::fs::read(&resp).unwrap();
+    let n = bytes.len();
+    bytes[n - 40] ^= 1;
+    let bad = dir.join("bad.bin");
+    std::fs::write(&bad, bytes).unwrap();
+    assert_eq!(inspect(&bad).status.code(), Some(2));
+
+    // An unwritable target is its own exit status, before any output.
+    let (out, j) = query(&[
+        &s.addr,
+        "--key",
+        &s.key,
+        "--save-response",
+        dir.join("no/such/dir/r.bin").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(73), "{j}");
+    assert_eq!(j["error"]["kind"], "save");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,6 +1,6 @@
 //! `gnomon serve` as a real process on loopback.
 
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
@@ -145,9 +145,49 @@ fn a_taken_port_is_a_clear_error() {
         .args(["serve", "--listen", &addr])
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(
+        out.status.code(),
+        Some(71),
+        "EX_OSERR, as watch and report-server"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot start") && err.contains(&addr), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "a key announced by a server that never ran"
+    );
+}
+
+/// --summary-interval takes a duration with its unit, as every other
+/// command's durations do; the summary line then comes on that schedule.
+#[test]
+fn the_summary_interval_takes_units() {
+    let out = gnomon(&["serve", "--summary-interval", "soon"]);
+    assert_eq!(out.status.code(), Some(64));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
+        .args(["--summary-interval", "200ms"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Ends the server if the line never comes, so the read below ends too.
+    let (done, watchdog) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if watchdog.recv_timeout(PATIENCE).is_err() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    });
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let summary = lines
+        .map_while(Result::ok)
+        // Not the last words of a stopped server, which say the same.
+        .find(|l| l.contains("received ") && l.contains("answered ") && !l.contains("stopped"));
+    let _ = done.send(());
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let _ = child.wait();
+    assert!(summary.is_some(), "no summary line within {PATIENCE:?}");
 }
 
 fn tempdir(name: &str) -> std::path::PathBuf {

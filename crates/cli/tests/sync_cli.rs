@@ -450,3 +450,17 @@ fn set_clock_without_cap_sys_time_exits_71_and_moves_nothing() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A usage error leaves the machine as it was: `--once` without a server
+/// list must not create the state directory (by default /var/lib/gnomon)
+/// on its way to exit 64.
+#[test]
+fn no_server_list_is_a_usage_error_that_creates_nothing() {
+    let parent = tempdir("no-list");
+    let state = parent.join("state");
+    let r = sync(&["--once", "--state-dir", state.to_str().unwrap()], None);
+    assert_eq!(r.code, 64, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("no server list"), "{}", r.stderr);
+    assert!(!state.exists(), "{} was created", state.display());
+    std::fs::remove_dir_all(&parent).unwrap();
+}

@@ -116,9 +116,20 @@ impl fmt::Display for QueryError {
                     elapsed.as_secs_f64(),
                     offered.join(", ")
                 )?;
+                // A refusal is an answer of sorts: nothing listens there, so
+                // neither the key nor an older version would change it.
                 if *refused {
-                    f.write_str("; the port is closed (connection refused)")?;
+                    return f.write_str(
+                        "; the port refused the request (ICMP port unreachable or TCP connection \
+                         refused): nothing listens there",
+                    );
                 }
+                // RFC 10049 servers drop a request whose SRV names a key they
+                // do not hold, so a wrong key and a dead server look alike.
+                f.write_str(
+                    "; a server that drops requests for another public key looks like this: \
+                     check the key",
+                )?;
                 if *older_not_tried {
                     f.write_str(
                         "; older versions were not tried: silence may be a dropper's, \

@@ -65,7 +65,7 @@ pub use clock::{SystemClock, WallClock};
 pub use consensus::{agree, Agreement, Consensus, Flag, Vouch};
 pub use entropy::{Entropy, EntropyError, OsEntropy, SeededEntropy};
 pub use error::{describe_verify_error, QueryError, Rejection};
-pub use post::{post_report, reports_url, PostError, PostPolicy, Posted};
+pub use post::{no_reports_url, post_report, reports_url, PostError, PostPolicy, Posted};
 pub use query::{Answer, Backoff, Client, Config, TcpMode};
 pub use sequence::{Entry, Plan, Selection, Sequence};
 pub use server::{

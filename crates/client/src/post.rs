@@ -189,9 +189,33 @@ pub fn reports_url(
     url_allowed(url, true).then(|| url.to_string())
 }
 
+/// Why [`reports_url`] found nothing, in a sentence: a list that names an
+/// `http://` URL must hear that, not that it names none.
+pub fn no_reports_url(list_json: &[u8]) -> String {
+    let doc: Option<serde_json::Value> = serde_json::from_slice(list_json).ok();
+    match doc.as_ref().and_then(|d| d.get("reports")) {
+        None => "the list names no `reports` URL".into(),
+        Some(serde_json::Value::String(u)) => format!(
+            "the list's `reports` URL {u:?} is not HTTPS, and reports are only sent over HTTPS"
+        ),
+        Some(_) => "the list's `reports` is not a URL string".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_missing_url_is_explained() {
+        assert_eq!(no_reports_url(b"{}"), "the list names no `reports` URL");
+        let plain = no_reports_url(br#"{"reports":"http://example.net/r"}"#);
+        assert!(
+            plain.contains("\"http://example.net/r\" is not HTTPS"),
+            "{plain}"
+        );
+        assert!(no_reports_url(br#"{"reports":7}"#).contains("not a URL string"));
+    }
 
     #[test]
     fn only_https_unless_loopback_is_allowed() {

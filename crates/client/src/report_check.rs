@@ -53,7 +53,7 @@ pub fn parse_verifiable(raw: &[u8]) -> Result<Report, String> {
              so nothing in it can be verified",
             l.responses.len()
         )),
-        Err(e) => Err(format!("not a malfeasance report: {e:?}")),
+        Err(e) => Err(format!("not a malfeasance report: {e}")),
     }
 }
 
@@ -63,7 +63,7 @@ pub fn response_status(e: &Result<Verified, EntryError>) -> String {
         Ok(_) => "ok".into(),
         Err(EntryError::PublicKeyLength(n)) => format!("publicKey is {n} bytes, not 32"),
         Err(EntryError::Verify(v)) => describe_verify_error(v),
-        Err(other) => format!("{other:?}"),
+        Err(other) => other.to_string(),
     }
 }
 

@@ -33,6 +33,7 @@ pub mod error;
 pub mod hash;
 pub mod majority;
 pub mod merkle;
+mod messages;
 pub mod profile;
 pub mod report;
 pub mod request;

@@ -46,7 +46,7 @@ pub struct Loaded {
 
 /// Parse `raw`; an error says why in words.
 pub fn parse(raw: Vec<u8>, what: &str) -> Result<Loaded, String> {
-    let list = ServerList::parse(&raw).map_err(|e| format!("{what}: not a server list ({e:?})"))?;
+    let list = ServerList::parse(&raw).map_err(|e| format!("{what}: not a server list: {e}"))?;
     let mut servers = Server::from_list(&list);
     // Names go into every log line and the state: one line of printable
     // text each, whoever wrote the list.
@@ -57,7 +57,7 @@ pub fn parse(raw: Vec<u8>, what: &str) -> Result<Loaded, String> {
     for (i, s) in list.servers.iter().enumerate() {
         if let Err(why) = &s.status {
             let name = s.name.clone().unwrap_or_else(|| format!("server #{i}"));
-            notes.push(format!("{what}: skipped {name}: {why:?}"));
+            notes.push(format!("{what}: skipped {name}: {why}"));
         }
     }
     if servers.is_empty() {

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_client::{
-    format_duration_us, format_utc, post_report, reports_url, Backoff, Flag, PostPolicy,
-    QueryError, Server, TcpMode,
+    format_duration_us, format_utc, no_reports_url, post_report, reports_url, Backoff, Flag,
+    PostPolicy, QueryError, Server, TcpMode,
 };
 
 use crate::config::Settings;
@@ -99,11 +99,20 @@ pub struct Outcome {
     pub line: String,
 }
 
+/// What a service without a server list is told.
+const NO_LIST: &str =
+    "no server list: give --servers LIST.json or --servers-url URL (or `servers` in [sync])";
+
 impl Service {
     /// Open the state directory and load the state and the list. Warnings
     /// (state missing or corrupt, list from the cache) go to `log`; `Err`
     /// only when no list loads.
     pub fn new(settings: Settings, log: Log, loopback_reports: bool) -> Result<Service, String> {
+        // A usage error must leave the machine as it was: no state
+        // directory made for a service that cannot run.
+        if settings.servers.is_none() && settings.servers_url.is_none() {
+            return Err(NO_LIST.into());
+        }
         let store = match Store::open(&settings.state_dir) {
             Ok(s) => s,
             Err(e) => {
@@ -162,12 +171,7 @@ impl Service {
                     (l, None)
                 }
             },
-            (None, None) => {
-                return Err(
-                    "no server list: give --servers LIST.json or --servers-url URL (or `servers` in [sync])"
-                        .into(),
-                )
-            }
+            (None, None) => return Err(NO_LIST.into()),
         };
         let metrics = Arc::new(SyncMetrics::default());
         let refresher =
@@ -631,7 +635,10 @@ impl Service {
             .clone()
             .or_else(|| reports_url(&self.list.raw, &self.list.list, self.loopback_reports));
         let Some(url) = url else {
-            (self.log)("a server lied; the list names no `reports` URL: the report is only kept");
+            (self.log)(&format!(
+                "a server lied; {}: the report is only kept",
+                no_reports_url(&self.list.raw)
+            ));
             return;
         };
         let policy = PostPolicy {

@@ -4,8 +4,9 @@
 //!     cargo run -p xtask -- dist DIR
 //!
 //! writes DIR/man1/gnomon.1 and one page per subcommand (gnomon-serve.1,
-//! gnomon-config-check.1, ...), and DIR/completions/{gnomon.bash, _gnomon,
-//! gnomon.fish}. Everything comes from `gnomon::command()`, the definition
+//! gnomon-config-check.1, ...), DIR/man5/gnomon.toml.5 (the configuration
+//! file, from the key tables the programs parse with), and
+//! DIR/completions/{gnomon.bash, _gnomon, gnomon.fish}. Everything comes from `gnomon::command()`, the definition
 //! the binary parses with, so a flag added there is in the pages and the
 //! completions of the next package without anyone editing them.
 //! scripts/package-deb installs the result; crates/xtask/tests/dist.rs
@@ -16,12 +17,15 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod config_page;
+mod sections;
+
 use clap_complete::Shell;
 use clap_mangen::roff::{roman, Roff};
 use clap_mangen::Man;
 
 const USAGE: &str =
-    "usage: xtask dist DIR   (man pages in DIR/man1, completions in DIR/completions)";
+    "usage: xtask dist DIR   (man pages in DIR/man1 and DIR/man5, completions in DIR/completions)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,8 +47,10 @@ fn main() -> ExitCode {
 
 fn dist(out: &Path) -> io::Result<()> {
     let man_dir = out.join("man1");
+    let man5_dir = out.join("man5");
     let comp_dir = out.join("completions");
     fs::create_dir_all(&man_dir)?;
+    fs::create_dir_all(&man5_dir)?;
     fs::create_dir_all(&comp_dir)?;
 
     // `help` is not a page of its own: each page already is the help.
@@ -62,8 +68,12 @@ fn dist(out: &Path) -> io::Result<()> {
             .source(source.clone())
             .date(date.clone())
             .manual("gnomon manual");
-        write_page(man, &page_name(page), &names, &man_dir)?;
+        write_page(man, page, &names, &man_dir)?;
     }
+    fs::write(
+        man5_dir.join("gnomon.toml.5"),
+        config_page::render(&source, &date),
+    )?;
 
     for (shell, file) in [
         (Shell::Bash, "gnomon.bash"),
@@ -111,24 +121,20 @@ fn page_date() -> io::Result<String> {
     Ok(stamp[..10].to_owned())
 }
 
-/// clap_mangen's page, plus FILES on the pages that read the configuration
-/// and SEE ALSO linking the family: the generated SUBCOMMANDS section names
-/// the children but nothing leads back up or across.
-fn write_page(man: Man, name: &str, all: &[String], dir: &Path) -> io::Result<()> {
+/// clap_mangen's page, plus ENVIRONMENT, FILES, EXIT STATUS, EXAMPLES
+/// (sections.rs) and SEE ALSO linking the family: the generated SUBCOMMANDS
+/// section names the children but nothing leads back up or across.
+fn write_page(man: Man, cmd: &clap::Command, all: &[String], dir: &Path) -> io::Result<()> {
+    let name = page_name(cmd);
+    let name = name.as_str();
     let mut buf = Vec::new();
     man.render(&mut buf)?;
 
     let mut extra = Roff::default();
-    if name == "gnomon" || name == "gnomon-serve" || name == "gnomon-config-check" {
-        extra.control("SH", ["FILES"]);
-        extra.control("TP", []);
-        extra.text([roman("/etc/gnomon/gnomon.toml")]);
-        extra.text([roman(
-            "The configuration the packaged units use: every key, its default and range, \
-             commented. The long-term key or the offline delegations go beside it, \
-             in /etc/gnomon.",
-        )]);
-    }
+    sections::environment(cmd, &mut extra);
+    sections::files(name, &mut extra);
+    sections::exit_status(name, &mut extra);
+    sections::examples(name, &mut extra);
     // The top page leads to every page; a subcommand's to the top, its
     // parents and its children.
     let see: Vec<&String> = all
@@ -141,9 +147,15 @@ fn write_page(man: Man, name: &str, all: &[String], dir: &Path) -> io::Result<()
                 || n.starts_with(&format!("{name}-"))
         })
         .collect();
-    if !see.is_empty() {
+    let mut refs: Vec<String> = see.iter().map(|n| format!("{n}(1)")).collect();
+    if matches!(
+        name,
+        "gnomon" | "gnomon-serve" | "gnomon-config" | "gnomon-config-check"
+    ) {
+        refs.push("gnomon.toml(5)".into());
+    }
+    if !refs.is_empty() {
         extra.control("SH", ["SEE ALSO"]);
-        let refs: Vec<String> = see.iter().map(|n| format!("{n}(1)")).collect();
         extra.text([roman(refs.join(", "))]);
     }
     // The main page already defines the apostrophe string that every

@@ -49,6 +49,20 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// The text of one section of a rendered page: from its heading to the
+/// next heading (a line that starts in the first column).
+fn section_of(text: &str, heading: &str) -> String {
+    let start = text
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("no {heading}\n{text}"));
+    let body = &text[start + heading.len() + 2..];
+    let end = body
+        .lines()
+        .position(|l| l.chars().next().is_some_and(|c| !c.is_whitespace()))
+        .unwrap_or(body.lines().count());
+    body.lines().take(end).collect::<Vec<_>>().join("\n")
+}
+
 /// Every visible command with the name of its page: gnomon, gnomon-serve,
 /// gnomon-config-check, ...
 fn commands() -> Vec<(String, clap::Command)> {
@@ -158,7 +172,44 @@ fn man_pages_name_every_subcommand_and_every_flag() {
         if name != "gnomon" {
             assert!(text.contains("gnomon(1)"), "{name}: SEE ALSO\n{text}");
         }
+        for section in [
+            "\nENVIRONMENT\n",
+            "\nFILES\n",
+            "\nEXIT STATUS\n",
+            "\nEXAMPLES\n",
+        ] {
+            assert!(text.contains(section), "{name}: no{section}{text}");
+        }
+        // Every variable a flag reads is in ENVIRONMENT, by name.
+        let env = section_of(&text, "ENVIRONMENT");
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            if let Some(var) = arg.get_env() {
+                let var = var.to_str().unwrap();
+                assert!(env.contains(var), "{name}: {var} not in ENVIRONMENT\n{env}");
+            }
+        }
     }
+
+    // EXIT STATUS is the program's table: all of it on gnomon(1), the
+    // rows that concern a command on its page.
+    let codes_on = |page: &str| -> Vec<u8> {
+        let text = render(&man1.join(format!("{page}.1")));
+        let status = section_of(&text, "EXIT STATUS");
+        gnomon::exit::TABLE
+            .iter()
+            .map(|s| s.code)
+            .filter(|c| {
+                status.lines().any(|l| {
+                    l.trim_start().starts_with(&format!("{c} ")) || l.trim() == c.to_string()
+                })
+            })
+            .collect()
+    };
+    let every: Vec<u8> = gnomon::exit::TABLE.iter().map(|s| s.code).collect();
+    assert_eq!(codes_on("gnomon"), every);
+    assert_eq!(codes_on("gnomon-query"), [0, 1, 2, 3, 64, 70, 73]);
+    assert_eq!(codes_on("gnomon-serve"), [0, 64, 70, 71]);
+    assert_eq!(codes_on("gnomon-sync"), [0, 1, 4, 5, 64, 70, 71]);
 
     // The serve page is the operator's reference: every flag, each with the
     // environment variable that sets it too.
@@ -183,6 +234,7 @@ fn man_pages_name_every_subcommand_and_every_flag() {
         let out = Command::new("mandoc")
             .args(["-T", "lint", "-W", "warning"])
             .args(expected.iter().map(|p| man1.join(p)))
+            .arg(dir.0.join("man5/gnomon.toml.5"))
             .output()
             .unwrap();
         let report = String::from_utf8_lossy(&out.stdout);
@@ -322,4 +374,68 @@ fn fish_completion_completes_subcommands() {
     );
     let words: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
     assert_eq!(words, ["serve", "--key-file"], "{out}");
+}
+
+/// gnomon.toml(5) lists every key of every table the programs read, with
+/// the variable that sets it, in the sections the tables name.
+#[test]
+fn the_configuration_page_lists_every_key() {
+    if !have("mandoc") && !have("groff") {
+        gnomon_testkit::skip(
+            "the_configuration_page_lists_every_key",
+            "neither mandoc nor groff is installed (apt-get install mandoc)",
+        );
+        return;
+    }
+    let dir = dist("man5");
+    let text = render(&dir.0.join("man5/gnomon.toml.5"));
+    assert!(text.contains("gnomon.toml - "), "NAME\n{text}");
+    for spec in gnomon_server::config::KEYS {
+        let (table, key) = spec.key.split_once('.').unwrap_or(("", spec.key));
+        let section = if table.is_empty() {
+            section_of(&text, "TOP-LEVEL KEYS")
+        } else {
+            section_of(&text, &format!("THE [{table}] TABLE"))
+        };
+        assert!(
+            section.contains(&format!("{key} = ")),
+            "{}: missing\n{section}",
+            spec.key
+        );
+        assert!(
+            section.contains(spec.env),
+            "{}: {} missing",
+            spec.key,
+            spec.env
+        );
+    }
+    let sync = section_of(&text, "THE [sync] TABLE");
+    for (key, ..) in gnomon_sync::config::KEYS {
+        assert!(
+            sync.contains(&format!("{key} = ")),
+            "[sync] {key} missing\n{sync}"
+        );
+    }
+    for (table, keys) in [
+        (
+            "watch",
+            &["servers", "listen", "database", "interval", "sink"][..],
+        ),
+        (
+            "report-server",
+            &["listen", "database", "max-body", "retention"][..],
+        ),
+    ] {
+        let section = section_of(&text, &format!("THE [{table}] TABLE"));
+        for key in keys {
+            assert!(
+                section.contains(&format!("{key} = ")),
+                "[{table}] {key} missing\n{section}"
+            );
+        }
+        assert!(
+            !section.contains("config = "),
+            "[{table}] names the file in itself"
+        );
+    }
 }

@@ -9,6 +9,8 @@ use base64::Engine as _;
 use gnomon_loadgen::{Backend, LoadConfig, LoadError, Mode, NullConfig, NullServer};
 use gnomon_protocol::Profile;
 
+use super::client_out::parse_duration;
+
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -71,10 +73,10 @@ pub(crate) struct LoadArgs {
     /// in flight per socket.
     #[arg(long)]
     max: bool,
-    /// How long to send, seconds (at most 300). The run then waits up to
-    /// --timeout for the last responses.
-    #[arg(long, value_name = "S", default_value_t = 10.0)]
-    duration: f64,
+    /// How long to send (at most 5m): 30s, 1.5m, 500ms; a bare number is
+    /// seconds. The run then waits up to --timeout for the last responses.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    duration: Duration,
     /// Stop sending after this many requests in total.
     #[arg(long, value_name = "N")]
     count: Option<u64>,
@@ -84,9 +86,10 @@ pub(crate) struct LoadArgs {
     /// Requests in flight per socket [default: 64 with --max, 4096 with --rate].
     #[arg(long, value_name = "N")]
     window: Option<usize>,
-    /// Seconds a request may wait for its response before it counts as lost.
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
-    timeout: f64,
+    /// How long a request may wait for its response before it counts as
+    /// lost: 1s, 250ms; a bare number is seconds.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    timeout: Duration,
     /// Request size in bytes (a multiple of 4; servers answer from 1024).
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
     request_size: usize,
@@ -119,9 +122,9 @@ pub(crate) struct NullArgs {
     /// Worker threads, each with its own SO_REUSEPORT socket.
     #[arg(long, value_name = "N", default_value_t = 1)]
     workers: usize,
-    /// Stop after this many seconds.
-    #[arg(long, value_name = "S")]
-    duration: Option<f64>,
+    /// Stop after this long: 30s, 2m; a bare number is seconds.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    duration: Option<Duration>,
     /// How datagrams are received and answered: recvmmsg (batches of 64,
     /// one sendmmsg of the replies) or io-uring (multishot receive into
     /// provided buffers, one SendMsg per datagram, submitted in batches).
@@ -145,18 +148,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
 }
 
 /// Exit codes shared with the client commands (docs/CLIENT.md).
-const EXIT_NO_ANSWER: u8 = 1;
-const EXIT_INVALID: u8 = 2;
-const EXIT_USAGE: u8 = 64;
-const EXIT_LOCAL: u8 = 70;
+use crate::exit::{
+    INVALID as EXIT_INVALID, NO_ANSWER as EXIT_NO_ANSWER, OS_ERROR as EXIT_OS,
+    SOFTWARE as EXIT_LOCAL, USAGE as EXIT_USAGE,
+};
 
 fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
+    if code == EXIT_USAGE {
+        return super::client_out::usage("bench", msg);
+    }
     eprintln!("gnomon bench: {msg}");
     ExitCode::from(code)
-}
-
-fn seconds(what: &str, s: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(s).map_err(|_| format!("bad --{what}: {s} is not a duration"))
 }
 
 fn parse_key(s: &str) -> Result<[u8; 32], String> {
@@ -189,21 +191,14 @@ fn load(a: LoadArgs) -> ExitCode {
         Ok(k) => k.unwrap_or([0; 32]),
         Err(e) => return fail(EXIT_USAGE, e),
     };
-    let (duration, timeout) = match (
-        seconds("duration", a.duration),
-        seconds("timeout", a.timeout),
-    ) {
-        (Ok(d), Ok(t)) => (d, t),
-        (Err(e), _) | (_, Err(e)) => return fail(EXIT_USAGE, e),
-    };
     let mut cfg = LoadConfig::new(a.target, key, profile);
     cfg.allow_remote = a.allow_remote;
     cfg.mode = match a.rate {
         Some(r) => Mode::Rate(r),
         None => Mode::Max,
     };
-    cfg.duration = duration;
-    cfg.timeout = timeout;
+    cfg.duration = a.duration;
+    cfg.timeout = a.timeout;
     cfg.count = a.count;
     cfg.workers = a.workers;
     cfg.window = a.window;
@@ -230,15 +225,11 @@ fn load(a: LoadArgs) -> ExitCode {
 }
 
 fn null_server(a: NullArgs) -> ExitCode {
-    let duration = match a.duration.map(|d| seconds("duration", d)).transpose() {
-        Ok(d) => d,
-        Err(e) => return fail(EXIT_USAGE, e),
-    };
     let cfg = NullConfig {
         listen: a.listen,
         reply_size: a.reply_size,
         workers: a.workers,
-        duration,
+        duration: a.duration,
         backend: a.backend,
         busy_poll: a.busy_poll,
     };
@@ -246,7 +237,7 @@ fn null_server(a: NullArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return fail(EXIT_USAGE, e),
         Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return fail(EXIT_LOCAL, e),
-        Err(e) => return fail(EXIT_LOCAL, format!("cannot listen on {}: {e}", a.listen)),
+        Err(e) => return fail(EXIT_OS, format!("cannot listen on {}: {e}", a.listen)),
     };
     let addr = server.local_addr().map_or(a.listen, |x| x);
     // The first line names the bound port, for scripts that pass port 0.

@@ -2,6 +2,7 @@
 //! `verify-report`, `inspect`).
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use gnomon_client::QueryError;
@@ -13,18 +14,20 @@ use gnomon_protocol::Profile;
 pub(crate) enum Exit {
     /// 0: an answer verified (query), the report is valid and shows no
     /// contradiction (verify-report), the input decoded (inspect).
-    Ok = 0,
+    Ok = crate::exit::OK as isize,
     /// 1: no answer, or too few answers for a consensus.
-    NoAnswer = 1,
+    NoAnswer = crate::exit::NO_ANSWER as isize,
     /// 2: an answer, report or input that fails verification or parsing.
-    Invalid = 2,
+    Invalid = crate::exit::INVALID as isize,
     /// 3: malfeasance: a contradiction in the chain or a server outside the
     /// consensus (query); a report that proves one (verify-report).
-    Malfeasance = 3,
+    Malfeasance = crate::exit::MALFEASANCE as isize,
     /// 64: bad arguments or an unreadable input file (EX_USAGE).
-    Usage = 64,
+    Usage = crate::exit::USAGE as isize,
     /// 70: a local failure: no socket, no random bytes (EX_SOFTWARE).
-    Local = 70,
+    Local = crate::exit::SOFTWARE as isize,
+    /// 73: an output file cannot be written (EX_CANTCREAT).
+    CantCreate = crate::exit::CANT_CREATE as isize,
 }
 
 impl Exit {
@@ -47,7 +50,10 @@ Exit codes:
   2   invalid answer (bad signature, malformed, truncated or garbage response; invalid report or input)
   3   malfeasance detected (contradicting answers, a server outside the consensus, a report that proves a lie)
   64  usage error (bad arguments, unreadable input file)
-  70  local failure (no socket, no random bytes)";
+  70  local failure (no socket, no random bytes)
+  73  query --save-request/--save-response: the file cannot be written
+
+Every command's codes: the EXIT STATUS section of gnomon(1).";
 
 /// The exit code for a failed query.
 pub(crate) fn exit_for(e: &QueryError) -> Exit {
@@ -69,10 +75,35 @@ pub(crate) fn error_kind(e: &QueryError) -> &'static str {
     }
 }
 
-/// Print a usage problem and return 64.
+/// Set when `--json` is on the command line: usage errors then print
+/// their JSON object too. A global because the parse that failed cannot
+/// say whether it had seen the flag, and every command reports usage
+/// errors through [`usage`].
+static JSON_ERRORS: AtomicBool = AtomicBool::new(false);
+
+/// Usage errors print a JSON object from now on.
+pub(crate) fn json_errors() {
+    JSON_ERRORS.store(true, Ordering::Relaxed);
+}
+
+/// Print a usage problem and return 64: on stderr for people, and as one
+/// JSON object on stdout under `--json`, which promises one for every
+/// outcome.
 pub(crate) fn usage(command: &str, msg: impl std::fmt::Display) -> ExitCode {
+    let msg = msg.to_string();
     eprintln!("gnomon {command}: {msg}");
+    usage_json(&msg);
     Exit::Usage.into()
+}
+
+/// The JSON object of a usage error, when `--json` was given.
+pub(crate) fn usage_json(msg: &str) {
+    if JSON_ERRORS.load(Ordering::Relaxed) {
+        print_json(&serde_json::json!({
+            "error": { "kind": "usage", "message": msg.trim() },
+            "exit_code": Exit::Usage.code(),
+        }));
+    }
 }
 
 /// Durations as `250ms`, `1.5s`, `2m` or a plain number of seconds.
@@ -147,9 +178,17 @@ mod tests {
             Exit::Malfeasance,
             Exit::Usage,
             Exit::Local,
+            Exit::CantCreate,
         ];
         for (i, a) in all.iter().enumerate() {
             assert!(EXIT_CODES.contains(&format!("  {:<3} ", a.code())), "{a:?}");
+            // gnomon(1) and docs/EXIT-CODES.md print the one table: each
+            // code a client command returns has its row there, naming query.
+            let row = crate::exit::status(a.code()).unwrap_or_else(|| panic!("{a:?}"));
+            assert!(
+                row.commands.starts_with("every command") || row.commands.contains("query"),
+                "{a:?}: {row:?}"
+            );
             for b in &all[i + 1..] {
                 assert_ne!(a.code(), b.code());
             }

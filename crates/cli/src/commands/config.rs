@@ -19,7 +19,7 @@ use gnomon_server::keyfile;
 use gnomon_server::offline::{format_utc, OfflineStore};
 
 /// Exit status for a configuration that does not load (EX_USAGE).
-const EXIT_CONFIG: u8 = 64;
+const EXIT_CONFIG: u8 = crate::exit::USAGE;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -70,18 +70,20 @@ fn check(args: &ConfigArgs, load_keys: bool) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    // Everything is checked before anything is printed: a configuration
+    // printed in full and then refused reads as accepted at a glance.
+    if load_keys {
+        if let Err(e) = check_keys(&config) {
+            eprintln!("gnomon config check: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    }
     print!("{config}");
     if config.ephemeral_key() {
         eprintln!(
             "gnomon config check: note: no key-file or offline-dir; `serve` would use an \
              ephemeral key, which is not for production"
         );
-    }
-    if load_keys {
-        if let Err(e) = check_keys(&config) {
-            eprintln!("gnomon config check: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
     }
     eprintln!("gnomon config check: {}: OK", file.display());
     ExitCode::SUCCESS

@@ -26,6 +26,8 @@ use gnomon_server::offline::{
     check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
 };
 
+use crate::exit::{CANT_CREATE, DATA_ERR, IO_ERROR, NO_INPUT, OS_ERROR, USAGE};
+
 /// Most windows one run may write.
 const MAX_COUNT: u32 = 10_000;
 
@@ -129,14 +131,14 @@ struct Target {
 }
 
 fn delegate(args: &Args) -> Result<(), Failure> {
-    let usage = |m: &str| (64, m.to_owned());
+    let usage = |m: &str| (USAGE, m.to_owned());
     let hosts = host_list(args)?;
     // Check the window arithmetic before touching anything.
     plan_windows(0, args.validity, args.step, args.count).map_err(usage)?;
     if args.cover.is_some() && !matches!(args.start, Start::Continue) {
         return Err(usage("--cover renews: it needs --start continue"));
     }
-    let long_term = keyfile::load(&args.key_file).map_err(|e| (66, e.to_string()))?;
+    let long_term = keyfile::load(&args.key_file).map_err(|e| (NO_INPUT, e.to_string()))?;
     let mut targets: Vec<Target> = if hosts.is_empty() {
         vec![Target {
             host: None,
@@ -153,7 +155,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             })
             .collect()
     };
-    let now = now_whole_seconds().map_err(|e| (71, e))?;
+    let now = now_whole_seconds().map_err(|e| (OS_ERROR, e))?;
     let goal = args
         .cover
         .map(|c| now.saturating_add(u64::try_from(c.as_micros()).unwrap_or(u64::MAX)));
@@ -181,14 +183,16 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         let probe = d.1.write_target(&d.0.dir);
         if probe.exists() || probe.is_symlink() {
             return Err((
-                73,
+                CANT_CREATE,
                 format!("{} already exists; nothing written", probe.display()),
             ));
         }
     }
     for t in &targets {
         for d in &t.made {
-            let path = d.write_into(&t.dir).map_err(|e| (73, e.to_string()))?;
+            let path = d
+                .write_into(&t.dir)
+                .map_err(|e| (CANT_CREATE, e.to_string()))?;
             println!(
                 "{}\t{}\t{}\t{}",
                 path.display(),
@@ -203,7 +207,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
     for t in &targets {
         let store = OfflineStore::load(&t.dir, Some(&long_term.public())).map_err(|e| {
             (
-                65,
+                DATA_ERR,
                 format!("{} does not load as the server would: {e}", t.dir.display()),
             )
         })?;
@@ -251,16 +255,16 @@ fn host_list(args: &Args) -> Result<Vec<String>, Failure> {
     let mut seen = BTreeSet::new();
     let mut hosts = Vec::new();
     for h in args.host.iter().chain(&args.hosts) {
-        check_host_name(h).map_err(|why| (64, format!("host name {h:?}: {why}")))?;
+        check_host_name(h).map_err(|why| (USAGE, format!("host name {h:?}: {why}")))?;
         if !seen.insert(h.as_str()) {
-            return Err((64, format!("host {h} is named twice")));
+            return Err((USAGE, format!("host {h} is named twice")));
         }
         hosts.push(h.clone());
     }
     // In name order, whatever the flags' order: the manifest reads the same.
     hosts.sort();
     if hosts.len() > MAX_HOSTS {
-        return Err((64, format!("at most {MAX_HOSTS} hosts per run")));
+        return Err((USAGE, format!("at most {MAX_HOSTS} hosts per run")));
     }
     Ok(hosts)
 }
@@ -270,7 +274,7 @@ fn create_private_dir(dir: &Path) -> Result<(), Failure> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| (73, format!("cannot create {}: {e}", dir.display())))
+        .map_err(|e| (CANT_CREATE, format!("cannot create {}: {e}", dir.display())))
 }
 
 /// Fresh online keys for every window.
@@ -282,8 +286,8 @@ fn mint(
     windows
         .iter()
         .map(|&(mint, maxt)| {
-            let seed =
-                random_seed().map_err(|e| (71, format!("no random bytes from the OS: {e}")))?;
+            let seed = random_seed()
+                .map_err(|e| (OS_ERROR, format!("no random bytes from the OS: {e}")))?;
             let d = Delegation::mint(long_term, &seed, mint, maxt);
             Ok(match host {
                 Some(h) => d.for_host(h),
@@ -325,7 +329,8 @@ fn existing_delegations(
     public: &[u8; 32],
     host: Option<&str>,
 ) -> Result<Option<OfflineStore>, Failure> {
-    let listing = std::fs::read_dir(dir).map_err(|e| (74, format!("{}: {e}", dir.display())))?;
+    let listing =
+        std::fs::read_dir(dir).map_err(|e| (IO_ERROR, format!("{}: {e}", dir.display())))?;
     let has_any = listing
         .filter_map(Result::ok)
         .any(|e| e.path().extension().is_some_and(|x| x == EXTENSION));
@@ -334,7 +339,7 @@ fn existing_delegations(
     }
     let store = OfflineStore::load(dir, Some(public)).map_err(|e| {
         (
-            65,
+            DATA_ERR,
             format!(
                 "{} already holds delegations that do not fit: {e}; nothing written",
                 dir.display()
@@ -344,7 +349,7 @@ fn existing_delegations(
     if let (Some(want), Some(found)) = (host, store.host()) {
         if want != found {
             return Err((
-                65,
+                DATA_ERR,
                 format!(
                     "{} already holds delegations for host {found}, not {want}; nothing written",
                     dir.display()
@@ -398,5 +403,5 @@ fn write_manifest(
     let temp = out.join(format!(".{MANIFEST}.tmp"));
     std::fs::write(&temp, text)
         .and_then(|()| std::fs::rename(&temp, &path))
-        .map_err(|e| (73, format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| (CANT_CREATE, format!("cannot write {}: {e}", path.display())))
 }

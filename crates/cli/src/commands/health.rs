@@ -49,7 +49,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
         Err(reason) => {
             eprintln!("gnomon health: {}: {reason}", args.url);
-            ExitCode::FAILURE
+            ExitCode::from(crate::exit::NO_ANSWER)
         }
     }
 }

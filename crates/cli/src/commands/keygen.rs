@@ -27,7 +27,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("gnomon keygen: cannot read random bytes from the OS: {e}");
-            return ExitCode::from(71);
+            return ExitCode::from(crate::exit::OS_ERROR);
         }
     };
     let written = if args.force {
@@ -40,7 +40,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         if matches!(e, KeyFileError::Exists { .. }) {
             eprintln!("gnomon keygen: pass --force to replace it");
         }
-        return ExitCode::from(73);
+        return ExitCode::from(crate::exit::CANT_CREATE);
     }
     let public = KeyPair::from_seed(&seed).public();
     println!("{}", B64.encode(public));

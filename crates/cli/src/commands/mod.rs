@@ -13,6 +13,7 @@ pub(crate) mod report_server;
 pub(crate) mod serve;
 pub(crate) mod service;
 pub(crate) mod sync;
+pub(crate) mod sync_exit;
 pub(crate) mod verify_report;
 pub(crate) mod watch;
 pub(crate) mod watch_config;

@@ -92,6 +92,14 @@ pub(crate) struct Args {
     /// localhost. Real lists must use HTTPS.
     #[arg(long, hide = true)]
     pub(crate) allow_loopback_http_reports: bool,
+    /// Write the request that got the verified answer to FILE (raw bytes,
+    /// for `gnomon inspect`).
+    #[arg(long, value_name = "FILE", requires = "addr")]
+    pub(crate) save_request: Option<PathBuf>,
+    /// Write the verified response to FILE (raw bytes): `gnomon inspect
+    /// FILE --key K --request REQUEST` checks it again offline.
+    #[arg(long, value_name = "FILE", requires = "addr")]
+    pub(crate) save_response: Option<PathBuf>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -143,6 +151,18 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let mut client = Client::new(args.client_config());
     match client.query(&server) {
         Ok(a) => {
+            if let Err(e) = save(&args, &a) {
+                if args.json {
+                    print_json(&json!({
+                        "server": addr,
+                        "error": { "kind": "save", "message": e },
+                        "exit_code": Exit::CantCreate.code(),
+                    }));
+                } else {
+                    eprintln!("gnomon query: {e}");
+                }
+                return Exit::CantCreate.into();
+            }
             if args.json {
                 let mut v = answer_json(&a);
                 v["server"] = json!(addr);
@@ -167,6 +187,19 @@ pub(crate) fn run(args: Args) -> ExitCode {
             code.into()
         }
     }
+}
+
+/// Writes the exchange where --save-request and --save-response say.
+fn save(args: &Args, a: &Answer) -> Result<(), String> {
+    for (path, bytes) in [
+        (&args.save_request, &a.request),
+        (&args.save_response, &a.response),
+    ] {
+        if let Some(p) = path {
+            std::fs::write(p, bytes).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn transport_name(t: Transport) -> &'static str {

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use gnomon_client::{
-    format_duration_us, format_utc, post_report, reports_url, Backoff, Client, Flag, Plan,
-    PostPolicy, Selection, Sequence, Server,
+    format_duration_us, format_utc, no_reports_url, post_report, reports_url, Backoff, Client,
+    Flag, Plan, PostPolicy, Selection, Sequence, Server,
 };
 use gnomon_protocol::ServerList;
 use serde_json::json;
@@ -30,7 +30,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         Err(e) => {
             return usage(
                 "query",
-                format!("{}: not a server list ({e:?})", path.display()),
+                format!("{}: not a server list: {e}", path.display()),
             )
         }
     };
@@ -39,13 +39,19 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     for (i, s) in list.servers.iter().enumerate() {
         if let Err(why) = &s.status {
             let name = s.name.clone().unwrap_or_else(|| format!("server #{i}"));
-            notes.push(format!("skipped {name}: {why:?}"));
+            notes.push(format!("skipped {name}: {why}"));
         }
     }
     if servers.is_empty() {
+        // The reasons are the whole answer here: nothing else is printed.
+        let why = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
+        };
         return usage(
             "query",
-            format!("{}: no usable server in the list", path.display()),
+            format!("{}: no usable server in the list{why}", path.display()),
         );
     }
     if servers.len() < MIN_SERVERS {
@@ -155,7 +161,7 @@ fn deliver_report(
         return (written, None);
     }
     let Some(url) = reports_url(raw, list, args.allow_loopback_http_reports) else {
-        notes.push("--report given, but the list has no HTTPS `reports` URL".into());
+        notes.push(format!("--report given, but {}", no_reports_url(raw)));
         return (written, None);
     };
     let policy = PostPolicy {

@@ -104,7 +104,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gnomon report-server: {e}");
-            Exit::Local.into()
+            match e {
+                sink::RunError::Listen(_) => ExitCode::from(crate::exit::OS_ERROR),
+                sink::RunError::Other(_) => Exit::Local.into(),
+            }
         }
     }
 }

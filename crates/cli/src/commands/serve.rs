@@ -45,17 +45,13 @@ macro_rules! err {
 pub(crate) struct Args {
     #[command(flatten)]
     config: super::config::ConfigArgs,
-    /// Seconds between summary log lines (0: none).
-    #[arg(long, env = "GNOMON_SUMMARY_INTERVAL", default_value_t = 60)]
-    summary_interval: u64,
+    /// Time between summary log lines (0: none): 30s, 5m; a bare number is
+    /// seconds.
+    #[arg(long, env = "GNOMON_SUMMARY_INTERVAL", value_name = "DURATION", default_value = "60s", value_parser = super::client_out::parse_duration)]
+    summary_interval: Duration,
 }
 
-/// Exit status for configuration and key problems.
-const USAGE: u8 = 64;
-/// Exit status when the system refuses something (sockets, randomness).
-const OS_ERROR: u8 = 71;
-/// Exit status when a worker dies.
-const SOFTWARE: u8 = 70;
+use crate::exit::{OS_ERROR, SOFTWARE, USAGE};
 /// Warn this long before the last offline delegation runs out.
 const HORIZON_WARNING_US: u64 = 24 * 3600 * 1_000_000;
 
@@ -212,11 +208,6 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let publics: Vec<[u8; 32]> = sources.iter().map(KeySource::public).collect();
     let public = publics[0];
-    out!(
-        "public key (base64): {}",
-        base64::engine::general_purpose::STANDARD.encode(public)
-    );
-    out!("public key (hex):    {}", hex::encode(public));
     let engine_config = engine_config(&config);
     let workers = engine_config.workers;
     let engine = match Engine::start_on(engine_config, sources, clock_reader(), passed) {
@@ -261,6 +252,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
         },
         None => None,
     };
+    // Only once every port is bound: a key printed by a server that then
+    // fails to start would be a key nobody can ever use.
+    out!(
+        "public key (base64): {}",
+        base64::engine::general_purpose::STANDARD.encode(public)
+    );
+    out!("public key (hex):    {}", hex::encode(public));
     let mut clock_report = ClockReport::read(&engine);
     clock_report.log_changes_from(&ClockReport::FINE);
     let how = if activated {
@@ -305,7 +303,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             );
             last_horizon_warning = Some(Instant::now());
         }
-        if args.summary_interval > 0 && last_summary.elapsed().as_secs() >= args.summary_interval {
+        if !args.summary_interval.is_zero() && last_summary.elapsed() >= args.summary_interval {
             let now = engine.stats();
             tracing::info!("{}", summary(&previous, &now, last_summary.elapsed()));
             previous = now;

@@ -15,34 +15,7 @@ use gnomon_sync::state::{Loaded, Store};
 use gnomon_sync::{Control, Log, Outcome, Refusal, Service, StepPlan, StepRules};
 use serde_json::json;
 
-/// Exit codes of `gnomon sync`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Exit {
-    Ok = 0,
-    NoConsensus = 1,
-    Outside = 4,
-    Refused = 5,
-    Usage = 64,
-    Local = 70,
-    ClockNotSet = 71,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> ExitCode {
-        ExitCode::from(e as u8)
-    }
-}
-
-const EXIT_CODES: &str = "\
-Exit codes:
-  0   success: a consensus (--once); the clock stepped or already inside it (--set-clock);
-      the clock inside the consensus interval ± --max-offset (--check); the state printed (--status)
-  1   no consensus: too few servers answered or agreed (fewer than --quorum); --status: no state
-  4   --check: the local clock is outside the consensus interval ± --max-offset
-  5   --set-clock: step refused (consensus wider than --max-radius, or below the proven floor)
-  64  usage or configuration error, no usable server list
-  70  local failure (no socket, no random bytes)
-  71  --set-clock: the system refused to set the clock (CAP_SYS_TIME missing?)";
+use super::sync_exit::{Exit, EXIT_CODES};
 
 /// Arguments. Every setting is also a key of the `[sync]` table of
 /// --config and a GNOMON_SYNC_* variable (deploy/gnomon-sync.toml).
@@ -235,15 +208,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         match gnomon_sync::metrics::serve(addr, service.metrics(), stop) {
             Ok((bound, _)) => log(&format!("metrics on http://{bound}/metrics")),
-            Err(e) => return usage(format!("--metrics {addr}: {e}")),
+            Err(e) => {
+                eprintln!("gnomon sync: cannot listen on --metrics {addr}: {e}");
+                return ExitCode::from(crate::exit::OS_ERROR);
+            }
         }
     }
     serve_loop(service, &log)
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("gnomon sync: {msg}");
-    Exit::Usage.into()
+    super::client_out::usage("sync", msg)
 }
 
 /// The service: rounds until SIGTERM or SIGINT; SIGHUP re-reads the list.

@@ -146,7 +146,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 probing.report_to = Some((url, policy));
             }
             None => {
-                eprintln!("gnomon watch: --report given, but the list has no HTTPS `reports` URL")
+                eprintln!(
+                    "gnomon watch: --report given, but {}",
+                    gnomon_client::no_reports_url(&loaded.raw)
+                )
             }
         }
     }
@@ -173,7 +176,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             eprintln!("gnomon watch: cannot listen on {}: {e}", settings.listen);
-            return Exit::Local.into();
+            return ExitCode::from(crate::exit::OS_ERROR);
         }
     };
     let store = match &settings.database {

@@ -1,0 +1,130 @@
+//! The exit statuses of every `gnomon` command, in one table.
+//!
+//! The codes below 64 are gnomon's own verdicts, so a script can tell "the
+//! server is down" from "the server lied"; from 64 on they are the BSD
+//! sysexits codes, which service managers and shell scripts already know.
+//! The table is public because it is printed in three places that must
+//! agree: docs/EXIT-CODES.md, each man page's EXIT STATUS section (written
+//! by crates/xtask) and the constants the commands return; the tests
+//! compare them.
+
+/// Success: an answer verified, a consensus reached, a server stopped
+/// cleanly on a signal.
+pub const OK: u8 = 0;
+/// No answer, or too few answers for a consensus.
+pub const NO_ANSWER: u8 = 1;
+/// An answer, report or input that fails verification or parsing.
+pub const INVALID: u8 = 2;
+/// Malfeasance: answers that contradict each other.
+pub const MALFEASANCE: u8 = 3;
+/// `sync --check`: the local clock is outside the consensus.
+pub const OUTSIDE: u8 = 4;
+/// `sync --set-clock`: the step was refused by gnomon's own rules.
+pub const STEP_REFUSED: u8 = 5;
+/// EX_USAGE: bad arguments, a bad configuration, an unreadable input.
+pub const USAGE: u8 = 64;
+/// EX_DATAERR: existing data that does not fit what was asked.
+pub const DATA_ERR: u8 = 65;
+/// EX_NOINPUT: a key file that cannot be read.
+pub const NO_INPUT: u8 = 66;
+/// EX_SOFTWARE: something failed inside gnomon.
+pub const SOFTWARE: u8 = 70;
+/// EX_OSERR: the system refused: a port in use, no random bytes, the clock
+/// not settable.
+pub const OS_ERROR: u8 = 71;
+/// EX_CANTCREAT: an output file cannot be created.
+pub const CANT_CREATE: u8 = 73;
+/// EX_IOERR: a directory that cannot be read.
+pub const IO_ERROR: u8 = 74;
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The exit code.
+    pub code: u8,
+    /// The commands that return it (`every command` for the common ones).
+    pub commands: &'static str,
+    /// What it means, in one sentence.
+    pub meaning: &'static str,
+}
+
+/// Every exit code any command returns, lowest first.
+pub const TABLE: &[Status] = &[
+    Status {
+        code: OK,
+        commands: "every command",
+        meaning: "success: an answer verified, a consensus reached, the input decoded, \
+                  a server stopped by SIGTERM or SIGINT",
+    },
+    Status {
+        code: NO_ANSWER,
+        commands: "query, bench load, sync, health",
+        meaning: "no answer (timeouts, a refused port) or too few answers for a consensus; \
+                  health: the server is unhealthy or unreachable",
+    },
+    Status {
+        code: INVALID,
+        commands: "query, inspect, verify-report, bench load",
+        meaning: "an answer, report or input that fails verification or parsing",
+    },
+    Status {
+        code: MALFEASANCE,
+        commands: "query, verify-report",
+        meaning: "malfeasance: contradicting answers, a server outside the consensus, \
+                  a report that proves a lie",
+    },
+    Status {
+        code: OUTSIDE,
+        commands: "sync --check",
+        meaning: "the local clock is outside the consensus interval plus --max-offset",
+    },
+    Status {
+        code: STEP_REFUSED,
+        commands: "sync --set-clock",
+        meaning: "the step was refused: the consensus is wider than --max-radius, \
+                  or below the proven floor",
+    },
+    Status {
+        code: USAGE,
+        commands: "every command",
+        meaning: "usage error (EX_USAGE): bad arguments or values, a bad configuration, \
+                  an unreadable input file or server list",
+    },
+    Status {
+        code: DATA_ERR,
+        commands: "delegate",
+        meaning: "the output directory holds delegations of another key or host (EX_DATAERR)",
+    },
+    Status {
+        code: NO_INPUT,
+        commands: "delegate",
+        meaning: "the long-term key file cannot be read (EX_NOINPUT)",
+    },
+    Status {
+        code: SOFTWARE,
+        commands: "query, sync, serve, watch, report-server, bench",
+        meaning: "an internal failure (EX_SOFTWARE): a worker or the runtime died, \
+                  a database failed; client commands: no socket or no random bytes",
+    },
+    Status {
+        code: OS_ERROR,
+        commands: "serve, watch, report-server, bench null-server, keygen, delegate, sync",
+        meaning: "the system refused (EX_OSERR): the address is in use or not ours to bind, \
+                  no random bytes; sync --set-clock: the clock could not be set",
+    },
+    Status {
+        code: CANT_CREATE,
+        commands: "keygen, delegate, query",
+        meaning: "an output file exists or cannot be written (EX_CANTCREAT)",
+    },
+    Status {
+        code: IO_ERROR,
+        commands: "delegate",
+        meaning: "the output directory cannot be read (EX_IOERR)",
+    },
+];
+
+/// The row of `code`; every code a command returns has one.
+pub fn status(code: u8) -> Option<&'static Status> {
+    TABLE.iter().find(|s| s.code == code)
+}
