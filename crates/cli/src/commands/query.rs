@@ -35,7 +35,7 @@ pub(crate) struct Args {
     /// The server's long-term public key (base64, or 64 hex digits).
     #[arg(long, requires = "addr")]
     pub(crate) key: Option<String>,
-    /// Run the measurement sequence (RFC 10049 §8.2) over this server list.
+    /// Run the measurement sequence of RFC 10049 over this server list.
     #[arg(long, value_name = "LIST.json")]
     pub(crate) servers: Option<PathBuf>,
     /// With --servers: query every server in the list, not three at random.
@@ -59,7 +59,7 @@ pub(crate) struct Args {
     /// Never fall back to TCP.
     #[arg(long)]
     pub(crate) udp_only: bool,
-    /// First UDP wait; each retry waits 1.5 times longer (RFC 10049 §5).
+    /// First UDP wait; each retry waits 1.5 times longer (RFC 10049).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub(crate) timeout: Duration,
     /// UDP attempts for the first version family (later families get one).
@@ -74,7 +74,7 @@ pub(crate) struct Args {
     /// (host-name resolution included).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) deadline: Option<Duration>,
-    /// Write the malfeasance report (RFC 10049 §8.4.1 JSON) here when the
+    /// Write the malfeasance report (RFC 10049 malfeasance-report JSON) here when the
     /// sequence proves a contradiction.
     #[arg(long, value_name = "FILE", requires = "servers")]
     pub(crate) report_out: Option<PathBuf>,

@@ -56,7 +56,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
     if servers.len() < MIN_SERVERS {
         notes.push(format!(
-            "the list has {} usable server(s); RFC 10049 §8.2 asks for at least {MIN_SERVERS}",
+            "the list has {} usable server(s); RFC 10049's measurement sequence asks for at least {MIN_SERVERS}",
             servers.len()
         ));
     }

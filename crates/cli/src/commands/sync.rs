@@ -25,7 +25,7 @@ pub(crate) struct Args {
     /// A TOML file with a [sync] table (flags and GNOMON_SYNC_* win over it).
     #[arg(long, env = "GNOMON_SYNC_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The server list (RFC 10049 §8.1 JSON).
+    /// The server list (RFC 10049 server-list JSON; examples/servers.json).
     #[arg(long, env = "GNOMON_SYNC_SERVERS", value_name = "LIST.json")]
     servers: Option<PathBuf>,
     /// Where the floor, the last chain, the list cache and reports live

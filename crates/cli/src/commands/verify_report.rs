@@ -18,7 +18,7 @@ use super::client_out::{print_json, usage, Exit, EXIT_CODES};
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXIT_CODES)]
 pub(crate) struct Args {
-    /// The report (RFC 10049 §8.4.1 JSON); `-` reads standard input.
+    /// The report (RFC 10049 malfeasance-report JSON); `-` reads standard input.
     pub(crate) file: PathBuf,
     /// Print one JSON object instead of text.
     #[arg(long)]

@@ -29,7 +29,7 @@ pub(crate) struct Args {
     /// it); its [report-server] table sets the limits of --sink.
     #[arg(long, env = "GNOMON_WATCH_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The server list (RFC 10049 §6.5 JSON).
+    /// The server list (RFC 10049 server-list JSON; examples/servers.json).
     #[arg(long, value_name = "LIST.json", env = "GNOMON_WATCH_SERVERS")]
     servers: Option<PathBuf>,
     /// Address of the web page, /metrics and /api/servers.
