@@ -1,15 +1,18 @@
 /* query: ask a Roughtime server for the time through libgnomon.
  *
- *   cargo build --release -p gnomon-ffi
- *   cc -Ibindings/c/include examples/c/query.c target/release/libgnomon.a \
- *      -lpthread -ldl -lm -o query
+ *   scripts/build-libgnomon
+ *   cc -std=c99 -pedantic -Wall -Wextra -Werror -Itarget/libgnomon/include \
+ *      examples/c/query.c target/libgnomon/lib/libgnomon.a \
+ *      -Wl,--gc-sections -lpthread -ldl -lm -o query
  *   ./query roughtime.example.net:2002 'iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA='
  *
  * Prints the server's time (UTC) and the radius it vouches for, then the
  * same as numbers. Exit status: 0 the time, 1 an answer that failed
  * verification (a forgery), 2 bad arguments, 3 no answer (timeout,
  * address; also a wrong key, since servers ignore requests naming a key
- * they do not hold). */
+ * they do not hold), 4 the port is closed (nothing listens there).
+ *
+ * Standard C99 and the header only, hence the flags above. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
@@ -33,15 +36,24 @@ int main(int argc, char **argv) {
   switch (err) {
   case GNOMON_OK:
     break;
+  case GNOMON_ERR_REFUSED:
+    /* An ICMP "port unreachable": an answer from the host, so the key
+     * cannot be the reason. */
+    fprintf(stderr, "query: no server at %s (error %d): %s\n", argv[1],
+            (int)err, r.message);
+    fprintf(stderr, "query: check the port, and that the server runs.\n");
+    return 4;
   case GNOMON_ERR_TIMEOUT:
   case GNOMON_ERR_ADDRESS:
   case GNOMON_ERR_LOCAL:
     fprintf(stderr, "query: no answer (error %d): %s\n", (int)err, r.message);
     if (err == GNOMON_ERR_TIMEOUT) {
-      /* The request names the key it expects (SRV); servers that do not
-       * hold it stay silent. */
-      fprintf(stderr, "query: is the public key right? Servers ignore "
-                      "requests for keys they do not hold.\n");
+      /* The request names the key it expects (SRV); a server that does
+       * not hold it drops the request, which looks exactly like this. */
+      fprintf(stderr,
+              "query: a server drops requests for a key it does not hold, "
+              "and that looks like this: is the public key right? "
+              "(If it is, the server may be down or the address wrong.)\n");
     }
     return 3;
   case GNOMON_ERR_ARGUMENT:
@@ -56,10 +68,12 @@ int main(int argc, char **argv) {
   }
 
   time_t secs = (time_t)(r.midpoint_us / 1000000);
-  struct tm utc;
+  /* gmtime, not POSIX's gmtime_r: standard C, and this program has one
+   * thread. */
+  const struct tm *utc = gmtime(&secs);
   char when[32];
-  if (gmtime_r(&secs, &utc) == NULL ||
-      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &utc) == 0) {
+  if (utc == NULL ||
+      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", utc) == 0) {
     fprintf(stderr, "query: the time does not fit this system's calendar\n");
     return 1;
   }

@@ -28,8 +28,10 @@
 // Longest nonce of any version (drafts 01–04).
 #define GNOMON_MAX_NONCE 64
 
-// Bytes of the `message` fields, NUL included.
-#define GNOMON_MESSAGE_LEN 128
+// Bytes of the `message` fields, NUL included. A message that would not
+// fit (only text you gave, such as a long host name, can make one that
+// long) is cut after a whole word and ends in "…" (U+2026).
+#define GNOMON_MESSAGE_LEN 256
 
 // RFC 10049, Roughtime version 1.
 #define GNOMON_VERSION_RFC 1
@@ -101,7 +103,9 @@ typedef enum gnomon_error {
   GNOMON_ERR_CAUSALITY = 18,
   // The address is not HOST:PORT, or the host does not resolve.
   GNOMON_ERR_ADDRESS = 19,
-  // No answer came before the timeout.
+  // No answer came before the timeout. A server that drops requests
+  // looks like this, and servers drop requests that name another key
+  // than theirs: check the public key as well as the address.
   GNOMON_ERR_TIMEOUT = 20,
   // A local failure: no socket, or the operating system's random
   // source failed.
@@ -114,6 +118,10 @@ typedef enum gnomon_error {
   // (a Rust panic, in a build that unwinds); a result struct carries
   // only the code and message, other outputs are not to be used.
   GNOMON_ERR_INTERNAL = 23,
+  // Nothing listens at the address: UDP met an ICMP "port unreachable"
+  // (and TCP, where tried, was refused). Check the port and that the
+  // server runs; a wrong key is silence (`GNOMON_ERR_TIMEOUT`), not this.
+  GNOMON_ERR_REFUSED = 24,
 } gnomon_error;
 
 // What the majority rule says of one answer (`gnomon_consensus`).

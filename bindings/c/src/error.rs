@@ -56,7 +56,9 @@ pub enum GnomonError {
     GnomonErrCausality = 18,
     /// The address is not HOST:PORT, or the host does not resolve.
     GnomonErrAddress = 19,
-    /// No answer came before the timeout.
+    /// No answer came before the timeout. A server that drops requests
+    /// looks like this, and servers drop requests that name another key
+    /// than theirs: check the public key as well as the address.
     GnomonErrTimeout = 20,
     /// A local failure: no socket, or the operating system's random
     /// source failed.
@@ -69,10 +71,14 @@ pub enum GnomonError {
     /// (a Rust panic, in a build that unwinds); a result struct carries
     /// only the code and message, other outputs are not to be used.
     GnomonErrInternal = 23,
+    /// Nothing listens at the address: UDP met an ICMP "port unreachable"
+    /// (and TCP, where tried, was refused). Check the port and that the
+    /// server runs; a wrong key is silence (`GNOMON_ERR_TIMEOUT`), not this.
+    GnomonErrRefused = 24,
 }
 
 /// Every code, in order of value (tests walk it).
-pub const ALL: [GnomonError; 24] = {
+pub const ALL: [GnomonError; 25] = {
     use GnomonError::*;
     [
         GnomonOk,
@@ -99,6 +105,7 @@ pub const ALL: [GnomonError; 24] = {
         GnomonErrLocal,
         GnomonErrArgument,
         GnomonErrInternal,
+        GnomonErrRefused,
     ]
 };
 
@@ -133,6 +140,7 @@ impl GnomonError {
             GnomonErrLocal => "local failure (socket or random source)\0",
             GnomonErrArgument => "an argument is out of range\0",
             GnomonErrInternal => "internal error in libgnomon (caught panic)\0",
+            GnomonErrRefused => "the port is closed: nothing listens at that address\0",
         }
     }
 

@@ -21,8 +21,10 @@ pub const GNOMON_MAX_INPUT: usize = 65536;
 pub const GNOMON_MAX_CHAIN: usize = 1024;
 /// Longest nonce of any version (drafts 01–04).
 pub const GNOMON_MAX_NONCE: usize = 64;
-/// Bytes of the `message` fields, NUL included.
-pub const GNOMON_MESSAGE_LEN: usize = 128;
+/// Bytes of the `message` fields, NUL included. A message that would not
+/// fit (only text you gave, such as a long host name, can make one that
+/// long) is cut after a whole word and ends in "…" (U+2026).
+pub const GNOMON_MESSAGE_LEN: usize = 256;
 /// RFC 10049, Roughtime version 1.
 pub const GNOMON_VERSION_RFC: u32 = 1;
 /// The value IETF drafts 12 to 19 share (the draft-14+ format, with TYPE).

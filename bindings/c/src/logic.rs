@@ -11,7 +11,9 @@ use gnomon_protocol::chain::MAX_NONCE_LEN;
 use gnomon_protocol::majority::{self, Span};
 use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
 use gnomon_protocol::verify::SentRequest;
-use gnomon_protocol::{chain_nonce, verify_response, Offer, Profile, Verified, Version};
+use gnomon_protocol::{
+    chain_nonce, verify_response, Offer, Profile, Verified, VerifyError, Version,
+};
 
 use crate::error::{of_verify, GnomonError};
 
@@ -24,8 +26,13 @@ pub const REQUEST_SIZE: usize = DEFAULT_REQUEST_SIZE;
 pub const MAX_INPUT: usize = 65536;
 /// Most exchanges one chain check takes.
 pub const MAX_CHAIN: usize = 1024;
-/// Bytes of the message field, NUL included.
-pub const MESSAGE_LEN: usize = 128;
+/// Bytes of the message field, NUL included: room for the longest
+/// sentence libgnomon writes (tests/messages.rs holds each to it); only
+/// text the caller supplied, such as a host name, can make one longer.
+pub const MESSAGE_LEN: usize = 256;
+
+/// What ends a message that had to be cut.
+pub const ELLIPSIS: &str = "\u{2026}";
 
 /// The profile a C caller means by a version number: the wire value
 /// (1 for RFC 10049, 0x80000000 + n for draft n, 0x8000000c for drafts
@@ -88,11 +95,25 @@ pub fn verify(
     key: &[u8; 32],
     message: &mut [u8; MESSAGE_LEN],
 ) -> Result<Verified, GnomonError> {
-    verify_response(request, response, key).map_err(|e| {
-        let code = of_verify(&e);
-        write_message(message, format_args!("{} ({e:?})", text(code)));
-        code
-    })
+    verify_response(request, response, key).map_err(|e| verify_failure(&e, None, message))
+}
+
+/// The code of a verification failure, with its sentence (naming the
+/// exchange of a chain, if given) in `message`.
+pub fn verify_failure(
+    e: &VerifyError,
+    exchange: Option<usize>,
+    message: &mut [u8; MESSAGE_LEN],
+) -> GnomonError {
+    let code = of_verify(e);
+    match exchange {
+        Some(i) => write_message(
+            message,
+            format_args!("exchange {i}: {} ({e:?})", text(code)),
+        ),
+        None => write_message(message, format_args!("{} ({e:?})", text(code))),
+    }
+    code
 }
 
 /// A long-term public key in base64 (padded or not) or 64 hex digits.
@@ -210,14 +231,8 @@ pub fn check_chain<'a>(
                 return Err(fail(GnomonError::GnomonErrChainNonce, i, i));
             }
         }
-        let v = verify_response(l.request, l.response, l.key).map_err(|e| {
-            let code = of_verify(&e);
-            write_message(
-                message,
-                format_args!("exchange {i}: {} ({e:?})", text(code)),
-            );
-            fail(code, i, i)
-        })?;
+        let v = verify_response(l.request, l.response, l.key)
+            .map_err(|e| fail(verify_failure(&e, Some(i), message), i, i))?;
         if let Some((earliest, j)) = max_earliest {
             if earliest > v.latest_us() {
                 write_message(
@@ -244,12 +259,14 @@ pub fn text(code: GnomonError) -> &'static str {
     code.text().trim_end_matches('\0')
 }
 
-/// Write `args` into `out` as a NUL-terminated string, cut at a character
-/// boundary when it is too long.
+/// Write `args` into `out` as a NUL-terminated string. One too long for
+/// the buffer ends in [`ELLIPSIS`], after a whole word where one ends
+/// close enough to the cut, and never inside a character.
 pub fn write_message(out: &mut [u8; MESSAGE_LEN], args: fmt::Arguments<'_>) {
     struct Cut<'b> {
         buf: &'b mut [u8; MESSAGE_LEN],
         len: usize,
+        cut: bool,
     }
     impl fmt::Write for Cut<'_> {
         fn write_str(&mut self, s: &str) -> fmt::Result {
@@ -258,6 +275,7 @@ pub fn write_message(out: &mut [u8; MESSAGE_LEN], args: fmt::Arguments<'_>) {
                 let bytes = c.encode_utf8(&mut utf8).as_bytes();
                 // Keep one byte for the NUL.
                 if self.len + bytes.len() >= MESSAGE_LEN {
+                    self.cut = true;
                     return Err(fmt::Error);
                 }
                 self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
@@ -267,9 +285,47 @@ pub fn write_message(out: &mut [u8; MESSAGE_LEN], args: fmt::Arguments<'_>) {
         }
     }
     out.fill(0);
-    let mut cut = Cut { buf: out, len: 0 };
+    let mut cut = Cut {
+        buf: out,
+        len: 0,
+        cut: false,
+    };
     // A cut message is still a message.
     let _ = cut.write_fmt(args);
+    if cut.cut {
+        let len = cut.len;
+        end_with_ellipsis(out, len);
+    }
+}
+
+/// Further back than this, a word boundary would lose more of the message
+/// than a word cut in two does.
+const LONGEST_WORD: usize = 32;
+
+/// Shorten the `len` bytes of text in `buf` to make room for the ellipsis
+/// and the NUL, and append the ellipsis.
+fn end_with_ellipsis(buf: &mut [u8; MESSAGE_LEN], len: usize) {
+    let room = MESSAGE_LEN - 1 - ELLIPSIS.len();
+    let mut end = len.min(room);
+    // buf[end] starts a character (or is past the text): no UTF-8
+    // sequence is split.
+    while end > 0 && buf[end] & 0xc0 == 0x80 {
+        end -= 1;
+    }
+    // Unless the cut already falls between two words, go back to the last
+    // space: half a word can read as another word.
+    if end < len && buf[end] != b' ' {
+        if let Some(space) = buf[..end].iter().rposition(|&b| b == b' ') {
+            if end - space <= LONGEST_WORD {
+                end = space;
+            }
+        }
+    }
+    while end > 0 && matches!(buf[end - 1], b' ' | b',' | b';' | b':' | b'(') {
+        end -= 1;
+    }
+    buf[end..end + ELLIPSIS.len()].copy_from_slice(ELLIPSIS.as_bytes());
+    buf[end + ELLIPSIS.len()..].fill(0);
 }
 
 /// Most answers one `consensus` call takes. What it keeps per distinct

@@ -7,6 +7,7 @@ use std::string::ToString as _;
 use std::time::Duration;
 
 use gnomon_client::{Client, Config, Entropy, OsEntropy, QueryError, Rejection, Server};
+use gnomon_protocol::serverlist::Transport;
 use gnomon_protocol::Verified;
 
 use crate::error::{of_verify, GnomonError};
@@ -72,25 +73,115 @@ pub fn query(
         ..Config::default()
     };
     let mut client = Client::with_entropy(config, entropy);
-    match client.query(&server) {
-        Ok(answer) => Ok(answer.verified),
-        Err(e) => {
-            let code = match &e {
-                QueryError::Resolve { .. } => GnomonError::GnomonErrAddress,
-                QueryError::NoAnswer { .. } => GnomonError::GnomonErrTimeout,
-                QueryError::Invalid {
-                    rejection: Rejection::Verify(v),
-                    ..
-                } => of_verify(v),
+    client
+        .query(&server)
+        .map(|answer| answer.verified)
+        .map_err(|e| failure(&e, message))
+}
+
+/// The code of a failed query, with its sentence in `message`. Written
+/// here rather than taken from the client's `Display`: that one advises
+/// on options a C caller does not have (version fallback), and tells a
+/// closed port from silence less sharply than the codes do.
+pub fn failure(e: &QueryError, message: &mut [u8; MESSAGE_LEN]) -> GnomonError {
+    match e {
+        QueryError::Resolve { host, reason } => {
+            write_message(message, format_args!("cannot resolve {host}: {reason}"));
+            GnomonError::GnomonErrAddress
+        }
+        // Refused over UDP, and over TCP too where TCP was tried: nothing
+        // listens. UDP silent and TCP refused is a server that serves UDP
+        // only and dropped the request, which is silence.
+        QueryError::NoAnswer {
+            udp_refused: true,
+            tcp_refused,
+            tcp_tried,
+            ..
+        } if *tcp_refused || *tcp_tried == 0 => {
+            let tcp = if *tcp_tried > 0 {
+                ", TCP connection refused"
+            } else {
+                ""
+            };
+            write_message(
+                message,
+                format_args!(
+                    "the port is closed (ICMP port unreachable{tcp}): nothing listens there"
+                ),
+            );
+            GnomonError::GnomonErrRefused
+        }
+        QueryError::NoAnswer {
+            udp_sent,
+            tcp_tried,
+            offered,
+            elapsed,
+            ..
+        } => {
+            write_message(
+                message,
+                format_args!(
+                    "no answer in {:.1} s ({udp_sent} UDP request(s), {tcp_tried} TCP attempt(s); \
+                     offered {}); servers drop requests for keys they do not hold",
+                    elapsed.as_secs_f64(),
+                    Joined(offered)
+                ),
+            );
+            GnomonError::GnomonErrTimeout
+        }
+        QueryError::Invalid {
+            rejection,
+            transport,
+            peer,
+            offered,
+        } => {
+            let code = match rejection {
+                Rejection::Verify(v) => of_verify(v),
                 // A TCP stream cut inside a response, or a frame longer
                 // than any response: malformed.
-                QueryError::Invalid { .. } => GnomonError::GnomonErrMalformed,
-                _ => GnomonError::GnomonErrLocal,
+                _ => GnomonError::GnomonErrMalformed,
             };
-            let why = e.to_string();
-            let why = if why.is_empty() { text(code) } else { &why };
-            Err(fail(code, message, &why))
+            let over = match transport {
+                Transport::Udp => "UDP",
+                Transport::Tcp => "TCP",
+            };
+            write_message(
+                message,
+                format_args!(
+                    "invalid answer from {peer} over {over}: {rejection} ({offered} request)"
+                ),
+            );
+            code
         }
+        QueryError::Local(why) => {
+            write_message(message, format_args!("local failure: {why}"));
+            GnomonError::GnomonErrLocal
+        }
+        other => {
+            let why = other.to_string();
+            let why = if why.is_empty() {
+                text(GnomonError::GnomonErrLocal)
+            } else {
+                &why
+            };
+            write_message(message, format_args!("{why}"));
+            GnomonError::GnomonErrLocal
+        }
+    }
+}
+
+/// Names separated by commas.
+struct Joined<'a>(&'a [&'static str]);
+
+impl core::fmt::Display for Joined<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, name) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(name)?;
+        }
+        Ok(())
     }
 }
 

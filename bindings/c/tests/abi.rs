@@ -347,6 +347,20 @@ fn every_error_code_is_produced() {
     });
     let (code, r) = query(&silent.addr().to_string(), &key, 300);
     saw(code, GnomonErrTimeout, &message(&r.message));
+    // A loopback port nothing listens on (the kernel gave it out and took
+    // it back): ICMP "port unreachable", not the timeout, however long the
+    // timeout is.
+    let closed = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (code, r) = query(&closed.to_string(), &key, 60_000);
+    saw(code, GnomonErrRefused, &message(&r.message));
+    assert!(
+        message(&r.message).starts_with("the port is closed"),
+        "{}",
+        message(&r.message)
+    );
     saw(
         query(&honest.addr().to_string(), &key, 0).0,
         GnomonErrArgument,

@@ -1,9 +1,10 @@
 //! C programs against libgnomon: examples/c/query.c and tests/c/api.c,
 //! compiled by the system's `cc` against include/gnomon.h and the
-//! libraries in target/release, and tests/c/panic.c against the debug
+//! libraries scripts/build-libgnomon makes (the build docs/C.md
+//! documents), and tests/c/panic.c against the debug
 //! build's static library (its test hook); each run against a real
 //! `gnomon serve` on loopback. tests/c/consensus.c needs no server, and
-//! runs against the release library and the no_std one.
+//! runs against the `c-lib` library and the no_std one.
 
 use gnomon_testkit::Reaped;
 use std::io::{BufRead, BufReader, Read};
@@ -41,18 +42,33 @@ fn cargo(args: &[&str]) {
     );
 }
 
-/// target/release with libgnomon.a and libgnomon.so built as users build
-/// them (docs/C.md): built once per test binary.
+/// target/libgnomon/lib with libgnomon.a and libgnomon.so built as users
+/// build them (docs/C.md: scripts/build-libgnomon, the `c-lib` profile):
+/// built once per test binary.
 ///
-/// Only gnomon-ffi: its release tree is the client's (about 70 crates).
-/// Nothing else in CI builds the `gnomon` binary in release (the package
-/// test packages the debug one, scripts/test-deb), so building it here too
+/// Only gnomon-ffi: its tree is the client's (about 70 crates). Nothing
+/// else in CI builds the `gnomon` binary in release (the package test
+/// packages the debug one, scripts/test-deb), so building it here too
 /// would compile the whole server tree in release for nothing.
-fn release_dir() -> &'static Path {
+fn c_lib_dir() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        cargo(&["build", "--release", "-p", "gnomon-ffi"]);
-        target_dir().join("release")
+        let mut cmd = Command::new(repo().join("scripts/build-libgnomon"));
+        cmd.env("CARGO_TARGET_DIR", target_dir());
+        if let Some(cargo) = std::env::var_os("CARGO") {
+            // The cargo running these tests, first on the script's PATH.
+            let dir = Path::new(&cargo).parent().unwrap().to_path_buf();
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let paths = std::iter::once(dir).chain(std::env::split_paths(&path));
+            cmd.env("PATH", std::env::join_paths(paths).unwrap());
+        }
+        let out = run(&mut cmd);
+        assert!(
+            out.status.success(),
+            "scripts/build-libgnomon: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        target_dir().join("libgnomon/lib")
     })
 }
 
@@ -78,7 +94,7 @@ fn cc() -> Option<&'static str> {
 /// build: its allocator refuses every request) for this machine's target,
 /// so that a C program here can run it. Built once per test binary, in
 /// target/<host triple>/release, apart from the std build's
-/// target/release; about 35 s of CPU from cold on this 2-core AMD EPYC.
+/// target/c-lib; about 35 s of CPU from cold on this 2-core AMD EPYC.
 fn no_std_dir() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
@@ -116,36 +132,40 @@ enum Link {
     NoStd,
 }
 
-/// Compile `source` against the header and the release library.
+/// The C the test programs are written in: C11 with POSIX sockets.
+const TESTS_C: &[&str] = &["-std=c11", "-D_DEFAULT_SOURCE"];
+
+/// The C examples/c/query.c promises (its opening comment): strict C99,
+/// nothing beyond the standard library, the header included.
+const EXAMPLE_C: &[&str] = &["-std=c99", "-pedantic"];
+
+/// Compile the test program `source` against the header and the `c-lib`
+/// library.
 fn compile(cc: &str, source: &Path, name: &str, link: Link) -> Result<PathBuf, String> {
-    compile_with(cc, source, name, link, release_dir())
+    compile_with(cc, source, name, link, c_lib_dir(), TESTS_C)
 }
 
-/// Compile `source` against the header and the libraries in `lib_dir`.
+/// Compile `source`, in the C `dialect` says, against the header and the
+/// libraries in `lib_dir`; every warning is an error.
 fn compile_with(
     cc: &str,
     source: &Path,
     name: &str,
     link: Link,
     lib_dir: &Path,
+    dialect: &[&str],
 ) -> Result<PathBuf, String> {
     let out_dir = target_dir().join("c-tests");
     std::fs::create_dir_all(&out_dir).unwrap();
     let exe = out_dir.join(name);
     let mut cmd = Command::new(cc);
-    cmd.args([
-        "-std=c11",
-        "-D_DEFAULT_SOURCE",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-g",
-    ])
-    .arg("-I")
-    .arg(repo().join("bindings/c/include"))
-    .arg(source)
-    .arg("-o")
-    .arg(&exe);
+    cmd.args(dialect)
+        .args(["-Wall", "-Wextra", "-Werror", "-g"])
+        .arg("-I")
+        .arg(repo().join("bindings/c/include"))
+        .arg(source)
+        .arg("-o")
+        .arg(&exe);
     match link {
         Link::Static | Link::Sanitized => {
             if link == Link::Sanitized {
@@ -223,6 +243,13 @@ impl Serve {
     }
 }
 
+/// A loopback UDP port nothing listens on: one the kernel just gave out
+/// and took back.
+fn closed_port() -> SocketAddr {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.local_addr().unwrap()
+}
+
 fn now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -244,13 +271,17 @@ fn query_example_prints_the_servers_time_and_refuses_a_wrong_key() {
     let Some(cc) = cc() else {
         return gnomon_testkit::skip("query_example", "no C compiler (cc) on this machine");
     };
-    let exe = compile(
+    // Built as its opening comment says it builds: a warning under strict
+    // C99 (in it or in the header) fails here.
+    let exe = compile_with(
         cc,
         &repo().join("examples/c/query.c"),
         "query",
         Link::Static,
+        c_lib_dir(),
+        EXAMPLE_C,
     )
-    .unwrap();
+    .unwrap_or_else(|e| panic!("{e}"));
     let serve = Serve::start();
 
     let before = now_us();
@@ -285,6 +316,19 @@ fn query_example_prints_the_servers_time_and_refuses_a_wrong_key() {
         "{stderr}"
     );
     assert!(out.stdout.is_empty());
+
+    // A port nothing listens on: the host answers with ICMP "port
+    // unreachable", and the example says so, not that the key is wrong.
+    let closed = closed_port();
+    let out = run(Command::new(&exe).arg(closed.to_string()).arg(wrong));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("no server at {closed} (error 24)"))
+            && stderr.contains("check the port")
+            && !stderr.contains("key"),
+        "{stderr}"
+    );
 
     let out = run(Command::new(&exe)
         .arg(serve.addr.to_string())
@@ -364,8 +408,15 @@ fn a_panic_comes_back_to_c_as_the_internal_error() {
         return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
     };
     let source = repo().join("bindings/c/tests/c/panic.c");
-    let exe = compile_with(cc, &source, "panic", Link::Static, &debug_library_dir())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let exe = compile_with(
+        cc,
+        &source,
+        "panic",
+        Link::Static,
+        &debug_library_dir(),
+        TESTS_C,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let serve = Serve::start();
     let out = run(Command::new(&exe)
         .arg(serve.addr.to_string())
@@ -380,6 +431,38 @@ fn a_panic_comes_back_to_c_as_the_internal_error() {
         stderr.matches("GNOMON_TEST_PANIC is set").count() >= 8,
         "{stderr}"
     );
+}
+
+/// docs/C.md, "Building": the libraries C programs link carry no debug
+/// information (the workspace's release profile has it, for the gate and
+/// perf, and made them 70 MB and 20 MB). readelf lists `.debug_info`
+/// sections in target/release's libraries, and in target/c-lib's
+/// libgnomon.a (the standard library's objects) until the script strips
+/// them: against either, this fails.
+#[test]
+fn the_c_lib_build_carries_no_debug_information() {
+    let name = "the_c_lib_build_carries_no_debug_information";
+    let readelf = Command::new("readelf").arg("--version").output();
+    if !readelf.is_ok_and(|o| o.status.success()) {
+        return gnomon_testkit::skip(name, "no readelf (binutils) on this machine");
+    }
+    for lib in ["libgnomon.a", "libgnomon.so"] {
+        let path = c_lib_dir().join(lib);
+        let out = run(Command::new("readelf").args(["-S", "-W"]).arg(&path));
+        let sections = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // A section table was read: the check below cannot pass on no output.
+        assert!(sections.contains(".text"), "{sections}");
+        assert!(
+            !sections.contains(".debug_info"),
+            "{} has debug information",
+            path.display()
+        );
+    }
 }
 
 /// Run `exe` with no arguments, bounded: a no_std library that asked its
@@ -427,7 +510,7 @@ fn consensus_test(name: &str, link: Link, lib_dir: &Path) {
         return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
     };
     let source = repo().join("bindings/c/tests/c/consensus.c");
-    let exe = match compile_with(cc, &source, name, link, lib_dir) {
+    let exe = match compile_with(cc, &source, name, link, lib_dir, TESTS_C) {
         Ok(exe) => exe,
         Err(e) if link == Link::Sanitized && e.contains("sanitize") => {
             return gnomon_testkit::skip(name, &format!("cc cannot build with ASan/UBSan: {e}"));
@@ -447,7 +530,7 @@ fn consensus_test(name: &str, link: Link, lib_dir: &Path) {
 /// argument checks, from C, under ASan and UBSan.
 #[test]
 fn consensus_from_c_under_asan_and_ubsan() {
-    consensus_test("consensus_sanitized", Link::Sanitized, release_dir());
+    consensus_test("consensus_sanitized", Link::Sanitized, c_lib_dir());
 }
 
 /// The same program against the no_std build, whose allocator refuses

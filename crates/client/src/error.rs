@@ -57,6 +57,13 @@ pub enum QueryError {
     NoAnswer {
         /// An ICMP "port unreachable" came back for UDP, or TCP was refused.
         refused: bool,
+        /// Of `refused`, the UDP part: every UDP attempt to some address
+        /// met an ICMP "port unreachable". A server that drops requests
+        /// (for a key it does not hold, say) while not serving TCP shows
+        /// `refused` from TCP alone; these two tell it from a closed port.
+        udp_refused: bool,
+        /// Of `refused`, the TCP part: a connection was refused.
+        tcp_refused: bool,
         /// Requests sent, per transport.
         udp_sent: u32,
         /// TCP connections tried.
@@ -109,6 +116,7 @@ impl fmt::Display for QueryError {
                 offered,
                 elapsed,
                 older_not_tried,
+                ..
             } => {
                 write!(
                     f,

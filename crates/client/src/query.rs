@@ -355,6 +355,8 @@ impl Client {
         }
         Err(QueryError::NoAnswer {
             refused: state.udp_refused || state.tcp_refused,
+            udp_refused: state.udp_refused,
+            tcp_refused: state.tcp_refused,
             udp_sent: state.udp_sent,
             tcp_tried: state.tcp_tried,
             offered: state.offered,

@@ -55,12 +55,12 @@ int main(int argc, char **argv) {
   wrong[0] ^= 1;
 
   /* Every code has a sentence; unknown values have one too. */
-  for (int c = GNOMON_OK; c <= GNOMON_ERR_INTERNAL; c++) {
+  for (int c = GNOMON_OK; c <= GNOMON_ERR_REFUSED; c++) {
     const char *s = gnomon_error_string(c);
     CHECK(s != NULL && strlen(s) > 0 && strcmp(s, "unknown error code") != 0);
   }
   CHECK(strcmp(gnomon_error_string(-1), "unknown error code") == 0);
-  CHECK(strcmp(gnomon_error_string(GNOMON_ERR_INTERNAL + 1),
+  CHECK(strcmp(gnomon_error_string(GNOMON_ERR_REFUSED + 1),
                "unknown error code") == 0);
 
   /* One exchange with a nonce from the OS, verified. */
