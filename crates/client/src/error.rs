@@ -110,7 +110,8 @@ impl fmt::Display for QueryError {
         match self {
             QueryError::Resolve { host, reason } => write!(f, "cannot resolve {host}: {reason}"),
             QueryError::NoAnswer {
-                refused,
+                udp_refused,
+                tcp_refused,
                 udp_sent,
                 tcp_tried,
                 offered,
@@ -125,8 +126,10 @@ impl fmt::Display for QueryError {
                     offered.join(", ")
                 )?;
                 // A refusal is an answer of sorts: nothing listens there, so
-                // neither the key nor an older version would change it.
-                if *refused {
+                // neither the key nor an older version would change it. Only
+                // when UDP was refused too: a UDP-only server refuses every
+                // TCP connection and still ignores a request for another key.
+                if *udp_refused && (*tcp_refused || *tcp_tried == 0) {
                     return f.write_str(
                         "; the port refused the request (ICMP port unreachable or TCP connection \
                          refused): nothing listens there",
@@ -138,6 +141,9 @@ impl fmt::Display for QueryError {
                     "; a server that drops requests for another public key looks like this: \
                      check the key",
                 )?;
+                if *tcp_refused {
+                    f.write_str("; TCP was refused, so the server may serve UDP only")?;
+                }
                 if *older_not_tried {
                     f.write_str(
                         "; older versions were not tried: silence may be a dropper's, \
@@ -207,5 +213,45 @@ pub fn describe_verify_error(e: &VerifyError) -> String {
         V::OutsideDelegation => "MIDP lies outside the delegation's [MINT, MAXT]".into(),
         V::ZeroRadius => "RADI is 0, which this version forbids".into(),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_answer(udp_refused: bool, tcp_refused: bool, tcp_tried: u32) -> String {
+        QueryError::NoAnswer {
+            refused: udp_refused || tcp_refused,
+            udp_refused,
+            tcp_refused,
+            udp_sent: 3,
+            tcp_tried,
+            offered: vec!["rfc-10049"],
+            elapsed: Duration::from_secs(9),
+            older_not_tried: false,
+        }
+        .to_string()
+    }
+
+    /// "Nothing listens there" only when UDP itself was refused; a UDP-only
+    /// server that ignores a request for another key refuses TCP alone,
+    /// and then the key is what to check.
+    #[test]
+    fn only_a_refused_udp_port_is_called_closed() {
+        for (udp, tcp, tried) in [(true, true, 1), (true, false, 0)] {
+            let m = no_answer(udp, tcp, tried);
+            assert!(m.contains("nothing listens there"), "{m}");
+            assert!(!m.contains("check the key"), "{m}");
+        }
+        let m = no_answer(false, true, 1);
+        assert!(!m.contains("nothing listens there"), "{m}");
+        assert!(m.contains("check the key"), "{m}");
+        assert!(m.contains("UDP only"), "{m}");
+        let m = no_answer(false, false, 1);
+        assert!(
+            m.contains("check the key") && !m.contains("UDP only"),
+            "{m}"
+        );
     }
 }
