@@ -179,7 +179,12 @@ fn compile_with(
         }
         Link::Shared => {
             cmd.arg("-L").arg(lib_dir).arg("-lgnomon");
-            cmd.arg(format!("-Wl,-rpath,{}", lib_dir.display()));
+            // DT_RPATH, not RUNPATH: cargo test puts target/debug on
+            // LD_LIBRARY_PATH, which outranks a RUNPATH, and a libgnomon.so
+            // left there by an older `cargo build` was loaded instead of
+            // the one just built (a new error code read "unknown").
+            cmd.arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+                .arg("-Wl,--disable-new-dtags");
         }
     }
     // What a Rust staticlib needs from the C library on Linux.
