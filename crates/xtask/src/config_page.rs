@@ -36,7 +36,7 @@ fn key_list(out: &mut Roff, keys: &[Key]) {
     }
 }
 
-/// The server's keys, grouped by table: `tcp.enable` is `enable` in [tcp].
+/// The server's keys, grouped by table: `tcp.enable` is `enable` in `[tcp]`.
 fn server_tables() -> BTreeMap<&'static str, Vec<Key>> {
     let mut tables: BTreeMap<&str, Vec<Key>> = BTreeMap::new();
     for spec in gnomon_server::config::KEYS {
