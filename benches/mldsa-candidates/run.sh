@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# ML-DSA-44 candidates: tests (capture, cross-crate agreement, NIST ACVP
+# subset), allocations per operation, then ROUNDS runs of the interleaved
+# minimum loop (load average logged with each), and the same with
+# libcrux-ml-dsa's AVX2 back end. Logs go to results/. Build cost:
+# ./build-cost.sh; no_std: ./nostd.sh.
+set -euo pipefail
+cd "$(dirname "$0")"
+rounds=${1:-3}
+tag=${2:-$(date +%H%M%S)}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target} CARGO_INCREMENTAL=0
+T=$CARGO_TARGET_DIR
+mkdir -p results "$T"
+cargo test --release -j2 2>&1 | grep -E "^test |test result" | tee "results/test-$tag.log"
+cargo build --release -j2 --bin allocs --bin minloop --quiet
+cc -O2 -shared -fPIC -o "$T/count_alloc.so" count_alloc.c -ldl
+LD_PRELOAD=$T/count_alloc.so "$T/release/allocs" | tee "results/allocs-$tag.log"
+grep -m1 "model name" /proc/cpuinfo | tee "results/cpu-$tag.log"
+for r in $(seq "$rounds"); do
+    taskset -c 0 "$T/release/minloop" 200 | tee "results/minloop-$tag-$r.log"
+done
+cargo build --release -j2 --bin minloop --quiet --features libcrux-simd256
+for r in $(seq "$rounds"); do
+    taskset -c 0 "$T/release/minloop" 200 | tee "results/minloop-simd256-$tag-$r.log"
+done
