@@ -64,7 +64,7 @@ pub fn build(
     if out.len() < REQUEST_SIZE {
         return Err(GnomonError::GnomonErrBufferTooSmall);
     }
-    let srv = key.map(srv_for);
+    let srv = key.map(|k| srv_for(k));
     Offer::single(profile)
         .build(nonce, srv.as_ref(), REQUEST_SIZE, out)
         // Lengths were checked above; a build error here is a bug.

@@ -6,30 +6,44 @@
 use ed25519_dalek::{Signer, SigningKey};
 use zeroize::Zeroizing;
 
+use alloc::vec::Vec;
+
 use crate::error::WireError;
 use crate::profile::Profile;
+use crate::scheme::{Scheme, MAX_PUBLIC, MAX_SIGNATURE};
 use crate::tag::Tag;
 use crate::wire::{self, Message};
 
-/// Length of a CERT value with one online key: 16 + 64 + 72.
-pub const CERT_LEN: usize = 152;
-const DELE_LEN: usize = 72;
+/// Length of a CERT value with one Ed25519 online key: 16 + 64 + 72.
+pub const CERT_LEN: usize = Scheme::Ed25519.cert_len();
 /// Longest context string of any version.
 pub(crate) const MAX_CONTEXT: usize = 36;
 
-/// What signs a batch's SREP with the online key: Ed25519 over the bytes
-/// given, into a returned array, without allocating (the server's workers
-/// must not). [`KeyPair`] is the portable signer; a server may pass a faster
-/// one for the same key (gnomon-server's `signer` module), which must give
-/// the same bytes: Ed25519 signatures are deterministic.
+/// What signs with a key (a batch's SREP with the online key, a DELE with
+/// the long-term key), into a caller's buffer, without allocating (the
+/// server's workers must not). [`KeyPair`] and
+/// [`crate::scheme::MlDsa44KeyPair`] are the portable signers; a server may
+/// pass a faster one for the same key (gnomon-server's `signer` module).
 pub trait Sign: core::fmt::Debug + Sync {
-    /// The signature of `message` as it is.
-    fn sign(&self, message: &[u8]) -> [u8; 64];
+    /// The key's scheme, which says how long the signature is and how the
+    /// context enters it.
+    fn scheme(&self) -> Scheme;
+
+    /// Sign `signed[context_len..]` under the context
+    /// `signed[..context_len]`, joined as the scheme joins them (Ed25519:
+    /// the whole of `signed`, context as prefix). The signature goes to
+    /// the front of `out`, which holds at least
+    /// `self.scheme().signature_len()` bytes.
+    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]);
 }
 
 impl Sign for KeyPair {
-    fn sign(&self, message: &[u8]) -> [u8; 64] {
-        self.0.sign(message).to_bytes()
+    fn scheme(&self) -> Scheme {
+        Scheme::Ed25519
+    }
+
+    fn sign_into(&self, signed: &[u8], _context_len: usize, out: &mut [u8]) {
+        out[..64].copy_from_slice(&self.0.sign(signed).to_bytes());
     }
 }
 
@@ -52,21 +66,6 @@ impl KeyPair {
     pub fn seed(&self) -> Zeroizing<[u8; 32]> {
         Zeroizing::new(self.0.to_bytes())
     }
-
-    /// Sign `context ‖ message` without allocating (contexts are short and
-    /// messages bounded by `buf`).
-    pub(crate) fn sign_with_context(
-        &self,
-        context: &[u8],
-        message: &[u8],
-        buf: &mut [u8],
-    ) -> Result<[u8; 64], WireError> {
-        let total = context.len() + message.len();
-        let buf = buf.get_mut(..total).ok_or(WireError::NoRoom)?;
-        buf[..context.len()].copy_from_slice(context);
-        buf[context.len()..].copy_from_slice(message);
-        Ok(self.0.sign(buf).to_bytes())
-    }
 }
 
 impl core::fmt::Debug for KeyPair {
@@ -80,50 +79,65 @@ impl core::fmt::Debug for KeyPair {
 /// the validity window in Unix µs as it was encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Certificate {
-    bytes: [u8; CERT_LEN],
+    bytes: Vec<u8>,
     /// MINT as Unix µs.
     pub mint_us: u64,
     /// MAXT as Unix µs (`u64::MAX` for "no limit").
     pub maxt_us: u64,
     /// The online public key delegated to.
-    pub online_public: [u8; 32],
+    pub online_public: Vec<u8>,
+    /// The scheme of both keys (a delegation never changes scheme).
+    pub scheme: Scheme,
 }
 
 impl Certificate {
     /// Delegate to `online_public` for [mint_us, maxt_us], signed by
     /// `long_term` in `profile`'s context and time encoding. Seconds-encoded
-    /// windows are narrowed inwards, never widened.
+    /// windows are narrowed inwards, never widened. The online key is of
+    /// `long_term`'s scheme.
     pub fn mint(
-        long_term: &KeyPair,
-        online_public: &[u8; 32],
+        long_term: &dyn Sign,
+        online_public: &[u8],
         mint_us: u64,
         maxt_us: u64,
         profile: &Profile,
     ) -> Certificate {
+        let scheme = long_term.scheme();
+        debug_assert_eq!(online_public.len(), scheme.public_len());
         let t = profile.time;
         let (mint, maxt) = (t.encode_start(mint_us), t.encode_end(maxt_us));
-        let mut dele = [0u8; DELE_LEN];
-        let written = wire::write_message(
-            &mut dele,
+        let context = profile.contexts.dele;
+        // Context ‖ DELE, as `Sign` takes them.
+        let mut signed = [0u8; MAX_CONTEXT + 24 + MAX_PUBLIC + 16];
+        signed[..context.len()].copy_from_slice(context);
+        let dele_len = wire::write_message(
+            &mut signed[context.len()..],
             &[
                 (Tag::PUBK, online_public),
                 (Tag::MINT, &mint.to_le_bytes()),
                 (Tag::MAXT, &maxt.to_le_bytes()),
             ],
+        )
+        .unwrap_or(0);
+        debug_assert_eq!(dele_len, scheme.dele_len());
+        let signed = &signed[..context.len() + dele_len];
+        let mut sig = [0u8; MAX_SIGNATURE];
+        long_term.sign_into(signed, context.len(), &mut sig);
+        let mut bytes = alloc::vec![0u8; scheme.cert_len()];
+        let written = wire::write_message(
+            &mut bytes,
+            &[
+                (Tag::SIG, &sig[..scheme.signature_len()]),
+                (Tag::DELE, &signed[context.len()..]),
+            ],
         );
-        debug_assert_eq!(written, Ok(DELE_LEN));
-        let mut buf = [0u8; MAX_CONTEXT + DELE_LEN];
-        let sig = long_term
-            .sign_with_context(profile.contexts.dele, &dele, &mut buf)
-            .unwrap_or([0; 64]);
-        let mut bytes = [0u8; CERT_LEN];
-        let written = wire::write_message(&mut bytes, &[(Tag::SIG, &sig), (Tag::DELE, &dele)]);
-        debug_assert_eq!(written, Ok(CERT_LEN));
+        debug_assert_eq!(written, Ok(scheme.cert_len()));
         Certificate {
             bytes,
             mint_us: t.decode(mint).unwrap_or(u64::MAX),
             maxt_us: t.decode(maxt).unwrap_or(0),
-            online_public: *online_public,
+            online_public: online_public.to_vec(),
+            scheme,
         }
     }
 
@@ -131,27 +145,34 @@ impl Certificate {
     /// The signature is not checked here; a server checks it against its
     /// long-term public key with [`crate::verify::check_certificate`].
     pub fn from_bytes(bytes: &[u8], profile: &Profile) -> Result<Certificate, WireError> {
-        let arr: [u8; CERT_LEN] = bytes
-            .try_into()
-            .map_err(|_| WireError::ValueLength(Tag::CERT))?;
-        let cert = Message::parse(&arr)?;
-        cert.fixed::<64>(Tag::SIG)?;
+        let scheme = profile.scheme;
+        if bytes.len() != scheme.cert_len() {
+            return Err(WireError::ValueLength(Tag::CERT));
+        }
+        let cert = Message::parse(bytes)?;
+        if cert.require(Tag::SIG)?.len() != scheme.signature_len() {
+            return Err(WireError::ValueLength(Tag::SIG));
+        }
         let dele = cert.nested(Tag::DELE)?;
-        let online_public = *dele.fixed::<32>(Tag::PUBK)?;
+        let online_public = dele.require(Tag::PUBK)?;
+        if online_public.len() != scheme.public_len() {
+            return Err(WireError::ValueLength(Tag::PUBK));
+        }
         let t = profile.time;
         let bad = WireError::ValueLength(Tag::MINT);
         let mint_us = t.decode(dele.u64(Tag::MINT)?).ok_or(bad)?;
         let maxt_us = t.decode(dele.u64(Tag::MAXT)?).ok_or(bad)?;
         Ok(Certificate {
-            bytes: arr,
+            bytes: bytes.to_vec(),
             mint_us,
             maxt_us,
-            online_public,
+            online_public: online_public.to_vec(),
+            scheme,
         })
     }
 
     /// The CERT value.
-    pub fn bytes(&self) -> &[u8; CERT_LEN] {
+    pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 
@@ -161,30 +182,35 @@ impl Certificate {
     }
 }
 
-/// One delegation minted for every profile: a multi-version server needs up
-/// to six different CERT encodings of the same online key (variants
-/// A–E plus version 1's strings). Profiles that share an encoding share the
-/// bytes; each is signed once.
+/// One delegation minted for every profile of the long-term key's scheme:
+/// a multi-version Ed25519 server needs up to six different CERT encodings
+/// of the same online key (variants A–E plus version 1's strings).
+/// Profiles that share an encoding share the bytes; each is signed once.
+/// Profiles of another scheme have no certificate here.
 #[derive(Clone, Debug)]
 pub struct CertificateSet {
-    certs: alloc::vec::Vec<Certificate>,
-    /// For each profile id, the index into `certs`.
+    scheme: Scheme,
+    certs: Vec<Certificate>,
+    /// For each profile id, the index into `certs` ([`NO_CERT`] for none).
     index: [u8; crate::profile::PROFILES.len()],
 }
 
+const NO_CERT: u8 = u8::MAX;
+
 impl CertificateSet {
-    /// Delegate to `online_public` for [mint_us, maxt_us] in every profile.
+    /// Delegate to `online_public` for [mint_us, maxt_us] in every profile
+    /// of `long_term`'s scheme.
     pub fn mint_all(
-        long_term: &KeyPair,
-        online_public: &[u8; 32],
+        long_term: &dyn Sign,
+        online_public: &[u8],
         mint_us: u64,
         maxt_us: u64,
     ) -> CertificateSet {
         use crate::profile::PROFILES;
-        let mut certs = alloc::vec::Vec::new();
-        let mut reps: alloc::vec::Vec<&Profile> = alloc::vec::Vec::new();
-        let mut index = [0u8; PROFILES.len()];
-        for p in PROFILES.iter() {
+        let mut certs = Vec::new();
+        let mut reps: Vec<&Profile> = Vec::new();
+        let mut index = [NO_CERT; PROFILES.len()];
+        for p in PROFILES.iter().filter(|p| p.scheme == long_term.scheme()) {
             let at = match reps.iter().position(|r| r.same_cert(p)) {
                 Some(at) => at,
                 None => {
@@ -201,18 +227,26 @@ impl CertificateSet {
             };
             index[usize::from(p.id.0)] = at as u8;
         }
-        CertificateSet { certs, index }
+        CertificateSet {
+            scheme: long_term.scheme(),
+            certs,
+            index,
+        }
     }
 
     /// A set from certificates made elsewhere (offline delegations read
-    /// back from disk): `cert_for` is asked once per profile, in table
-    /// order. Equal certificates share one slot, as in [`Self::mint_all`].
-    /// The caller checks the signatures ([`crate::verify::check_certificate`]).
-    pub fn from_fn(mut cert_for: impl FnMut(&'static Profile) -> Certificate) -> CertificateSet {
+    /// back from disk): `cert_for` is asked once per profile of `scheme`,
+    /// in table order. Equal certificates share one slot, as in
+    /// [`Self::mint_all`]. The caller checks the signatures
+    /// ([`crate::verify::check_certificate`]).
+    pub fn from_fn(
+        scheme: Scheme,
+        mut cert_for: impl FnMut(&'static Profile) -> Certificate,
+    ) -> CertificateSet {
         use crate::profile::PROFILES;
-        let mut certs: alloc::vec::Vec<Certificate> = alloc::vec::Vec::new();
-        let mut index = [0u8; PROFILES.len()];
-        for p in PROFILES.iter() {
+        let mut certs: Vec<Certificate> = Vec::new();
+        let mut index = [NO_CERT; PROFILES.len()];
+        for p in PROFILES.iter().filter(|p| p.scheme == scheme) {
             let cert = cert_for(p);
             let at = match certs.iter().position(|c| *c == cert) {
                 Some(at) => at,
@@ -223,12 +257,22 @@ impl CertificateSet {
             };
             index[usize::from(p.id.0)] = at as u8;
         }
-        CertificateSet { certs, index }
+        CertificateSet {
+            scheme,
+            certs,
+            index,
+        }
     }
 
-    /// The certificate for `profile`.
-    pub fn for_profile(&self, profile: &Profile) -> &Certificate {
-        &self.certs[usize::from(self.index[usize::from(profile.id.0)])]
+    /// The scheme of the keys, and so of the profiles the set covers.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// The certificate for `profile`; None for a profile of another scheme.
+    pub fn for_profile(&self, profile: &Profile) -> Option<&Certificate> {
+        self.certs
+            .get(usize::from(*self.index.get(usize::from(profile.id.0))?))
     }
 
     /// Distinct encodings signed.

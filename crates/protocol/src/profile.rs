@@ -4,6 +4,7 @@
 //!). Code elsewhere reads fields; it never compares version numbers. Adding
 //! a version is adding a row to [`PROFILES`].
 
+use crate::scheme::Scheme;
 use crate::tag::Tag;
 use crate::version::Version;
 
@@ -120,7 +121,8 @@ pub enum ChainRule {
     DoubleSha512,
 }
 
-/// The two Ed25519 context strings of a version.
+/// The two context strings of a version (a prefix of the signed bytes
+/// for Ed25519, FIPS 204's context parameter for ML-DSA).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contexts {
     /// Prefix of DELE signed by the long-term key.
@@ -210,6 +212,15 @@ pub struct Profile {
     /// values but not where the last one ends, so a stream has no boundary
     /// after it, and Google defined no TCP transport.
     pub tcp: bool,
+    /// Whether the version is served over UDP. Not when every response is
+    /// far larger than any request can be (ML-DSA-44's 6.4 KB): a UDP
+    /// answer may never be larger than its request, and a datagram that
+    /// size would be fragmented. A request offering such a version with
+    /// others is answered in another one over UDP.
+    pub udp: bool,
+    /// How DELE and SREP are signed: the scheme of both keys, and how the
+    /// context strings enter the signature.
+    pub scheme: Scheme,
     /// A pre-standard format that used this version number with another
     /// layout (roughenough 1.x's "version 1"). A response in the
     /// wrong layout is then reported as that format, not as a misplaced VER.
@@ -306,6 +317,8 @@ const fn early(
         batching,
         chain: concat(hash),
         tcp: true,
+        udp: true,
+        scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: true,
     }
@@ -339,6 +352,8 @@ const fn seconds_draft(id: u8, name: &'static str, n: u32, srv: bool) -> Profile
             framed: false,
         },
         tcp: true,
+        udp: true,
+        scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: false,
     }
@@ -380,6 +395,8 @@ const fn modern(
             framed: true,
         },
         tcp: true,
+        udp: true,
+        scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: false,
     }
@@ -389,7 +406,7 @@ use Batching::{Free, Never, OrientationDisputed as Disputed};
 use NoncePlace::{Srep as InSrep, TopLevel as Top};
 
 /// Every profile, in preference order of their versions (lowest first).
-pub static PROFILES: [Profile; 15] = [
+pub static PROFILES: [Profile; 16] = [
     Profile {
         id: ProfileId(0),
         name: "google",
@@ -413,6 +430,8 @@ pub static PROFILES: [Profile; 15] = [
         batching: Free,
         chain: ChainRule::DoubleSha512,
         tcp: false,
+        udp: true,
+        scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: false,
     },
@@ -494,7 +513,26 @@ pub static PROFILES: [Profile; 15] = [
             type_tag: false,
         },
     ),
+    // tannerryan/roughtime's experimental post-quantum variant: version
+    // 1's wire format and the draft-12 context strings (capital T), with
+    // ML-DSA-44 keys and signatures, over TCP only. In no draft; pinned
+    // by the exchange captured from its server (tests/data/tannerryan-ml-dsa-44).
+    post_quantum(modern(
+        15,
+        "ml-dsa-44",
+        Version::ML_DSA_44,
+        true,
+        CTX_PLAIN,
+        None,
+        Free,
+    )),
 ];
+
+const fn post_quantum(mut p: Profile) -> Profile {
+    p.scheme = Scheme::MlDsa44;
+    p.udp = false;
+    p
+}
 
 const fn with_homonym(mut p: Profile, h: Homonym) -> Profile {
     p.homonym = Some(h);
@@ -508,14 +546,20 @@ const fn relaxed_03(mut p: Profile) -> Profile {
 
 /// Packet-framed version numbers: slot 0 is version 1, slot n is draft n
 /// (0x80000000 + n; drafts 12–19 share draft 12's number).
-const WIRE_SLOTS: usize = 13;
+/// Version 1 and drafts 01–12 take slots 0–12 (slot n for draft n).
+const DRAFT_SLOTS: usize = 13;
+/// The slot after the drafts' holds the post-quantum variant.
+const ML_DSA_SLOT: usize = DRAFT_SLOTS;
+const WIRE_SLOTS: usize = DRAFT_SLOTS + 1;
 /// No row answers this (version, TYPE) pair.
 const NO_ROW: u8 = u8::MAX;
 
 const fn wire_slot(v: Version) -> Option<usize> {
     if v.0 == Version::RFC.0 {
         Some(0)
-    } else if v.0 > Version::draft(0).0 && v.0 < Version::draft(WIRE_SLOTS as u32).0 {
+    } else if v.0 == Version::ML_DSA_44.0 {
+        Some(ML_DSA_SLOT)
+    } else if v.0 > Version::draft(0).0 && v.0 < Version::draft(DRAFT_SLOTS as u32).0 {
         Some((v.0 - Version::draft(0).0) as usize)
     } else {
         None
@@ -601,7 +645,9 @@ impl Profile {
     /// Whether this profile's CERT bytes are identical to `other`'s for the
     /// same delegation (CERT variants A–E).
     pub fn same_cert(&self, other: &Profile) -> bool {
-        self.contexts.dele == other.contexts.dele && self.time == other.time
+        self.contexts.dele == other.contexts.dele
+            && self.time == other.time
+            && self.scheme == other.scheme
     }
 }
 
@@ -631,6 +677,24 @@ impl ProfileSet {
     /// Membership.
     pub const fn contains(self, id: ProfileId) -> bool {
         self.0 & (1 << id.0) != 0
+    }
+
+    /// The profiles of this set that sign with `scheme`: what one
+    /// identity answers, and what its VERS lists (scoped per scheme, so
+    /// a signed VERS never names a version the key cannot sign).
+    pub fn of_scheme(self, scheme: Scheme) -> ProfileSet {
+        PROFILES
+            .iter()
+            .filter(|p| p.scheme == scheme && self.contains(p.id))
+            .fold(ProfileSet::empty(), |set, p| set.with(p.id))
+    }
+
+    /// The profiles of this set served over UDP.
+    pub fn over_udp(self) -> ProfileSet {
+        PROFILES
+            .iter()
+            .filter(|p| p.udp && self.contains(p.id))
+            .fold(ProfileSet::empty(), |set, p| set.with(p.id))
     }
 
     /// The profiles in the set, lowest id first.
@@ -678,6 +742,7 @@ mod tests {
         let numbers = near(0)
             .chain(near(0x8000_0000))
             .chain(near(Version::GOOGLE.0))
+            .chain(near(Version::ML_DSA_44.0))
             .chain([u32::MAX, 0xc000_0000]);
         let mut answered = 0;
         for n in numbers {
@@ -746,10 +811,12 @@ mod tests {
 
     #[test]
     fn vers_lists_every_numbered_version_once() {
-        let all = ProfileSet::ALL.versions();
+        let all = ProfileSet::ALL.of_scheme(Scheme::Ed25519).versions();
         assert_eq!(all.first(), Some(&Version::RFC));
         assert_eq!(all.last(), Some(&Version::DRAFT_12_TO_19));
         assert_eq!(all.len(), 13, "1, 0x80000001..=0x8000000c");
+        let pq = ProfileSet::ALL.of_scheme(Scheme::MlDsa44).versions();
+        assert_eq!(pq, [Version::ML_DSA_44]);
         let google_only = ProfileSet::empty().with(Profile::google().id);
         assert!(google_only.versions().is_empty());
     }
@@ -782,8 +849,38 @@ mod tests {
                 "draft-07",
                 "draft-08",
                 "draft-12",
-                "rfc-10049"
+                "rfc-10049",
+                "ml-dsa-44"
             ]
         );
+    }
+
+    #[test]
+    fn the_post_quantum_row_is_version_1_with_other_keys() {
+        let pq = Profile::for_wire(Version::ML_DSA_44, true).unwrap();
+        assert_eq!(pq.name, "ml-dsa-44");
+        assert_eq!(Profile::by_name("0x90000001"), Some(pq));
+        assert_eq!(pq.scheme, Scheme::MlDsa44);
+        assert!(pq.tcp && !pq.udp);
+        // Without TYPE there is no such version.
+        assert!(Profile::for_wire(Version::ML_DSA_44, false).is_none());
+        let rfc = Profile::rfc();
+        let same = Profile {
+            id: rfc.id,
+            name: rfc.name,
+            version: rfc.version,
+            contexts: rfc.contexts,
+            legacy_contexts: rfc.legacy_contexts,
+            homonym: rfc.homonym,
+            scheme: rfc.scheme,
+            udp: rfc.udp,
+            ..*pq
+        };
+        assert_eq!(&same, rfc, "only the listed fields differ from version 1");
+        assert_eq!(pq.contexts, CTX_PLAIN);
+        // Every other row signs with Ed25519 and is served over UDP.
+        for p in PROFILES.iter().filter(|p| p.id != pq.id) {
+            assert_eq!((p.scheme, p.udp), (Scheme::Ed25519, true), "{}", p.name);
+        }
     }
 }

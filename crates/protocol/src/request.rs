@@ -17,8 +17,9 @@ pub const MAX_VERSIONS: usize = 32;
 /// real clients offer about ten, and a bound keeps the repeat check cheap.
 pub const MAX_VER_ENTRIES: usize = 128;
 
-/// SRV for a long-term public key: the first 32 bytes of SHA-512(0xff ‖ key).
-pub fn srv_for(long_term_public: &[u8; 32]) -> [u8; 32] {
+/// SRV for a long-term public key of any scheme: the first 32 bytes of
+/// SHA-512(0xff ‖ key), over the key as on the wire.
+pub fn srv_for(long_term_public: &[u8]) -> [u8; 32] {
     let mut d = [0u8; 64];
     HashAlg::Sha512.digest(&[&[0xff], long_term_public], &mut d);
     let mut out = [0u8; 32];

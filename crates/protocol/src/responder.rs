@@ -20,6 +20,7 @@ use crate::error::WireError;
 use crate::merkle::Tree;
 use crate::profile::{Batching, LeafInput, NoncePlace, Profile, VerPlace};
 use crate::request::Request;
+use crate::scheme::MAX_SIGNATURE;
 use crate::tag::Tag;
 use crate::version::Version;
 use crate::wire::{self, PACKET_HEADER};
@@ -116,7 +117,7 @@ struct Layout {
     header_len: usize,
     srep_at: usize,
     srep_len: usize,
-    sig: [u8; 64],
+    sig: [u8; MAX_SIGNATURE],
 }
 
 impl Responder {
@@ -337,20 +338,21 @@ impl Responder {
                 &[(Tag::RADI, &radi), (Tag::MIDP, &midp), (Tag::ROOT, root)],
             )?,
         };
-        // One signature for the whole chunk, over context ‖ SREP.
-        let sig = ctx.online.sign(&self.signed[..ctx_len + srep_len]);
         let mut layout = Layout {
             header: [0; 64],
             header_len: 0,
             srep_at: ctx_len,
             srep_len,
-            sig,
+            sig: [0; MAX_SIGNATURE],
         };
+        // One signature for the whole chunk, over SREP under the context.
+        ctx.online
+            .sign_into(&self.signed[..ctx_len + srep_len], ctx_len, &mut layout.sig);
         let path_len = self.tree.depth() * p.hash_len();
         let mut tags = [(Tag(0), 0usize); 8];
         let mut n = 0;
         for (tag, len) in [
-            (Tag::SIG, 64),
+            (Tag::SIG, p.scheme.signature_len()),
             (
                 Tag::VER,
                 if p.ver_place == VerPlace::TopLevel {
@@ -402,8 +404,9 @@ impl Responder {
     ) -> Result<usize, RespondError> {
         let p = ctx.profile;
         let path_len = self.tree.depth() * p.hash_len();
+        let sig_len = p.scheme.signature_len();
         let body_len = layout.header_len
-            + 64
+            + sig_len
             + if p.ver_place == VerPlace::TopLevel {
                 4
             } else {
@@ -428,7 +431,7 @@ impl Responder {
         }
         let mut w = Writer { out, pos: start };
         w.put(&layout.header[..layout.header_len]);
-        w.put(&layout.sig);
+        w.put(&layout.sig[..sig_len]);
         if p.ver_place == VerPlace::TopLevel {
             w.put(&p.version.0.to_le_bytes());
         }
@@ -466,13 +469,13 @@ fn base_len(p: &Profile, nonce_len: usize, n_vers: usize, google_nonce: bool) ->
         _ => wire::message_len([4, 8, p.hash_len()]),
     };
     let lens = [
-        Some(64),
+        Some(p.scheme.signature_len()),
         ver_top.then_some(4),
         nonce_top.then_some(nonce_len),
         p.type_tag.then_some(4),
         Some(0),
         Some(srep),
-        Some(crate::cert::CERT_LEN),
+        Some(p.scheme.cert_len()),
         Some(4),
     ];
     framing(p) + wire::message_len(lens.into_iter().flatten())
@@ -513,7 +516,7 @@ impl Writer<'_> {
 /// flipping a bit of its SREP signature, so clients that skip verification
 /// are caught. Only the signature is touched: a greased response never
 /// carries a wrong time under a valid signature. `bit` picks which of the
-/// 512 bits. Returns false if `response` is not a response of `profile`.
+/// signature's bits. Returns false if `response` is not a response of `profile`.
 pub fn grease_signature(profile: &Profile, response: &mut [u8], bit: u16) -> bool {
     let start = framing(profile);
     let Some(msg) = response.get(start..) else {
@@ -522,10 +525,11 @@ pub fn grease_signature(profile: &Profile, response: &mut [u8], bit: u16) -> boo
     let Ok(m) = wire::Message::parse(msg) else {
         return false;
     };
-    let Some(sig) = m.get(Tag::SIG).filter(|s| s.len() == 64) else {
+    let len = profile.scheme.signature_len();
+    let Some(sig) = m.get(Tag::SIG).filter(|s| s.len() == len) else {
         return false;
     };
-    let at = start + (sig.as_ptr() as usize - msg.as_ptr() as usize) + usize::from(bit / 8 % 64);
+    let at = start + (sig.as_ptr() as usize - msg.as_ptr() as usize) + usize::from(bit / 8) % len;
     response[at] ^= 1 << (bit % 8);
     true
 }

@@ -10,6 +10,8 @@ use crate::error::WireError;
 use crate::hash::Hash;
 use crate::merkle::{self, Orientation, PathError};
 use crate::profile::{homonym, Contexts, LeafInput, NoncePlace, Profile, VerPlace};
+use crate::request::srv_for;
+use crate::scheme::{PublicKey, Scheme};
 use crate::tag::Tag;
 use crate::time::FOREVER;
 use crate::version::Version;
@@ -63,6 +65,14 @@ pub enum VerifyError {
     OutsideDelegation,
     /// RADI is 0 where the version forbids it.
     ZeroRadius,
+    /// The answer is signed in another scheme than the pinned key's (an
+    /// ML-DSA-44 key pinned, an Ed25519 version answered, or the reverse).
+    KeyScheme {
+        /// The pinned key's scheme.
+        key: Scheme,
+        /// The scheme of the version answered.
+        answered: Scheme,
+    },
 }
 
 impl From<WireError> for VerifyError {
@@ -80,7 +90,9 @@ pub struct Verified {
     pub midpoint_us: u64,
     /// Radius, µs.
     pub radius_us: u64,
-    /// The delegated online key.
+    /// The delegated online key, or for a scheme whose keys are longer
+    /// than 32 bytes (ML-DSA-44) the first 32 bytes of SHA-512(0xff ‖ key),
+    /// as SRV names a key: enough to tell keys apart and to show.
     pub online_key: [u8; 32],
     /// Delegation window, Unix µs (`u64::MAX` for "no limit").
     pub mint_us: u64,
@@ -163,11 +175,20 @@ impl<'a> SentRequest<'a> {
 }
 
 /// Verify `response` to the request `request` (bytes as sent) against the
-/// server's long-term public key.
-pub fn verify_response(
+/// server's long-term public key (an Ed25519 key as `&[u8; 32]`, or any
+/// [`PublicKey`]).
+pub fn verify_response<'k>(
     request: &[u8],
     response: &[u8],
-    long_term_public: &[u8; 32],
+    long_term_public: impl Into<PublicKey<'k>>,
+) -> Result<Verified, VerifyError> {
+    verify_with(request, response, long_term_public.into())
+}
+
+fn verify_with(
+    request: &[u8],
+    response: &[u8],
+    long_term_public: PublicKey<'_>,
 ) -> Result<Verified, VerifyError> {
     let sent = SentRequest::parse(request).map_err(VerifyError::Request)?;
     // A framed request's answer without the header may still be a bare
@@ -193,21 +214,34 @@ pub fn verify_response(
         (_, Some(e)) => return Err(VerifyError::Framing(e)),
     };
 
+    if profile.scheme != long_term_public.scheme() {
+        return Err(VerifyError::KeyScheme {
+            key: long_term_public.scheme(),
+            answered: profile.scheme,
+        });
+    }
     if profile.type_tag && msg.get(Tag::TYPE) != Some(&1u32.to_le_bytes()[..]) {
         return Err(VerifyError::Type);
     }
     let cert = msg.nested(Tag::CERT)?;
     let dele_bytes = cert.require(Tag::DELE)?;
     let dele = Message::parse(dele_bytes)?;
-    let online_key = *dele.fixed::<32>(Tag::PUBK)?;
+    let online = dele.require(Tag::PUBK)?;
+    if online.len() != profile.scheme.public_len() {
+        return Err(VerifyError::Message(WireError::ValueLength(Tag::PUBK)));
+    }
     let legacy_context = check_signatures(
         profile,
         &msg,
         &cert,
         dele_bytes,
-        &online_key,
-        long_term_public,
+        online,
+        long_term_public.bytes(),
     )?;
+    let online_key = match <[u8; 32]>::try_from(online) {
+        Ok(key) => key,
+        Err(_) => srv_for(online),
+    };
 
     if profile.ver_place == VerPlace::Srep {
         check_vers(profile, &sent, &srep)?;
@@ -318,17 +352,18 @@ fn check_signatures(
     msg: &Message<'_>,
     cert: &Message<'_>,
     dele: &[u8],
-    online: &[u8; 32],
-    long_term: &[u8; 32],
+    online: &[u8],
+    long_term: &[u8],
 ) -> Result<bool, VerifyError> {
-    let cert_sig = cert.fixed::<64>(Tag::SIG)?;
-    let srep_sig = msg.fixed::<64>(Tag::SIG)?;
+    let scheme = profile.scheme;
+    let cert_sig = signature_of(cert, scheme)?;
+    let srep_sig = signature_of(msg, scheme)?;
     let srep = msg.require(Tag::SREP)?;
     let try_set = |c: &Contexts| -> Result<(), VerifyError> {
-        if !ed25519_ok(long_term, c.dele, dele, cert_sig) {
+        if !scheme.verify(long_term, c.dele, dele, cert_sig) {
             return Err(VerifyError::DelegationSignature);
         }
-        if !ed25519_ok(online, c.srep, srep, srep_sig) {
+        if !scheme.verify(online, c.srep, srep, srep_sig) {
             return Err(VerifyError::ResponseSignature);
         }
         Ok(())
@@ -339,6 +374,16 @@ fn check_signatures(
             Some(legacy) if try_set(legacy).is_ok() => Ok(true),
             _ => Err(first),
         },
+    }
+}
+
+/// The SIG of `m`, if it is as long as `scheme`'s signatures.
+fn signature_of<'a>(m: &Message<'a>, scheme: Scheme) -> Result<&'a [u8], VerifyError> {
+    let sig = m.require(Tag::SIG)?;
+    if sig.len() == scheme.signature_len() {
+        Ok(sig)
+    } else {
+        Err(VerifyError::Message(WireError::ValueLength(Tag::SIG)))
     }
 }
 
@@ -444,16 +489,26 @@ fn prove(
 }
 
 /// Check a CERT value against a long-term key under `profile`'s context
-/// (for servers loading offline delegations).
-pub fn check_certificate(
+/// and scheme (for servers loading offline delegations).
+pub fn check_certificate<'k>(
     cert: &[u8],
     profile: &Profile,
-    long_term_public: &[u8; 32],
+    long_term_public: impl Into<PublicKey<'k>>,
 ) -> Result<(), VerifyError> {
+    let key = long_term_public.into();
+    if key.scheme() != profile.scheme {
+        return Err(VerifyError::KeyScheme {
+            key: key.scheme(),
+            answered: profile.scheme,
+        });
+    }
     let cert = Message::parse(cert)?;
-    let sig = cert.fixed::<64>(Tag::SIG)?;
+    let sig = cert.require(Tag::SIG)?;
     let dele = cert.require(Tag::DELE)?;
-    if ed25519_ok(long_term_public, profile.contexts.dele, dele, sig) {
+    if profile
+        .scheme
+        .verify(key.bytes(), profile.contexts.dele, dele, sig)
+    {
         Ok(())
     } else {
         Err(VerifyError::DelegationSignature)

@@ -12,6 +12,9 @@ impl Version {
     pub const GOOGLE: Version = Version(0xb2d9_8825);
     /// RFC 10049, Roughtime version 1.
     pub const RFC: Version = Version(1);
+    /// tannerryan/roughtime's experimental ML-DSA-44 variant
+    /// (`roughtime-ml-dsa-44`), in the IANA registry's experimental range.
+    pub const ML_DSA_44: Version = Version(0x9000_0001);
     /// The value drafts 12 to 19 all use.
     pub const DRAFT_12_TO_19: Version = Version(0x8000_000c);
 

@@ -11,7 +11,6 @@ mod props;
 use std::sync::OnceLock;
 
 use common::*;
-use gnomon_protocol::cert::CERT_LEN;
 use gnomon_protocol::merkle::{self, Orientation, PathError};
 use gnomon_protocol::profile::{HashAlg, TimeEncoding};
 use gnomon_protocol::responder::RespondError;
@@ -64,7 +63,7 @@ fn exchanges() -> &'static [[Exchange; 2]] {
                     let sink = server.answer(p, &reqs, opts, NOW_US);
                     let k = batch / 2;
                     let response = sink.response(k).expect("fixture answered").to_vec();
-                    let verified = verify_response(&reqs[k], &response, &server.long_term.public())
+                    let verified = verify_response(&reqs[k], &response, server.public(p))
                         .expect("fixture verifies");
                     Exchange {
                         request: reqs[k].clone(),
@@ -78,8 +77,10 @@ fn exchanges() -> &'static [[Exchange; 2]] {
     })
 }
 
-fn server_key() -> [u8; 32] {
-    Server::new(3).long_term.public()
+/// The fixtures' server: its key for each profile is `server().public(p)`.
+fn server() -> &'static Server {
+    static S: OnceLock<Server> = OnceLock::new();
+    S.get_or_init(|| Server::new(3))
 }
 
 fn profile_index() -> impl Strategy<Value = usize> {
@@ -228,9 +229,9 @@ proptest! {
         response in prop::collection::vec(any::<u8>(), 0..512),
         p in profile_index(),
     ) {
-        let key = server_key();
-        let _ = verify_response(&request, &response, &key);
-        let _ = verify_response(&exchanges()[p][0].request, &response, &key);
+        let key = server().public(&PROFILES[p]);
+        let _ = verify_response(&request, &response, key);
+        let _ = verify_response(&exchanges()[p][0].request, &response, key);
     }
 
     #[test]
@@ -244,7 +245,7 @@ proptest! {
         for e in &edits {
             response = apply(&response, e);
         }
-        if let Ok(v) = verify_response(&x.request, &response, &server_key()) {
+        if let Ok(v) = verify_response(&x.request, &response, server().public(&PROFILES[p])) {
             assert_same_time(&v, &x.verified);
         }
     }
@@ -257,7 +258,7 @@ proptest! {
     ) {
         let x = &exchanges()[p][usize::from(batched)];
         let request = apply(&x.request, &e);
-        if let Ok(v) = verify_response(&request, &x.response, &server_key()) {
+        if let Ok(v) = verify_response(&request, &x.response, server().public(&PROFILES[p])) {
             assert_same_time(&v, &x.verified);
         }
     }
@@ -280,7 +281,7 @@ proptest! {
         }
         let mut response = x.response.clone();
         response[range.start + at.index(range.len())] ^= mask;
-        let r = verify_response(&x.request, &response, &server_key());
+        let r = verify_response(&x.request, &response, server().public(&PROFILES[p]));
         assert!(r.is_err(), "{} {which}: damaged response verified", PROFILES[p].name);
     }
 
@@ -299,7 +300,7 @@ proptest! {
             .expect("INDX");
         let mut response = x.response.clone();
         response[range].copy_from_slice(&indx.to_le_bytes());
-        match verify_response(&x.request, &response, &server_key()) {
+        match verify_response(&x.request, &response, server().public(&PROFILES[p])) {
             Ok(v) => assert_same_time(&v, &x.verified),
             Err(e) => assert!(
                 matches!(e, VerifyError::Path(_) | VerifyError::Root),
@@ -322,9 +323,9 @@ proptest! {
     ) {
         let _ = Certificate::from_bytes(&bytes, &PROFILES[p]);
         let mut exact = bytes;
-        exact.resize(CERT_LEN, 0);
+        exact.resize(PROFILES[p].scheme.cert_len(), 0);
         if let Ok(c) = Certificate::from_bytes(&exact, &PROFILES[p]) {
-            assert_eq!(&c.bytes()[..], &exact[..]);
+            assert_eq!(c.bytes(), &exact[..]);
         }
     }
 
@@ -333,13 +334,13 @@ proptest! {
         let server = Server::new(3);
         let profile = &PROFILES[p];
         let cert = server.cert(profile);
-        let key = server.long_term.public();
-        assert_eq!(check_certificate(cert.bytes(), profile, &key), Ok(()));
+        let key = server.public(profile);
+        assert_eq!(check_certificate(cert.bytes(), profile, key), Ok(()));
         let damaged = apply(cert.bytes(), &e);
         if let Ok(c) = Certificate::from_bytes(&damaged, profile) {
-            assert_eq!(&c.bytes()[..], &damaged[..]);
+            assert_eq!(c.bytes(), &damaged[..]);
         }
-        let checked = check_certificate(&damaged, profile, &key);
+        let checked = check_certificate(&damaged, profile, key);
         assert_eq!(checked.is_ok(), damaged[..] == cert.bytes()[..]);
     }
 
@@ -408,7 +409,12 @@ fn answer_all(datagrams: &[Vec<u8>], opts: ResponderOptions) {
     let cert = server.cert(profile);
     let ctx = server.context(profile, &cert, NOW_US);
     let mut sink = VecSink::new(reqs.len());
-    gnomon_protocol::Responder::new(8, opts).respond(&ctx, &reqs, &mut sink);
+    let mut responder = if profile.udp {
+        gnomon_protocol::Responder::new(8, opts)
+    } else {
+        gnomon_protocol::Responder::for_stream(8, opts)
+    };
+    responder.respond(&ctx, &reqs, &mut sink);
     for (i, r) in reqs.iter().enumerate() {
         let len = match sink.results[i].expect("finished") {
             Ok(len) => len,
@@ -416,8 +422,8 @@ fn answer_all(datagrams: &[Vec<u8>], opts: ResponderOptions) {
             Err(RespondError::TooSmall) if r.packet.len() < 512 => continue,
             Err(e) => panic!("{} #{i} dropped: {e:?}", r.profile.name),
         };
-        assert!(len <= r.packet.len(), "amplification");
-        let v = verify_response(r.packet, &sink.bufs[i][..len], &server.long_term.public())
+        assert!(!profile.udp || len <= r.packet.len(), "amplification");
+        let v = verify_response(r.packet, &sink.bufs[i][..len], server.public(profile))
             .unwrap_or_else(|e| panic!("{} #{i}: {e:?}", r.profile.name));
         assert_eq!(v.profile.id, profile.id);
     }

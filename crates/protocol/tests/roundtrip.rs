@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use gnomon_protocol::merkle::Orientation;
 use gnomon_protocol::profile::Batching;
-use gnomon_protocol::{verify_response, ResponderOptions, PROFILES};
+use gnomon_protocol::{verify_response, Profile, ResponderOptions, PROFILES};
 
 #[test]
 fn every_profile_round_trips_in_batches() {
@@ -26,8 +26,8 @@ fn every_profile_round_trips_in_batches() {
                         profile.name, sink.results[i]
                     )
                 });
-                assert!(resp.len() <= req.len(), "amplification");
-                let v = verify_response(req, resp, &server.long_term.public())
+                assert!(!profile.udp || resp.len() <= req.len(), "amplification");
+                let v = verify_response(req, resp, server.public(profile))
                     .unwrap_or_else(|e| panic!("{} batch {batch} #{i}: {e:?}", profile.name));
                 assert_eq!(v.profile.id, profile.id);
                 assert_eq!(v.orientation, Orientation::HashFirst);
@@ -54,8 +54,8 @@ fn disputed_versions_answer_alone_by_default() {
         let reqs: Vec<Vec<u8>> = (0..8).map(|i| request(profile, i, 1024)).collect();
         let sink = server.answer(profile, &reqs, ResponderOptions::default(), NOW_US);
         for (i, req) in reqs.iter().enumerate() {
-            let v = verify_response(req, sink.response(i).unwrap(), &server.long_term.public())
-                .unwrap();
+            let v =
+                verify_response(req, sink.response(i).unwrap(), server.public(profile)).unwrap();
             let alone = profile.batching != Batching::Free;
             assert_eq!(v.path_depth == 0, alone, "{}", profile.name);
         }
@@ -71,21 +71,33 @@ fn one_certificate_set_serves_every_profile() {
         NOW_US - 60_000_000,
         NOW_US + 60_000_000,
     );
-    // Google, 01–06, 07, 08–11, 12–19, version 1.
+    // Google, 01–06, 07, 08–11, 12–19, version 1; the ML-DSA-44 row is
+    // another key's.
     assert_eq!(set.distinct(), 6);
     assert!(set.covers(NOW_US));
     assert!(!set.covers(NOW_US + 61_000_000));
+    let pq = Profile::by_name("ml-dsa-44").unwrap();
+    assert!(set.for_profile(pq).is_none());
+    let pq_set = gnomon_protocol::CertificateSet::mint_all(
+        &server.pq_long_term,
+        server.pq_online.public(),
+        NOW_US - 60_000_000,
+        NOW_US + 60_000_000,
+    );
+    assert_eq!(pq_set.distinct(), 1);
+    assert!(pq_set.for_profile(Profile::rfc()).is_none());
     for profile in PROFILES.iter() {
         let req = request(profile, 0, 1024);
         let parsed = gnomon_protocol::Acceptor::default().parse(&req).unwrap();
-        let ctx = server.context(profile, set.for_profile(profile), NOW_US);
+        let cert = set.for_profile(profile).or(pq_set.for_profile(profile));
+        let ctx = server.context(profile, cert.unwrap(), NOW_US);
         let mut sink = VecSink::new(1);
-        gnomon_protocol::Responder::new(1, ResponderOptions::default()).respond(
+        gnomon_protocol::Responder::for_stream(1, ResponderOptions::default()).respond(
             &ctx,
             &[parsed],
             &mut sink,
         );
-        verify_response(&req, sink.response(0).unwrap(), &server.long_term.public())
+        verify_response(&req, sink.response(0).unwrap(), server.public(profile))
             .unwrap_or_else(|e| panic!("{}: {e:?}", profile.name));
     }
 }
@@ -118,7 +130,7 @@ fn a_stream_responder_answers_short_requests_in_full() {
             let resp = stream
                 .response(i)
                 .unwrap_or_else(|| panic!("{}: {:?}", profile.name, stream.results[i]));
-            verify_response(req, resp, &server.long_term.public())
+            verify_response(req, resp, server.public(profile))
                 .unwrap_or_else(|e| panic!("{} #{i}: {e:?}", profile.name));
         }
         // At 256 bytes no profile's response fits its request.

@@ -38,7 +38,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gnomon_protocol::{Profile, ProfileSet};
+use gnomon_protocol::{Profile, ProfileSet, Scheme};
 
 pub use diff::RESTART_ONLY;
 pub use error::{ConfigError, Origin};
@@ -168,9 +168,11 @@ impl Config {
         self.identities.is_empty()
     }
 
-    /// The profiles answered, for `Acceptor::profiles`.
+    /// The profiles answered, for `Acceptor::profiles`: those configured
+    /// that a key held here can sign (every identity the configuration
+    /// names is an Ed25519 one).
     pub fn profiles(&self) -> ProfileSet {
-        self.versions.profiles()
+        self.versions.profiles().of_scheme(Scheme::Ed25519)
     }
 }
 

@@ -46,22 +46,24 @@ impl Identity {
     }
 
     /// What the responder needs to answer a batch of `profile` as this
-    /// identity, at `now_us` ± `radius_us`, advertising `vers`.
+    /// identity, at `now_us` ± `radius_us`, advertising `vers`; None for a
+    /// profile of another signature scheme ([`KeyEpoch::choose`] never
+    /// picks such an identity).
     pub fn batch<'a>(
         &'a self,
         profile: &'static Profile,
         now_us: u64,
         radius_us: u32,
         vers: &'a [Version],
-    ) -> BatchContext<'a> {
-        BatchContext {
+    ) -> Option<BatchContext<'a>> {
+        Some(BatchContext {
             profile,
             now_us,
             radius_us,
             online: &self.signer,
-            cert: self.certs.for_profile(profile),
+            cert: self.certs.for_profile(profile)?,
             vers,
-        }
+        })
     }
 }
 
@@ -80,19 +82,30 @@ pub enum Choice {
     UnknownSrv,
     /// No SRV, several keys, and the version defines SRV: drop.
     SrvRequired,
+    /// No key held here signs in the version's scheme: drop.
+    NoKeyForScheme,
 }
 
 impl KeyEpoch {
     /// Pick the identity for a request of `profile` carrying `srv`.
+    /// Only an identity of the version's signature scheme can answer it.
     pub fn choose(&self, profile: &Profile, srv: Option<&[u8; 32]>) -> Choice {
+        let fits = |i: &&Identity| i.certs.scheme() == profile.scheme;
         match srv {
-            Some(s) if profile.srv => match self.identities.iter().position(|i| &i.srv == s) {
+            Some(s) if profile.srv => {
+                match self.identities.iter().position(|i| &i.srv == s && fits(&i)) {
+                    Some(i) => Choice::Identity(i),
+                    None => Choice::UnknownSrv,
+                }
+            }
+            None if profile.srv && self.identities.iter().filter(fits).count() > 1 => {
+                Choice::SrvRequired
+            }
+            // Versions before SRV cannot say which key they want: the first.
+            _ => match self.identities.iter().position(|i| fits(&i)) {
                 Some(i) => Choice::Identity(i),
-                None => Choice::UnknownSrv,
+                None => Choice::NoKeyForScheme,
             },
-            None if profile.srv && self.identities.len() > 1 => Choice::SrvRequired,
-            // Versions before SRV cannot say which key they want.
-            _ => Choice::Identity(0),
         }
     }
 
@@ -106,7 +119,7 @@ impl KeyEpoch {
     pub fn expires_us(&self) -> u64 {
         self.identities
             .iter()
-            .map(|i| i.certs.for_profile(Profile::rfc()).maxt_us)
+            .flat_map(|i| i.certs.for_profile(Profile::rfc()).map(|c| c.maxt_us))
             .min()
             .unwrap_or(0)
     }

@@ -47,7 +47,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_protocol::verify::check_certificate;
-use gnomon_protocol::{Certificate, CertificateSet, KeyPair, PROFILES};
+use gnomon_protocol::{Certificate, CertificateSet, KeyPair, Scheme, PROFILES};
 
 use zeroize::Zeroizing;
 
@@ -153,14 +153,16 @@ impl Delegation {
         );
         let mut done: Vec<&Certificate> = Vec::new();
         for p in PROFILES.iter() {
-            let cert = self.certs.for_profile(p);
+            let Some(cert) = self.certs.for_profile(p) else {
+                continue;
+            };
             if done.contains(&cert) {
                 continue;
             }
             done.push(cert);
             let names: Vec<&str> = PROFILES
                 .iter()
-                .filter(|q| self.certs.for_profile(q) == cert)
+                .filter(|q| self.certs.for_profile(q) == Some(cert))
                 .map(|q| q.name)
                 .collect();
             out.push_str(&format!(
@@ -254,7 +256,8 @@ impl Delegation {
             return Err(format_error(path, 0, &why).into());
         }
         let certs: Vec<Certificate> = certs.into_iter().flatten().collect();
-        let certs = CertificateSet::from_fn(|p| certs[usize::from(p.id.0)].clone());
+        let certs =
+            CertificateSet::from_fn(Scheme::Ed25519, |p| certs[usize::from(p.id.0)].clone());
         let (mint_us, maxt_us) = effective_window(&certs);
         if mint_us > maxt_us {
             return Err(format_error(path, 0, "the encodings' windows do not overlap").into());
@@ -291,10 +294,12 @@ impl Delegation {
 
 /// The window every encoding covers: seconds-encoded versions narrow it.
 fn effective_window(certs: &CertificateSet) -> (u64, u64) {
-    PROFILES.iter().fold((0, u64::MAX), |(lo, hi), p| {
-        let c = certs.for_profile(p);
-        (lo.max(c.mint_us), hi.min(c.maxt_us))
-    })
+    PROFILES
+        .iter()
+        .filter_map(|p| certs.for_profile(p))
+        .fold((0, u64::MAX), |(lo, hi), c| {
+            (lo.max(c.mint_us), hi.min(c.maxt_us))
+        })
 }
 
 fn once<T>(

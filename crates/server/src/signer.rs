@@ -9,7 +9,7 @@
 //! bytes: Ed25519 is deterministic. Figures and the other candidates:
 //! docs/COST.md, "Crypto crates".
 
-use gnomon_protocol::{KeyPair, Sign};
+use gnomon_protocol::{KeyPair, Scheme, Sign};
 
 /// The online key as the workers sign with it.
 pub struct Signer {
@@ -56,11 +56,15 @@ impl Signer {
 }
 
 impl Sign for Signer {
-    fn sign(&self, message: &[u8]) -> [u8; 64] {
+    fn scheme(&self) -> Scheme {
+        Scheme::Ed25519
+    }
+
+    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]) {
         match &self.inner {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Inner::Graviola(k) => k.sign(message),
-            Inner::Portable(k) => k.sign(message),
+            Inner::Graviola(k) => out[..64].copy_from_slice(&k.sign(signed)),
+            Inner::Portable(k) => k.sign_into(signed, context_len, out),
         }
     }
 }
@@ -91,8 +95,13 @@ mod tests {
             let (fast, portable) = (Signer::new(&key), Signer::portable(&key));
             for len in 0..=message.len() {
                 let m = &message[..len];
-                let sig = fast.sign(m);
-                assert_eq!(sig, portable.sign(m), "{} at length {len}", fast.backend());
+                let sign = |s: &Signer| {
+                    let mut out = [0u8; 64];
+                    s.sign_into(m, 0, &mut out);
+                    out
+                };
+                let sig = sign(&fast);
+                assert_eq!(sig, sign(&portable), "{} at length {len}", fast.backend());
                 assert!(gnomon_protocol::verify::ed25519_ok(
                     &key.public(),
                     &[],

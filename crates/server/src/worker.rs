@@ -487,6 +487,11 @@ impl Worker {
                         stats.drop(Drop::SrvRequired);
                         continue;
                     }
+                    // No key here signs that version: as if it were not served.
+                    Choice::NoKeyForScheme => {
+                        stats.drop(Drop::UnknownVersion);
+                        continue;
+                    }
                 };
                 let group = (request.profile.id.0, identity);
                 slots.push(Slot {
@@ -528,7 +533,14 @@ impl Worker {
                     continue;
                 }
                 let t_group = budgeted.then(Instant::now);
-                let ctx = identity.batch(profile, now_us, radius_us, &config.vers);
+                // `choose` picked an identity of the profile's scheme.
+                let Some(ctx) = identity.batch(profile, now_us, radius_us, &config.vers) else {
+                    for _ in &reqs {
+                        stats.drop(Drop::UnknownVersion);
+                    }
+                    start = end;
+                    continue;
+                };
                 let mut sink = Sink {
                     replies: &mut replies,
                     next,

@@ -270,7 +270,7 @@ impl Answerer {
             now_us: shifted_now(self.offset_us),
             radius_us: self.radius_us,
             online: &self.online,
-            cert: self.certs.for_profile(profile),
+            cert: self.certs.for_profile(profile)?,
             vers: &self.vers,
         };
         let mut sink = OneSink {

@@ -3,8 +3,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use gnomon_protocol::{
-    responder::RespondError, Acceptor, BatchContext, Certificate, KeyPair, Offer, Profile, Request,
-    Responder, ResponderOptions, ResponseSink, Version,
+    responder::RespondError, Acceptor, BatchContext, Certificate, KeyPair, MlDsa44KeyPair, Offer,
+    Profile, PublicKey, Request, Responder, ResponderOptions, ResponseSink, Scheme, Sign, Version,
 };
 
 pub const NOW_US: u64 = 1_791_158_400_123_456; // 2026-10-05T00:00:00.123456Z
@@ -18,7 +18,8 @@ pub struct VecSink {
 impl VecSink {
     pub fn new(n: usize) -> Self {
         VecSink {
-            bufs: vec![vec![0u8; 2048]; n],
+            // An ML-DSA-44 answer is 6.4 KB before its path.
+            bufs: vec![vec![0u8; 8192]; n],
             results: vec![None; n],
         }
     }
@@ -39,10 +40,16 @@ impl ResponseSink for VecSink {
     }
 }
 
+/// A server with one identity per scheme; each profile is answered by
+/// the identity of its scheme.
 pub struct Server {
     pub long_term: KeyPair,
     pub online: KeyPair,
+    pub pq_long_term: MlDsa44KeyPair,
+    pub pq_online: MlDsa44KeyPair,
     pub vers: Vec<Version>,
+    pub pq_vers: Vec<Version>,
+    ed_public: [u8; 32],
 }
 
 impl Server {
@@ -50,14 +57,40 @@ impl Server {
         Server {
             long_term: KeyPair::from_seed(&[seed; 32]),
             online: KeyPair::from_seed(&[seed.wrapping_add(1); 32]),
+            pq_long_term: MlDsa44KeyPair::from_seed(&[seed; 32]),
+            pq_online: MlDsa44KeyPair::from_seed(&[seed.wrapping_add(1); 32]),
             vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
+            pq_vers: vec![Version::ML_DSA_44],
+            ed_public: KeyPair::from_seed(&[seed; 32]).public(),
+        }
+    }
+
+    /// The long-term public key that signs `p`'s answers.
+    pub fn public(&self, p: &Profile) -> PublicKey<'_> {
+        match p.scheme {
+            Scheme::Ed25519 => (&self.ed_public).into(),
+            Scheme::MlDsa44 => self.pq_long_term.public().into(),
+        }
+    }
+
+    fn keys(&self, p: &Profile) -> (&dyn Sign, &dyn Sign, &[Version]) {
+        match p.scheme {
+            Scheme::Ed25519 => (&self.long_term, &self.online, &self.vers),
+            Scheme::MlDsa44 => (&self.pq_long_term, &self.pq_online, &self.pq_vers),
+        }
+    }
+
+    fn online_public(&self, p: &Profile) -> Vec<u8> {
+        match p.scheme {
+            Scheme::Ed25519 => self.online.public().to_vec(),
+            Scheme::MlDsa44 => self.pq_online.public().to_vec(),
         }
     }
 
     pub fn cert(&self, p: &Profile) -> Certificate {
         Certificate::mint(
-            &self.long_term,
-            &self.online.public(),
+            self.keys(p).0,
+            &self.online_public(p),
             NOW_US - 3_600_000_000,
             NOW_US + 3_600_000_000,
             p,
@@ -72,17 +105,19 @@ impl Server {
         cert: &'a Certificate,
         now_us: u64,
     ) -> BatchContext<'a> {
+        let (_, online, vers) = self.keys(profile);
         BatchContext {
             profile,
             now_us,
             radius_us: RADIUS_US,
-            online: &self.online,
+            online,
             cert,
-            vers: &self.vers,
+            vers,
         }
     }
 
-    /// Answer raw datagrams as one batch of `profile`.
+    /// Answer raw requests as one batch of `profile`, as datagrams where
+    /// the profile is served over UDP, else as from a stream.
     pub fn answer(
         &self,
         profile: &'static Profile,
@@ -104,7 +139,11 @@ impl Server {
         }
         let cert = self.cert(profile);
         let ctx = self.context(profile, &cert, now_us);
-        let mut responder = Responder::new(1024, opts);
+        let mut responder = if profile.udp {
+            Responder::new(1024, opts)
+        } else {
+            Responder::for_stream(1024, opts)
+        };
         let mut sink = VecSink::new(reqs.len());
         responder.respond(&ctx, &reqs, &mut sink);
         sink

@@ -54,9 +54,9 @@ fn file_round_trips_every_profile_and_holds_no_long_term_seed() {
     assert_eq!(back.long_term_public, lt.public());
     assert_eq!((back.mint_us, back.maxt_us), (d.mint_us, d.maxt_us));
     assert_eq!(back.certs.distinct(), d.certs.distinct());
-    for p in PROFILES.iter() {
-        let cert = back.certs.for_profile(p);
-        assert_eq!(cert, d.certs.for_profile(p), "{}", p.name);
+    for p in PROFILES.iter().filter(|p| p.scheme == Scheme::Ed25519) {
+        let cert = back.certs.for_profile(p).unwrap();
+        assert_eq!(Some(cert), d.certs.for_profile(p), "{}", p.name);
         assert!(check_certificate(cert.bytes(), p, &lt.public()).is_ok());
         assert_eq!(cert.online_public, back.online.public());
     }
@@ -125,8 +125,8 @@ fn a_certificate_signed_by_another_key_is_rejected() {
         T0 + 24 * HOUR,
     );
     let rfc = Profile::rfc();
-    let good_line = B64.encode(d.certs.for_profile(rfc).bytes());
-    let bad_line = B64.encode(forged.certs.for_profile(rfc).bytes());
+    let good_line = B64.encode(d.certs.for_profile(rfc).unwrap().bytes());
+    let bad_line = B64.encode(forged.certs.for_profile(rfc).unwrap().bytes());
     let text = d.encode().replace(&good_line, &bad_line);
     assert_ne!(text, *d.encode());
     let dir = tempfile::tempdir().unwrap();

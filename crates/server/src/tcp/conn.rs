@@ -304,7 +304,14 @@ impl<'s> Conn<'s> {
                 let identity = &keys.identities[who];
                 let mut run: ArrayVec<Request<'_>, BURST> = ArrayVec::new();
                 run.extend(slots[start..end].iter().map(|s| s.request));
-                let ctx = identity.batch(profile, now_us, radius_us, &worker.vers);
+                // `accept` chose an identity of the profile's scheme.
+                let Some(ctx) = identity.batch(profile, now_us, radius_us, &worker.vers) else {
+                    for _ in start..end {
+                        bump(&counters.drops[Drop::UnknownVersion as usize]);
+                    }
+                    start = end;
+                    continue;
+                };
                 let mut sink = Sink {
                     out: &mut self.out,
                     len: &mut self.out_len,
@@ -423,6 +430,11 @@ fn accept<'a>(
         }
         Choice::SrvRequired => {
             bump(&counters.drops[Drop::SrvRequired as usize]);
+            return None;
+        }
+        // No key here signs that version: as if it were not served.
+        Choice::NoKeyForScheme => {
+            bump(&counters.drops[Drop::UnknownVersion as usize]);
             return None;
         }
     };
