@@ -24,6 +24,7 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
+use gnomon_protocol::LongTermKey;
 
 use crate::engine::EngineConfig;
 use crate::keys::KeySource;
@@ -35,7 +36,7 @@ pub(crate) struct Request {
     /// New identities, or `None` to keep the running ones.
     pub(crate) sources: Option<Vec<KeySource>>,
     /// The public keys now served, or why nothing changed.
-    pub(crate) reply: SyncSender<io::Result<Vec<[u8; 32]>>>,
+    pub(crate) reply: SyncSender<io::Result<Vec<LongTermKey>>>,
 }
 
 /// Why a reload was refused: the `reason` of

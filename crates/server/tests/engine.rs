@@ -117,7 +117,7 @@ fn bad_input_is_dropped_and_counted() {
 fn batches_form_under_load_and_the_worker_loop_does_not_allocate() {
     let lt = KeyPair::from_seed(&[4; 32]);
     let epoch = mint_epoch(
-        &[gnomon_server::keys::KeySource::LongTerm(lt.clone())],
+        &[gnomon_server::keys::KeySource::from(lt.clone())],
         now_us(),
         3_600_000_000,
         60_000_000,

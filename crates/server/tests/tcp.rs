@@ -542,10 +542,10 @@ fn a_reload_reaches_udp_workers_and_open_tcp_connections() {
     let publics = engine
         .reload(
             reloaded.clone(),
-            Some(vec![KeySource::LongTerm(next.clone())]),
+            Some(vec![KeySource::from(next.clone())]),
         )
         .unwrap();
-    assert_eq!(publics, [next.public()]);
+    assert_eq!(publics, [gnomon_protocol::LongTermKey::from(next.public())]);
     // On the connection opened before: version 1 is dropped (responses
     // come in request order, so the first back is the draft's), the rest
     // is signed by the new key.

@@ -18,9 +18,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use gnomon_protocol::KeyPair;
 use gnomon_server::config::parse_duration;
 use gnomon_server::keyfile;
+use gnomon_server::keys::SecretKey;
 use gnomon_server::keys::random_seed;
 use gnomon_server::offline::{
     check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
@@ -161,7 +161,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         .map(|c| now.saturating_add(u64::try_from(c.as_micros()).unwrap_or(u64::MAX)));
     for t in &mut targets {
         create_private_dir(&t.dir)?;
-        let existing = existing_delegations(&t.dir, &long_term.public(), t.host.as_deref())?;
+        let existing = existing_delegations(&t.dir, long_term.public(), t.host.as_deref())?;
         let start = match args.start {
             Start::At(us) => us,
             Start::Continue => continue_after(existing.as_ref(), args.step, now),
@@ -205,7 +205,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
     // Read every directory back as its server will.
     let mut stores = Vec::new();
     for t in &targets {
-        let store = OfflineStore::load(&t.dir, Some(&long_term.public())).map_err(|e| {
+        let store = OfflineStore::load(&t.dir, Some(long_term.public())).map_err(|e| {
             (
                 DATA_ERR,
                 format!("{} does not load as the server would: {e}", t.dir.display()),
@@ -214,7 +214,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         stores.push(store);
     }
     if !hosts.is_empty() {
-        write_manifest(&args.out_dir, &long_term.public(), &targets, &stores)?;
+        write_manifest(&args.out_dir, long_term.public(), &targets, &stores)?;
     }
     for (t, store) in targets.iter().zip(&stores) {
         let whose = t
@@ -279,7 +279,7 @@ fn create_private_dir(dir: &Path) -> Result<(), Failure> {
 
 /// Fresh online keys for every window.
 fn mint(
-    long_term: &KeyPair,
+    long_term: &SecretKey,
     windows: &[(u64, u64)],
     host: Option<&str>,
 ) -> Result<Vec<Delegation>, Failure> {
@@ -326,7 +326,7 @@ fn until_covered(windows: &[(u64, u64)], mut covered: u64, goal: u64) -> Vec<(u6
 /// to it.
 fn existing_delegations(
     dir: &Path,
-    public: &[u8; 32],
+    public: &[u8],
     host: Option<&str>,
 ) -> Result<Option<OfflineStore>, Failure> {
     let listing =
@@ -366,7 +366,7 @@ fn existing_delegations(
 /// replaced whole (written beside, then renamed) on every run.
 fn write_manifest(
     out: &Path,
-    public: &[u8; 32],
+    public: &[u8],
     targets: &[Target],
     stores: &[OfflineStore],
 ) -> Result<(), Failure> {

@@ -16,7 +16,7 @@ use gnomon_server::keys::{random_seed, KeySource};
 use gnomon_server::offline::OfflineStore;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::tcp::TcpConfig;
-use gnomon_server::worker::WorkerConfig;
+use gnomon_server::worker::{VersLists, WorkerConfig};
 use gnomon_server::{activation, keyfile, metrics};
 use gnomon_server::{Engine, EngineConfig};
 use tracing_subscriber::filter::LevelFilter;
@@ -65,7 +65,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
             )
         })?;
         tracing::warn!("ephemeral long-term key, made for this run only; not for production");
-        return Ok(vec![KeySource::LongTerm(KeyPair::from_seed(&seed))]);
+        return Ok(vec![KeyPair::from_seed(&seed).into()]);
     }
     let mut sources = Vec::new();
     for identity in &config.identities {
@@ -73,7 +73,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
             IdentitySource::KeyFile(path) => keyfile::load(path)
                 .map(KeySource::LongTerm)
                 .map_err(|e| e.to_string()),
-            IdentitySource::OfflineDir(dir, pin) => OfflineStore::load(dir, pin.as_ref())
+            IdentitySource::OfflineDir(dir, pin) => OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
                 .map(|store| {
                     if let Some(host) = store.host() {
                         tracing::info!(
@@ -109,7 +109,7 @@ fn engine_config(config: &Config) -> EngineConfig {
                 batch_disputed: config.batch_disputed,
                 google_nonce: config.google_nonce,
             },
-            vers,
+            vers: VersLists::new(&vers),
             grease_per_million: (config.grease.get() * 1e6).round() as u32,
             fail_after: injected_fault(),
             batch_wait_us: config.batch_wait.get().as_micros() as u64,
