@@ -88,7 +88,7 @@ pub struct Config {
     /// Default 1024.
     pub min_request_size: MinRequestSize,
     /// `key-file` then `offline-dir`: the long-term identities, in order;
-    /// the first answers requests without SRV. Empty: an ephemeral key.
+    /// the first of each signature scheme answers requests without SRV. Empty: an ephemeral key.
     pub identities: Vec<IdentitySource>,
     /// `metrics`: Prometheus and health endpoint. Default none.
     pub metrics: Option<SocketAddr>,

@@ -58,7 +58,8 @@ fn every_profile_is_answered_and_verifies() {
     let (engine, lt) = engine(2);
     let to = engine.local[0];
     let c = client();
-    for profile in PROFILES.iter() {
+    // Every version served over UDP (not ML-DSA-44's: tests/pq.rs).
+    for profile in PROFILES.iter().filter(|p| p.udp) {
         let reqs: Vec<Vec<u8>> = (0..8).map(|i| request(profile, i)).collect();
         let answers = exchange(&c, to, &reqs);
         for a in &answers {
@@ -71,9 +72,11 @@ fn every_profile_is_answered_and_verifies() {
         }
     }
     let stats = engine.shutdown().unwrap();
-    assert_eq!(stats.total_responses(), 8 * PROFILES.len() as u64);
+    let udp = PROFILES.iter().filter(|p| p.udp).count();
+    assert_eq!(stats.total_responses(), 8 * udp as u64);
     for p in PROFILES.iter() {
-        assert_eq!(stats.responses[usize::from(p.id.0)], 8, "{}", p.name);
+        let expected = if p.udp { 8 } else { 0 };
+        assert_eq!(stats.responses[usize::from(p.id.0)], expected, "{}", p.name);
     }
 }
 

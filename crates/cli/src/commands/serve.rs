@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions};
+use gnomon_protocol::{Acceptor, KeyPair, LongTermKey, ResponderOptions};
 use gnomon_server::config::{Config, IdentitySource, LogConfig, LogFormat, LogLevel};
 use gnomon_server::engine::ClockReader;
 use gnomon_server::keys::{random_seed, KeySource};
@@ -206,8 +206,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let publics: Vec<[u8; 32]> = sources.iter().map(KeySource::public).collect();
-    let public = publics[0];
+    let publics: Vec<LongTermKey> = sources.iter().map(|s| s.public().clone()).collect();
+    let public = publics[0].clone();
     let engine_config = engine_config(&config);
     let workers = engine_config.workers;
     let engine = match Engine::start_on(engine_config, sources, clock_reader(), passed) {
@@ -256,9 +256,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // fails to start would be a key nobody can ever use.
     out!(
         "public key (base64): {}",
-        base64::engine::general_purpose::STANDARD.encode(public)
+        base64::engine::general_purpose::STANDARD.encode(public.bytes())
     );
-    out!("public key (hex):    {}", hex::encode(public));
+    out!("public key (hex):    {}", hex::encode(public.bytes()));
     let mut clock_report = ClockReport::read(&engine);
     clock_report.log_changes_from(&ClockReport::FINE);
     let how = if activated {
