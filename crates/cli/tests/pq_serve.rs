@@ -123,6 +123,10 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
             delegations.to_str().unwrap(),
             "--workers",
             "1",
+            // This machine's clock may be unsynchronized, which a
+            // configured key refuses by default.
+            "--clock-unsynchronized",
+            "answer-with-radius",
         ],
         |_| {},
     );
@@ -134,8 +138,12 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
     let mut c = connect_from("127.0.0.1".parse().unwrap(), tcp);
     c.write_all(&r).unwrap();
     let answer = read_frame(&mut c).expect("an answer");
-    let v = verify_response(&r, &answer, gnomon_protocol::PublicKey::from_bytes(&pq_public).unwrap())
-        .unwrap();
+    let v = verify_response(
+        &r,
+        &answer,
+        gnomon_protocol::PublicKey::from_bytes(&pq_public).unwrap(),
+    )
+    .unwrap();
     assert_eq!(v.profile.version, PQ);
     assert_eq!(vers(&answer), [PQ.0]);
 

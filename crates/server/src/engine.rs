@@ -127,7 +127,10 @@ impl Engine {
     /// Long-term keys of either scheme (`KeyPair`, `MlDsa44KeyPair`,
     /// `SecretKey`); the first of each scheme answers versions that cannot
     /// name a key.
-    pub fn start<K: Into<KeySource>>(config: EngineConfig, long_terms: Vec<K>) -> io::Result<Engine> {
+    pub fn start<K: Into<KeySource>>(
+        config: EngineConfig,
+        long_terms: Vec<K>,
+    ) -> io::Result<Engine> {
         Engine::start_with(config, long_terms.into_iter().map(Into::into).collect())
     }
 

@@ -217,11 +217,9 @@ impl KeyEpoch {
 
     /// An epoch of these identities.
     pub fn new(identities: Vec<Identity>) -> KeyEpoch {
-        let profiles = identities
-            .iter()
-            .fold(ProfileSet::empty(), |set, i| {
-                ProfileSet(set.0 | ProfileSet::ALL.of_scheme(i.public.scheme()).0)
-            });
+        let profiles = identities.iter().fold(ProfileSet::empty(), |set, i| {
+            ProfileSet(set.0 | ProfileSet::ALL.of_scheme(i.public.scheme()).0)
+        });
         KeyEpoch {
             identities,
             profiles,
@@ -238,7 +236,18 @@ impl KeyEpoch {
     pub fn expires_us(&self) -> u64 {
         self.identities
             .iter()
-            .flat_map(|i| i.certs.for_profile(Profile::rfc()).map(|c| c.maxt_us))
+            .flat_map(|i| {
+                // Version 1's delegation, or for an ML-DSA-44 identity its
+                // scheme's first.
+                i.certs
+                    .for_profile(Profile::rfc())
+                    .or_else(|| {
+                        gnomon_protocol::PROFILES
+                            .iter()
+                            .find_map(|p| i.certs.for_profile(p))
+                    })
+                    .map(|c| c.maxt_us)
+            })
             .min()
             .unwrap_or(0)
     }
@@ -405,13 +414,20 @@ mod tests {
             Choice::UnknownSrv
         );
         assert!(e.profiles.contains(ml_dsa().id) && e.profiles.contains(rfc.id));
+        assert_eq!(e.expires_us(), 1_060_000_000);
         let only_ed = mint_epoch(&[KeySource::from(ed)], 1_000_000_000, 60_000_000, 0).unwrap();
         assert_eq!(only_ed.choose(ml_dsa(), None), Choice::NoKeyForScheme);
         assert!(!only_ed.profiles.contains(ml_dsa().id));
         let only_pq = mint_epoch(&[KeySource::from(pq)], 1_000_000_000, 60_000_000, 0).unwrap();
         assert_eq!(only_pq.choose(rfc, None), Choice::NoKeyForScheme);
+        // The certificate expiry metric reads an ML-DSA-only epoch too.
+        assert_eq!(only_pq.expires_us(), 1_060_000_000);
         assert_eq!(
-            only_pq.profiles.iter().map(|p| p.id).collect::<Vec<ProfileId>>(),
+            only_pq
+                .profiles
+                .iter()
+                .map(|p| p.id)
+                .collect::<Vec<ProfileId>>(),
             vec![ml_dsa().id]
         );
     }

@@ -57,10 +57,10 @@ use gnomon_protocol::{Certificate, CertificateSet, LongTermKey, PROFILES};
 
 use zeroize::Zeroizing;
 
-use crate::keys::SecretKey;
 use crate::keyfile::{
     format_error, parse_fields, read_private, write_private, KeyFileError, MAX_LEN,
 };
+use crate::keys::SecretKey;
 
 pub use host::{check_host_name, MAX_HOST_LEN};
 pub use rescan::Rescan;

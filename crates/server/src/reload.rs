@@ -21,10 +21,10 @@
 //! buffers (addresses, worker count, batch size, receive buffer, TCP on or
 //! off) keeps its value from the start; `gnomon serve` names it in the log.
 
+use gnomon_protocol::LongTermKey;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
-use gnomon_protocol::LongTermKey;
 
 use crate::engine::EngineConfig;
 use crate::keys::KeySource;

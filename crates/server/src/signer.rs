@@ -114,12 +114,7 @@ impl Sign for MlDsaSigner {
 
 /// `key`'s hedged signature of `signed[context_len..]` under the context
 /// `signed[..context_len]`, into `out[..2420]` (see [`MlDsaSigner`]).
-pub(crate) fn hedged_sign(
-    key: &MlDsa44KeyPair,
-    signed: &[u8],
-    context_len: usize,
-    out: &mut [u8],
-) {
+pub(crate) fn hedged_sign(key: &MlDsa44KeyPair, signed: &[u8], context_len: usize, out: &mut [u8]) {
     let (context, message) = signed.split_at(context_len.min(signed.len()));
     let mut rnd = [0u8; 32];
     if getrandom::getrandom(&mut rnd).is_err() {

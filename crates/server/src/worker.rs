@@ -114,7 +114,13 @@ impl VersLists {
                 .find(|p| p.version == *v)
                 .map_or(Scheme::Ed25519, |p| p.scheme)
         };
-        let of = |s| versions.iter().filter(|v| scheme(v) == s).copied().collect();
+        let of = |s| {
+            versions
+                .iter()
+                .filter(|v| scheme(v) == s)
+                .copied()
+                .collect()
+        };
         VersLists {
             ed25519: of(Scheme::Ed25519),
             ml_dsa_44: of(Scheme::MlDsa44),

@@ -139,7 +139,9 @@ fn ml_dsa_is_served_over_tcp_and_never_over_udp() {
 fn pipelined_ml_dsa_requests_are_all_answered_in_order() {
     let pq = MlDsa44KeyPair::from_seed(&[57; 32]);
     let engine = engine(vec![KeySource::from(pq.clone())]);
-    let reqs: Vec<Vec<u8>> = (0..10).map(|i| request(Offer::single(ml_dsa()), i)).collect();
+    let reqs: Vec<Vec<u8>> = (0..10)
+        .map(|i| request(Offer::single(ml_dsa()), i))
+        .collect();
     let mut s = TcpStream::connect(engine.tcp_local()[0]).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();
     s.write_all(&reqs.concat()).unwrap();

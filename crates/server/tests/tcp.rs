@@ -545,10 +545,7 @@ fn a_reload_reaches_udp_workers_and_open_tcp_connections() {
         ..reloaded.worker.acceptor
     };
     let publics = engine
-        .reload(
-            reloaded.clone(),
-            Some(vec![KeySource::from(next.clone())]),
-        )
+        .reload(reloaded.clone(), Some(vec![KeySource::from(next.clone())]))
         .unwrap();
     assert_eq!(publics, [gnomon_protocol::LongTermKey::from(next.public())]);
     // On the connection opened before: version 1 is dropped (responses

@@ -106,7 +106,8 @@ fn check_keys(config: &Config) -> Result<(), String> {
                 );
             }
             IdentitySource::OfflineDir(dir, pin) => {
-                let store = OfflineStore::load(dir, pin.as_ref().map(|k| &k[..])).map_err(|e| e.to_string())?;
+                let store = OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
+                    .map_err(|e| e.to_string())?;
                 let current = store.current(now_us).map_or_else(
                     || "none valid now".to_owned(),
                     |d| format!("current until {}", format_utc(d.maxt_us)),

@@ -20,8 +20,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_server::config::parse_duration;
 use gnomon_server::keyfile;
-use gnomon_server::keys::SecretKey;
 use gnomon_server::keys::random_seed;
+use gnomon_server::keys::SecretKey;
 use gnomon_server::offline::{
     check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
 };

@@ -73,17 +73,19 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
             IdentitySource::KeyFile(path) => keyfile::load(path)
                 .map(KeySource::LongTerm)
                 .map_err(|e| e.to_string()),
-            IdentitySource::OfflineDir(dir, pin) => OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
-                .map(|store| {
-                    if let Some(host) = store.host() {
-                        tracing::info!(
-                            "offline delegations in {} were made for host {host}",
-                            dir.display()
-                        );
-                    }
-                    KeySource::Offline(store)
-                })
-                .map_err(|e| e.to_string()),
+            IdentitySource::OfflineDir(dir, pin) => {
+                OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
+                    .map(|store| {
+                        if let Some(host) = store.host() {
+                            tracing::info!(
+                                "offline delegations in {} were made for host {host}",
+                                dir.display()
+                            );
+                        }
+                        KeySource::Offline(store)
+                    })
+                    .map_err(|e| e.to_string())
+            }
         };
         sources.push(source.map_err(|e| (e, USAGE))?);
     }

@@ -381,7 +381,10 @@ fn ml_dsa_root_delegations_round_trip_and_are_checked() {
     let d = Delegation::mint(&root, &[0x32; 32], T0, T0 + 24 * HOUR);
     assert_eq!(d.online.scheme(), Scheme::MlDsa44);
     assert_eq!(d.long_term_public.bytes(), root.public());
-    let p = PROFILES.iter().find(|p| p.scheme == Scheme::MlDsa44).unwrap();
+    let p = PROFILES
+        .iter()
+        .find(|p| p.scheme == Scheme::MlDsa44)
+        .unwrap();
     assert_eq!(d.certs.distinct(), 1);
     assert!(d.certs.for_profile(Profile::rfc()).is_none());
     let text = d.encode();
@@ -406,17 +409,29 @@ fn ml_dsa_root_delegations_round_trip_and_are_checked() {
         T0 + 24 * HOUR,
     );
     let theirs = other.encode();
-    let cert_line = |t: &str| t.lines().find(|l| l.starts_with("cert ")).unwrap().to_owned();
+    let cert_line = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("cert "))
+            .unwrap()
+            .to_owned()
+    };
     let forged = text.replace(&cert_line(&text), &cert_line(&theirs));
     let e = Delegation::decode(&forged, Path::new("x")).unwrap_err();
     assert!(matches!(e, OfflineError::BadSignature { .. }), "{e}");
     // An Ed25519 profile's certificate in an ML-DSA file.
     let ed = Delegation::mint(&long_term(), &[1; 32], T0, T0 + HOUR).encode();
     let mixed = format!("{}{}\n", *text, cert_line(&ed));
-    let msg = Delegation::decode(&mixed, Path::new("x")).unwrap_err().to_string();
+    let msg = Delegation::decode(&mixed, Path::new("x"))
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("not signed with a ML-DSA-44 key"), "{msg}");
     // Without its certificate the file is incomplete.
     let bare = text.replace(&format!("{}\n", cert_line(&text)), "");
-    let msg = Delegation::decode(&bare, Path::new("x")).unwrap_err().to_string();
-    assert!(msg.contains("no certificate for profile ml-dsa-44"), "{msg}");
+    let msg = Delegation::decode(&bare, Path::new("x"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("no certificate for profile ml-dsa-44"),
+        "{msg}"
+    );
 }

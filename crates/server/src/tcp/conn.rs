@@ -66,8 +66,15 @@ fn response_room(profile: &Profile) -> usize {
 const _: () = assert!(OUT_BUFFER >= ML_DSA_RESPONSE_ROOM);
 const _: () = assert!(
     ML_DSA_RESPONSE_ROOM
-        >= 64 + Scheme::MlDsa44.signature_len() + Scheme::MlDsa44.cert_len() + 4 + 64 + 4
-            + 6 * 64 + 384 + 4
+        >= 64
+            + Scheme::MlDsa44.signature_len()
+            + Scheme::MlDsa44.cert_len()
+            + 4
+            + 64
+            + 4
+            + 6 * 64
+            + 384
+            + 4
 );
 
 /// Serve `stream` until it closes, then count why and shut it.
