@@ -221,7 +221,7 @@ pub fn decode(text: &str, path: &Path) -> Result<SecretKey, KeyFileError> {
             let why = format!("expected {} bytes", scheme.public_len());
             return Err(format_error(path, line, &format!("`public`: {why}")));
         }
-        if *public != key.public() {
+        if public.as_slice() != &*key.public() {
             return Err(format_error(
                 path,
                 line,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use zeroize::Zeroizing;
 
 use arc_swap::ArcSwap;
+use gnomon_protocol::scheme::MAX_PUBLIC;
 use gnomon_protocol::{
     BatchContext, CertificateSet, KeyPair, LongTermKey, MlDsa44KeyPair, Profile, ProfileSet,
     Scheme, Sign, Version,
@@ -16,6 +17,79 @@ use gnomon_protocol::{
 
 use crate::signer::OnlineSigner;
 use crate::worker::VersLists;
+
+/// A public key of either scheme by value: `Copy`, as the `[u8; 32]` it
+/// replaces was, and read as the bytes on the wire (`Deref<Target = [u8]>`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PublicBytes {
+    len: usize,
+    bytes: [u8; MAX_PUBLIC],
+}
+
+impl PublicBytes {
+    fn of(key: &[u8]) -> PublicBytes {
+        let mut bytes = [0u8; MAX_PUBLIC];
+        bytes[..key.len()].copy_from_slice(key);
+        PublicBytes {
+            len: key.len(),
+            bytes,
+        }
+    }
+}
+
+impl std::ops::Deref for PublicBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl AsRef<[u8]> for PublicBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for PublicBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "PublicBytes({} bytes, {:02x?}…)",
+            self.len,
+            &self.bytes[..4]
+        )
+    }
+}
+
+impl PartialEq<[u8]> for PublicBytes {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&[u8]> for PublicBytes {
+    fn eq(&self, other: &&[u8]) -> bool {
+        **self == **other
+    }
+}
+
+impl<const N: usize> PartialEq<[u8; N]> for PublicBytes {
+    fn eq(&self, other: &[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for PublicBytes {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+impl PartialEq<PublicBytes> for Vec<u8> {
+    fn eq(&self, other: &PublicBytes) -> bool {
+        self[..] == **other
+    }
+}
 
 /// A secret key of either scheme, made from a 32-byte seed (long-term keys
 /// in key files, online keys minted here or read from delegation files),
@@ -27,6 +101,9 @@ pub struct SecretKey {
 }
 
 /// The key itself.
+// The Ed25519 key is held inline (the usual case, and small); the ML-DSA-44
+// one is boxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Secret {
     /// Ed25519.
@@ -49,9 +126,9 @@ impl SecretKey {
         self.public.scheme()
     }
 
-    /// The public key as on the wire (32 or 1312 bytes).
-    pub fn public(&self) -> &[u8] {
-        self.public.bytes()
+    /// The public key as on the wire (32 or 1312 bytes), by value.
+    pub fn public(&self) -> PublicBytes {
+        PublicBytes::of(self.public.bytes())
     }
 
     /// The public key with its scheme.
@@ -340,7 +417,7 @@ pub fn mint_epoch(
                 let online = SecretKey::from_seed(lt.scheme(), &*random_seed()?);
                 let certs = CertificateSet::mint_all(
                     lt,
-                    online.public(),
+                    online.public_key().bytes(),
                     now_us.saturating_sub(skew_us),
                     now_us.saturating_add(validity_us),
                 );

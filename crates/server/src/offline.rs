@@ -104,7 +104,7 @@ impl Delegation {
     ) -> Self {
         let long_term: SecretKey = long_term.clone().into();
         let online = SecretKey::from_seed(long_term.scheme(), online_seed);
-        let certs = CertificateSet::mint_all(&long_term, online.public(), mint_us, maxt_us);
+        let certs = CertificateSet::mint_all(&long_term, &online.public(), mint_us, maxt_us);
         let (mint_us, maxt_us) = effective_window(&certs);
         Delegation {
             long_term_public: long_term.public_key().clone(),
@@ -253,7 +253,7 @@ impl Delegation {
                         profile: p.name,
                     });
                 }
-                if cert.online_public.as_slice() != online.public() {
+                if *cert.online_public != *online.public() {
                     let why = format!("the {name} certificate delegates to another online key");
                     return Err(f.error(path, &why).into());
                 }

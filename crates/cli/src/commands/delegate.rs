@@ -161,7 +161,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         .map(|c| now.saturating_add(u64::try_from(c.as_micros()).unwrap_or(u64::MAX)));
     for t in &mut targets {
         create_private_dir(&t.dir)?;
-        let existing = existing_delegations(&t.dir, long_term.public(), t.host.as_deref())?;
+        let existing = existing_delegations(&t.dir, &long_term.public(), t.host.as_deref())?;
         let start = match args.start {
             Start::At(us) => us,
             Start::Continue => continue_after(existing.as_ref(), args.step, now),
@@ -205,7 +205,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
     // Read every directory back as its server will.
     let mut stores = Vec::new();
     for t in &targets {
-        let store = OfflineStore::load(&t.dir, Some(long_term.public())).map_err(|e| {
+        let store = OfflineStore::load(&t.dir, Some(&long_term.public())).map_err(|e| {
             (
                 DATA_ERR,
                 format!("{} does not load as the server would: {e}", t.dir.display()),
@@ -214,7 +214,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         stores.push(store);
     }
     if !hosts.is_empty() {
-        write_manifest(&args.out_dir, long_term.public(), &targets, &stores)?;
+        write_manifest(&args.out_dir, &long_term.public(), &targets, &stores)?;
     }
     for (t, store) in targets.iter().zip(&stores) {
         let whose = t
