@@ -214,7 +214,7 @@ fn server(identities: u8) -> Server {
         .map(|i| KeyPair::from_seed(&[0x40 + i; 32]))
         .collect();
     let public = long_terms.iter().map(KeyPair::public).collect();
-    let sources: Vec<KeySource> = long_terms.into_iter().map(KeySource::LongTerm).collect();
+    let sources: Vec<KeySource> = long_terms.into_iter().map(KeySource::from).collect();
     // Valid for longer than any fuzzing run.
     let epoch = mint_epoch(&sources, now_us(), 30 * 86_400_000_000, 60_000_000)
         .expect("long-term keys always mint");
@@ -264,7 +264,7 @@ fn config(input: &Input) -> WorkerConfig {
             google_nonce: input.google_nonce,
         },
         // As `gnomon serve` does: VERS lists what the acceptor takes.
-        vers: profiles.versions(),
+        vers: profiles.versions().into(),
         grease_per_million: u32::from(input.grease) * (1_000_000 / 256),
         fail_after: None,
         batch_wait_us: 0,

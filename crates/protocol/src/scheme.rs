@@ -227,6 +227,12 @@ impl From<[u8; 32]> for LongTermKey {
     }
 }
 
+impl AsRef<[u8]> for LongTermKey {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 impl<'a> From<&'a LongTermKey> for PublicKey<'a> {
     fn from(key: &'a LongTermKey) -> PublicKey<'a> {
         key.as_public()

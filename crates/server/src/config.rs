@@ -38,7 +38,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gnomon_protocol::{Profile, ProfileSet, Scheme};
+use gnomon_protocol::{Profile, ProfileSet};
 
 pub use diff::RESTART_ONLY;
 pub use error::{ConfigError, Origin};
@@ -88,7 +88,7 @@ pub struct Config {
     /// Default 1024.
     pub min_request_size: MinRequestSize,
     /// `key-file` then `offline-dir`: the long-term identities, in order;
-    /// the first answers requests without SRV. Empty: an ephemeral key.
+    /// the first of each signature scheme answers requests without SRV. Empty: an ephemeral key.
     pub identities: Vec<IdentitySource>,
     /// `metrics`: Prometheus and health endpoint. Default none.
     pub metrics: Option<SocketAddr>,
@@ -168,11 +168,12 @@ impl Config {
         self.identities.is_empty()
     }
 
-    /// The profiles answered, for `Acceptor::profiles`: those configured
-    /// that a key held here can sign (every identity the configuration
-    /// names is an Ed25519 one).
+    /// The profiles answered, for `Acceptor::profiles`: those configured.
+    /// Identities may be of either scheme; the workers narrow each batch
+    /// to the profiles some identity held can sign (`KeyEpoch::profiles`),
+    /// and UDP to those that go over UDP (docs/PQ.md).
     pub fn profiles(&self) -> ProfileSet {
-        self.versions.profiles().of_scheme(Scheme::Ed25519)
+        self.versions.profiles()
     }
 }
 

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
-use gnomon_protocol::KeyPair;
+use gnomon_protocol::LongTermKey;
 use socket2::Socket;
 
 use crate::activation::Passed;
@@ -124,11 +124,14 @@ pub fn radius_from_kernel(
 
 impl Engine {
     /// Bind every socket and start the workers and the key thread.
-    pub fn start(config: EngineConfig, long_terms: Vec<KeyPair>) -> io::Result<Engine> {
-        Engine::start_with(
-            config,
-            long_terms.into_iter().map(KeySource::LongTerm).collect(),
-        )
+    /// Long-term keys of either scheme (`KeyPair`, `MlDsa44KeyPair`,
+    /// `SecretKey`); the first of each scheme answers versions that cannot
+    /// name a key.
+    pub fn start<K: Into<KeySource>>(
+        config: EngineConfig,
+        long_terms: Vec<K>,
+    ) -> io::Result<Engine> {
+        Engine::start_with(config, long_terms.into_iter().map(Into::into).collect())
     }
 
     /// Start with identities from any mix of key sources; the first
@@ -303,7 +306,7 @@ impl Engine {
         &self,
         config: EngineConfig,
         sources: Option<Vec<KeySource>>,
-    ) -> io::Result<Vec<[u8; 32]>> {
+    ) -> io::Result<Vec<LongTermKey>> {
         let now_s = now_us() / 1_000_000;
         if sources.as_ref().is_some_and(Vec::is_empty) {
             self.reloads.record(Err(Refusal::NoKeys), now_s);
@@ -328,7 +331,7 @@ impl Engine {
         &self,
         config: EngineConfig,
         sources: Option<Vec<KeySource>>,
-    ) -> io::Result<Vec<[u8; 32]>> {
+    ) -> io::Result<Vec<LongTermKey>> {
         let running = self.live.load_full();
         let worker = WorkerConfig {
             // Fixed at start: the buffers are sized by it.
@@ -520,8 +523,8 @@ fn snapshot(
         .identities
         .iter()
         .map(|i| crate::metrics::KeyInfo {
-            long_term: i.public,
-            online: i.online.public(),
+            long_term: i.public.clone(),
+            online: i.online.public_key().clone(),
             host: i.host.clone(),
         })
         .collect();
@@ -690,7 +693,7 @@ impl Keeper {
                 return false;
             }
         };
-        let publics = epoch.identities.iter().map(|i| i.public).collect();
+        let publics = epoch.identities.iter().map(|i| i.public.clone()).collect();
         self.keys.store(Arc::new(epoch));
         if let Some(s) = sources {
             self.sources = s;
@@ -806,7 +809,7 @@ mod tests {
                     min_size: 1024,
                 },
                 options: Default::default(),
-                vers: Vec::new(),
+                vers: Default::default(),
                 grease_per_million: 0,
                 fail_after: None,
                 batch_wait_us: 0,

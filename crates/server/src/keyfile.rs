@@ -11,6 +11,17 @@
 //! public: <32-byte public key, standard base64>
 //! ```
 //!
+//! An ML-DSA-44 key (version 0x90000001, docs/PQ.md) is the same file
+//! under another first line, its seed FIPS 204's 32-byte ξ (as
+//! tannerryan/roughtime's key files hold it) and its public key 1312 bytes:
+//!
+//! ```text
+//! gnomon-ml-dsa-44-key v1
+//! # Roughtime long-term key (ML-DSA-44). Secret: keep it mode 0600.
+//! seed: <32-byte seed, standard base64>
+//! public: <1312-byte public key, standard base64>
+//! ```
+//!
 //! Lines starting with `#` and blank lines are ignored. `public` is
 //! optional; when present it must be the seed's public key, which catches
 //! a damaged or hand-edited file before it signs anything.
@@ -28,11 +39,24 @@ use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use gnomon_protocol::KeyPair;
+use gnomon_protocol::Scheme;
 use zeroize::Zeroizing;
 
-/// First line of every key file.
+use crate::keys::SecretKey;
+
+/// First line of every Ed25519 key file.
 pub const HEADER: &str = "gnomon-ed25519-key v1";
+
+/// First line of every ML-DSA-44 key file.
+pub const ML_DSA_44_HEADER: &str = "gnomon-ml-dsa-44-key v1";
+
+/// The first line of a key file of `scheme`.
+pub fn header(scheme: Scheme) -> &'static str {
+    match scheme {
+        Scheme::Ed25519 => HEADER,
+        Scheme::MlDsa44 => ML_DSA_44_HEADER,
+    }
+}
 
 /// Files longer than this are not key files (nor delegation files).
 pub(crate) const MAX_LEN: u64 = 64 * 1024;
@@ -136,27 +160,42 @@ impl std::error::Error for KeyFileError {
     }
 }
 
-/// The file's text for `seed`. Every buffer that holds the seed, in bytes
-/// or in base64, is wiped when dropped, and sized up front so that no
-/// growth leaves a copy behind in freed memory.
+/// The file's text for the Ed25519 key with `seed`. Every buffer that
+/// holds the seed, in bytes or in base64, is wiped when dropped, and sized
+/// up front so that no growth leaves a copy behind in freed memory.
 pub fn encode(seed: &[u8; 32]) -> Zeroizing<String> {
+    encode_key(Scheme::Ed25519, seed)
+}
+
+/// The file's text for the key of `scheme` with `seed` (as [`encode`]).
+pub fn encode_key(scheme: Scheme, seed: &[u8; 32]) -> Zeroizing<String> {
     use std::fmt::Write as _;
-    let public = KeyPair::from_seed(seed).public();
+    let key = SecretKey::from_seed(scheme, seed);
     let mut seed_b64 = Zeroizing::new(String::with_capacity(64));
     B64.encode_string(seed, &mut seed_b64);
-    let mut out = Zeroizing::new(String::with_capacity(512));
+    let mut out = Zeroizing::new(String::with_capacity(4096));
+    let what = match scheme {
+        Scheme::Ed25519 => "",
+        Scheme::MlDsa44 => " (ML-DSA-44)",
+    };
     let _ = write!(
         out,
-        "{HEADER}\n# Roughtime long-term key. Secret: keep it mode 0600.\nseed: {}\npublic: {}\n",
+        "{}\n# Roughtime long-term key{what}. Secret: keep it mode 0600.\nseed: {}\npublic: {}\n",
+        header(scheme),
         *seed_b64,
-        B64.encode(public)
+        B64.encode(key.public())
     );
     out
 }
 
-/// The key in a key file's text. `path` names the file in errors.
-pub fn decode(text: &str, path: &Path) -> Result<KeyPair, KeyFileError> {
-    let fields = parse_fields(text, HEADER, path)?;
+/// The key in a key file's text, of the scheme its first line names.
+/// `path` names the file in errors.
+pub fn decode(text: &str, path: &Path) -> Result<SecretKey, KeyFileError> {
+    let scheme = match text.lines().next().map(str::trim_end) {
+        Some(ML_DSA_44_HEADER) => Scheme::MlDsa44,
+        _ => Scheme::Ed25519,
+    };
+    let fields = parse_fields(text, header(scheme), path)?;
     let mut seed = None;
     let mut public = None;
     for field in &fields {
@@ -168,12 +207,21 @@ pub fn decode(text: &str, path: &Path) -> Result<KeyPair, KeyFileError> {
         if slot.is_some() {
             return Err(field.error(path, "field given twice"));
         }
-        *slot = Some((field.line, field.bytes32(path)?));
+        *slot = Some(field);
     }
-    let (_, seed) = seed.ok_or_else(|| format_error(path, 0, "no `seed:` line"))?;
-    let key = KeyPair::from_seed(&seed);
-    if let Some((line, public)) = public {
-        if *public != key.public() {
+    let seed = seed.ok_or_else(|| format_error(path, 0, "no `seed:` line"))?;
+    let key = SecretKey::from_seed(scheme, &*seed.bytes32(path)?);
+    if let Some(public) = public {
+        let line = public.line;
+        let public = Zeroizing::new(
+            B64.decode(public.value)
+                .map_err(|_| public.error(path, "not valid base64"))?,
+        );
+        if public.len() != scheme.public_len() {
+            let why = format!("expected {} bytes", scheme.public_len());
+            return Err(format_error(path, line, &format!("`public`: {why}")));
+        }
+        if public.as_slice() != &*key.public() {
             return Err(format_error(
                 path,
                 line,
@@ -184,16 +232,31 @@ pub fn decode(text: &str, path: &Path) -> Result<KeyPair, KeyFileError> {
     Ok(key)
 }
 
-/// Create `path` holding `seed`, mode 0600. Fails if anything exists at
-/// `path`, a symlink included.
+/// Create `path` holding the Ed25519 key with `seed`, mode 0600. Fails if
+/// anything exists at `path`, a symlink included.
 pub fn write_new(path: &Path, seed: &[u8; 32]) -> Result<(), KeyFileError> {
-    write_private(path, encode(seed).as_bytes())
+    write_new_key(path, Scheme::Ed25519, seed)
+}
+
+/// Create `path` holding the key of `scheme` with `seed` (as [`write_new`]).
+pub fn write_new_key(path: &Path, scheme: Scheme, seed: &[u8; 32]) -> Result<(), KeyFileError> {
+    write_private(path, encode_key(scheme, seed).as_bytes())
 }
 
 /// Replace whatever key is at `path` with `seed`, atomically (a new 0600
 /// file renamed over the old one). Only for an explicit request such as
 /// `gnomon keygen --force`.
 pub fn write_replacing(path: &Path, seed: &[u8; 32]) -> Result<(), KeyFileError> {
+    write_replacing_key(path, Scheme::Ed25519, seed)
+}
+
+/// Replace whatever key is at `path` with the key of `scheme` with `seed`
+/// (as [`write_replacing`]).
+pub fn write_replacing_key(
+    path: &Path,
+    scheme: Scheme,
+    seed: &[u8; 32],
+) -> Result<(), KeyFileError> {
     let name = path
         .file_name()
         .ok_or_else(|| KeyFileError::NotAFile {
@@ -201,7 +264,7 @@ pub fn write_replacing(path: &Path, seed: &[u8; 32]) -> Result<(), KeyFileError>
         })?
         .to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.gnomon-tmp"));
-    write_private(&tmp, encode(seed).as_bytes())?;
+    write_private(&tmp, encode_key(scheme, seed).as_bytes())?;
     std::fs::rename(&tmp, path).map_err(|error| {
         let _ = std::fs::remove_file(&tmp);
         KeyFileError::Io {
@@ -216,7 +279,7 @@ pub fn write_replacing(path: &Path, seed: &[u8; 32]) -> Result<(), KeyFileError>
 
 /// Read the key at `path`, refusing symlinks, non-files, files that group or
 /// others can access, and anything not in the key file format.
-pub fn load(path: &Path) -> Result<KeyPair, KeyFileError> {
+pub fn load(path: &Path) -> Result<SecretKey, KeyFileError> {
     let text = read_private(path)?;
     decode(&text, path)
 }
@@ -401,7 +464,50 @@ pub(crate) fn parse_fields<'a>(
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
+    use gnomon_protocol::{KeyPair, MlDsa44KeyPair};
+
     use super::*;
+
+    /// An ML-DSA-44 key file: written 0600 under its own first line, read
+    /// back as the same ML-DSA-44 key (seed and 1312-byte public key);
+    /// its public line is checked against the seed as an Ed25519 one is.
+    #[test]
+    fn ml_dsa_key_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pq");
+        write_new_key(&path, Scheme::MlDsa44, &[6; 32]).unwrap();
+        assert_eq!(mode(&path), 0o600);
+        let key = load(&path).unwrap();
+        assert_eq!(key.scheme(), Scheme::MlDsa44);
+        assert_eq!(*key.seed(), [6; 32]);
+        let expected = MlDsa44KeyPair::from_seed(&[6; 32]);
+        assert_eq!(key.public(), expected.public());
+        assert_eq!(key.public().len(), 1312);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("gnomon-ml-dsa-44-key v1\n"), "{text}");
+        assert!(text.contains(&B64.encode(expected.public())), "{text}");
+        // Replacing keeps the scheme asked for.
+        write_replacing_key(&path, Scheme::MlDsa44, &[7; 32]).unwrap();
+        assert_eq!(*load(&path).unwrap().seed(), [7; 32]);
+        // Another seed's public key, or an Ed25519 one, is refused.
+        let other = B64.encode(MlDsa44KeyPair::from_seed(&[8; 32]).public());
+        let mine = B64.encode(MlDsa44KeyPair::from_seed(&[6; 32]).public());
+        let good = encode_key(Scheme::MlDsa44, &[6; 32]);
+        let msg = decode(&good.replace(&mine, &other), Path::new("k"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("does not match"), "{msg}");
+        let ed = B64.encode(KeyPair::from_seed(&[6; 32]).public());
+        let msg = decode(&good.replace(&mine, &ed), Path::new("k"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("1312 bytes"), "{msg}");
+        // The same seed under the Ed25519 first line is an Ed25519 key.
+        let as_ed = good.replace(ML_DSA_44_HEADER, HEADER).replace(&mine, &ed);
+        let k = decode(&as_ed, Path::new("k")).unwrap();
+        assert_eq!(k.scheme(), Scheme::Ed25519);
+        assert_eq!(k.public(), KeyPair::from_seed(&[6; 32]).public());
+    }
 
     /// Every value that carries a seed is a wiping buffer: the types are the
     /// check (this does not compile if one becomes a plain copy again).
@@ -409,6 +515,8 @@ mod tests {
     fn seeds_live_only_in_wiping_buffers() {
         let seed: Zeroizing<[u8; 32]> = crate::keys::random_seed().unwrap();
         let again: Zeroizing<[u8; 32]> = KeyPair::from_seed(&seed).seed();
+        let again_pq: Zeroizing<[u8; 32]> = MlDsa44KeyPair::from_seed(&seed).seed();
+        assert_eq!(*again_pq, *seed);
         assert_eq!(*seed, *again);
         let text: Zeroizing<String> = encode(&seed);
         let dir = tempfile::tempdir().unwrap();

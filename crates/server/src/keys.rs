@@ -9,22 +9,200 @@ use std::sync::Arc;
 use zeroize::Zeroizing;
 
 use arc_swap::ArcSwap;
-use gnomon_protocol::request::srv_for;
-use gnomon_protocol::{BatchContext, CertificateSet, KeyPair, Profile, Version};
+use gnomon_protocol::scheme::MAX_PUBLIC;
+use gnomon_protocol::{
+    BatchContext, CertificateSet, KeyPair, LongTermKey, MlDsa44KeyPair, Profile, ProfileSet,
+    Scheme, Sign, Version,
+};
 
-use crate::signer::Signer;
+use crate::signer::OnlineSigner;
+use crate::worker::VersLists;
+
+/// A public key of either scheme by value: `Copy`, as the `[u8; 32]` it
+/// replaces was, and read as the bytes on the wire (`Deref<Target = [u8]>`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PublicBytes {
+    len: usize,
+    bytes: [u8; MAX_PUBLIC],
+}
+
+impl PublicBytes {
+    fn of(key: &[u8]) -> PublicBytes {
+        let mut bytes = [0u8; MAX_PUBLIC];
+        bytes[..key.len()].copy_from_slice(key);
+        PublicBytes {
+            len: key.len(),
+            bytes,
+        }
+    }
+}
+
+impl std::ops::Deref for PublicBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl AsRef<[u8]> for PublicBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for PublicBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "PublicBytes({} bytes, {:02x?}…)",
+            self.len,
+            &self.bytes[..4]
+        )
+    }
+}
+
+impl PartialEq<[u8]> for PublicBytes {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&[u8]> for PublicBytes {
+    fn eq(&self, other: &&[u8]) -> bool {
+        **self == **other
+    }
+}
+
+impl<const N: usize> PartialEq<[u8; N]> for PublicBytes {
+    fn eq(&self, other: &[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for PublicBytes {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+impl PartialEq<PublicBytes> for Vec<u8> {
+    fn eq(&self, other: &PublicBytes) -> bool {
+        self[..] == **other
+    }
+}
+
+/// A secret key of either scheme, made from a 32-byte seed (long-term keys
+/// in key files, online keys minted here or read from delegation files),
+/// with its public key.
+#[derive(Clone, Debug)]
+pub struct SecretKey {
+    secret: Secret,
+    public: LongTermKey,
+}
+
+/// The key itself.
+// The Ed25519 key is held inline (the usual case, and small); the ML-DSA-44
+// one is boxed.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum Secret {
+    /// Ed25519.
+    Ed25519(KeyPair),
+    /// ML-DSA-44 (boxed: its expanded key is 2.5 KB).
+    MlDsa44(Box<MlDsa44KeyPair>),
+}
+
+impl SecretKey {
+    /// The key of `scheme` with this seed.
+    pub fn from_seed(scheme: Scheme, seed: &[u8; 32]) -> SecretKey {
+        match scheme {
+            Scheme::Ed25519 => KeyPair::from_seed(seed).into(),
+            Scheme::MlDsa44 => MlDsa44KeyPair::from_seed(seed).into(),
+        }
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> Scheme {
+        self.public.scheme()
+    }
+
+    /// The public key as on the wire (32 or 1312 bytes), by value.
+    pub fn public(&self) -> PublicBytes {
+        PublicBytes::of(self.public.bytes())
+    }
+
+    /// The public key with its scheme.
+    pub fn public_key(&self) -> &LongTermKey {
+        &self.public
+    }
+
+    /// The seed (for key and delegation files), wiped when dropped.
+    pub fn seed(&self) -> Zeroizing<[u8; 32]> {
+        match &self.secret {
+            Secret::Ed25519(k) => k.seed(),
+            Secret::MlDsa44(k) => k.seed(),
+        }
+    }
+
+    /// The key itself.
+    pub fn secret(&self) -> &Secret {
+        &self.secret
+    }
+
+    /// The Ed25519 key, if it is one.
+    pub fn ed25519(&self) -> Option<&KeyPair> {
+        match &self.secret {
+            Secret::Ed25519(k) => Some(k),
+            Secret::MlDsa44(_) => None,
+        }
+    }
+}
+
+impl From<KeyPair> for SecretKey {
+    fn from(k: KeyPair) -> SecretKey {
+        SecretKey {
+            public: LongTermKey::from(k.public()),
+            secret: Secret::Ed25519(k),
+        }
+    }
+}
+
+impl From<MlDsa44KeyPair> for SecretKey {
+    fn from(k: MlDsa44KeyPair) -> SecretKey {
+        SecretKey {
+            public: LongTermKey::from_bytes(k.public())
+                .unwrap_or_else(|| unreachable!("an ML-DSA-44 key is 1312 bytes")),
+            secret: Secret::MlDsa44(Box::new(k)),
+        }
+    }
+}
+
+/// Signs delegations (minting certificates): Ed25519 as the protocol crate
+/// does, ML-DSA-44 hedged.
+impl Sign for SecretKey {
+    fn scheme(&self) -> Scheme {
+        self.public.scheme()
+    }
+
+    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]) {
+        match &self.secret {
+            Secret::Ed25519(k) => k.sign_into(signed, context_len, out),
+            Secret::MlDsa44(k) => crate::signer::hedged_sign(k, signed, context_len, out),
+        }
+    }
+}
 
 /// One long-term identity as seen by workers.
 pub struct Identity {
-    /// Long-term public key.
-    pub public: [u8; 32],
+    /// Long-term public key; its scheme is the identity's.
+    pub public: LongTermKey,
     /// Its SRV value.
     pub srv: [u8; 32],
-    /// The online key.
-    pub online: KeyPair,
-    /// The online key as workers sign with it (the fastest signer this CPU
-    /// supports).
-    pub signer: Signer,
+    /// The online key, of the same scheme.
+    pub online: SecretKey,
+    /// The online key as workers sign with it (for Ed25519 the fastest
+    /// signer this CPU supports).
+    pub signer: OnlineSigner,
     /// Delegations of `online` for every profile.
     pub certs: CertificateSet,
     /// The host an offline delegation set was made for (a label for
@@ -34,11 +212,11 @@ pub struct Identity {
 
 impl Identity {
     /// An identity from its parts.
-    pub fn new(public: [u8; 32], online: KeyPair, certs: CertificateSet) -> Identity {
+    pub fn new(public: LongTermKey, online: SecretKey, certs: CertificateSet) -> Identity {
         Identity {
+            srv: public.srv(),
             public,
-            srv: srv_for(&public),
-            signer: Signer::new(&online),
+            signer: OnlineSigner::new(&online),
             online,
             certs,
             host: None,
@@ -46,16 +224,17 @@ impl Identity {
     }
 
     /// What the responder needs to answer a batch of `profile` as this
-    /// identity, at `now_us` ± `radius_us`, advertising `vers`; None for a
-    /// profile of another signature scheme ([`KeyEpoch::choose`] never
-    /// picks such an identity).
+    /// identity, at `now_us` ± `radius_us`, advertising the versions of
+    /// `vers` in this identity's scheme; None for a profile of another
+    /// signature scheme ([`KeyEpoch::choose`] never picks such an identity).
     pub fn batch<'a>(
         &'a self,
         profile: &'static Profile,
         now_us: u64,
         radius_us: u32,
-        vers: &'a [Version],
+        vers: &'a VersLists,
     ) -> Option<BatchContext<'a>> {
+        let vers: &[Version] = vers.for_scheme(self.public.scheme());
         Some(BatchContext {
             profile,
             now_us,
@@ -69,8 +248,12 @@ impl Identity {
 
 /// Everything workers need to sign, swapped as a whole.
 pub struct KeyEpoch {
-    /// Identities; the first answers versions without SRV.
+    /// Identities; the first of each scheme answers versions without SRV.
     pub identities: Vec<Identity>,
+    /// The profiles some identity can sign: what acceptors narrow to, so
+    /// a request offering several versions is answered in one a key here
+    /// signs.
+    pub profiles: ProfileSet,
 }
 
 /// Which identity answers a request (each version's request layout, SRV rules).
@@ -109,6 +292,17 @@ impl KeyEpoch {
         }
     }
 
+    /// An epoch of these identities.
+    pub fn new(identities: Vec<Identity>) -> KeyEpoch {
+        let profiles = identities.iter().fold(ProfileSet::empty(), |set, i| {
+            ProfileSet(set.0 | ProfileSet::ALL.of_scheme(i.public.scheme()).0)
+        });
+        KeyEpoch {
+            identities,
+            profiles,
+        }
+    }
+
     /// Whether every identity's delegation, in every profile's encoding,
     /// covers `now_us`: whether the server can sign now.
     pub fn covers(&self, now_us: u64) -> bool {
@@ -119,7 +313,18 @@ impl KeyEpoch {
     pub fn expires_us(&self) -> u64 {
         self.identities
             .iter()
-            .flat_map(|i| i.certs.for_profile(Profile::rfc()).map(|c| c.maxt_us))
+            .flat_map(|i| {
+                // Version 1's delegation, or for an ML-DSA-44 identity its
+                // scheme's first.
+                i.certs
+                    .for_profile(Profile::rfc())
+                    .or_else(|| {
+                        gnomon_protocol::PROFILES
+                            .iter()
+                            .find_map(|p| i.certs.for_profile(p))
+                    })
+                    .map(|c| c.maxt_us)
+            })
             .min()
             .unwrap_or(0)
     }
@@ -137,18 +342,19 @@ pub fn random_seed() -> std::io::Result<Zeroizing<[u8; 32]>> {
 
 /// Where an identity's online keys come from.
 pub enum KeySource {
-    /// The long-term key is here: mint and rotate online keys.
-    LongTerm(KeyPair),
+    /// The long-term key is here: mint and rotate online keys of its
+    /// scheme.
+    LongTerm(SecretKey),
     /// The long-term key stays offline: use delegations made beforehand.
     Offline(crate::offline::OfflineStore),
 }
 
 impl KeySource {
     /// The long-term public key.
-    pub fn public(&self) -> [u8; 32] {
+    pub fn public(&self) -> &LongTermKey {
         match self {
-            KeySource::LongTerm(k) => k.public(),
-            KeySource::Offline(s) => s.long_term_public,
+            KeySource::LongTerm(k) => k.public_key(),
+            KeySource::Offline(s) => &s.long_term_public,
         }
     }
 
@@ -162,16 +368,34 @@ impl KeySource {
     }
 
     /// The online key an offline source uses at `now_us`, if any.
-    fn offline_key(&self, now_us: u64) -> Option<[u8; 32]> {
+    fn offline_key(&self, now_us: u64) -> Option<LongTermKey> {
         match self {
             KeySource::LongTerm(_) => None,
-            KeySource::Offline(s) => s.current(now_us).map(|d| d.online.public()),
+            KeySource::Offline(s) => s.current(now_us).map(|d| d.online.public_key().clone()),
         }
     }
 }
 
+impl From<KeyPair> for KeySource {
+    fn from(k: KeyPair) -> KeySource {
+        KeySource::LongTerm(k.into())
+    }
+}
+
+impl From<MlDsa44KeyPair> for KeySource {
+    fn from(k: MlDsa44KeyPair) -> KeySource {
+        KeySource::LongTerm(k.into())
+    }
+}
+
+impl From<SecretKey> for KeySource {
+    fn from(k: SecretKey) -> KeySource {
+        KeySource::LongTerm(k)
+    }
+}
+
 /// The offline delegations in use at `now_us`, to notice when one ends.
-pub fn offline_selection(sources: &[KeySource], now_us: u64) -> Vec<Option<[u8; 32]>> {
+pub fn offline_selection(sources: &[KeySource], now_us: u64) -> Vec<Option<LongTermKey>> {
     sources.iter().map(|s| s.offline_key(now_us)).collect()
 }
 
@@ -190,14 +414,14 @@ pub fn mint_epoch(
     for source in sources {
         match source {
             KeySource::LongTerm(lt) => {
-                let online = KeyPair::from_seed(&*random_seed()?);
+                let online = SecretKey::from_seed(lt.scheme(), &*random_seed()?);
                 let certs = CertificateSet::mint_all(
                     lt,
-                    &online.public(),
+                    online.public_key().bytes(),
                     now_us.saturating_sub(skew_us),
                     now_us.saturating_add(validity_us),
                 );
-                identities.push(Identity::new(lt.public(), online, certs));
+                identities.push(Identity::new(lt.public_key().clone(), online, certs));
             }
             KeySource::Offline(store) => {
                 let d = store.current(now_us).ok_or_else(|| {
@@ -206,18 +430,21 @@ pub fn mint_epoch(
                         hex_prefix(&store.long_term_public)
                     ))
                 })?;
-                let mut identity =
-                    Identity::new(store.long_term_public, d.online.clone(), d.certs.clone());
+                let mut identity = Identity::new(
+                    store.long_term_public.clone(),
+                    d.online.clone(),
+                    d.certs.clone(),
+                );
                 identity.host = d.host.clone();
                 identities.push(identity);
             }
         }
     }
-    Ok(KeyEpoch { identities })
+    Ok(KeyEpoch::new(identities))
 }
 
-fn hex_prefix(k: &[u8; 32]) -> String {
-    k[..6]
+fn hex_prefix(k: &LongTermKey) -> String {
+    k.bytes()[..6]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect::<String>()
@@ -227,15 +454,66 @@ fn hex_prefix(k: &[u8; 32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gnomon_protocol::request::srv_for;
+    use gnomon_protocol::ProfileId;
+
+    fn ml_dsa() -> &'static Profile {
+        gnomon_protocol::PROFILES
+            .iter()
+            .find(|p| p.scheme == Scheme::MlDsa44)
+            .unwrap()
+    }
+
+    /// One Ed25519 and one ML-DSA-44 identity on one port: without SRV,
+    /// each version goes to the identity of its scheme (neither is
+    /// "several keys" for the other); with SRV, only the named key of the
+    /// version's scheme answers. Online keys are of the identity's scheme.
+    #[test]
+    fn the_versions_scheme_chooses_between_an_ed25519_and_an_ml_dsa_identity() {
+        let ed = KeyPair::from_seed(&[1; 32]);
+        let pq = MlDsa44KeyPair::from_seed(&[2; 32]);
+        let sources = [KeySource::from(ed.clone()), KeySource::from(pq.clone())];
+        let e = mint_epoch(&sources, 1_000_000_000, 60_000_000, 0).unwrap();
+        assert_eq!(e.identities[1].online.scheme(), Scheme::MlDsa44);
+        assert_eq!(e.identities[1].online.public().len(), 1312);
+        assert_eq!(e.identities[1].signer.scheme(), Scheme::MlDsa44);
+        assert_eq!(e.identities[0].online.scheme(), Scheme::Ed25519);
+        assert!(e.identities[1].certs.for_profile(ml_dsa()).is_some());
+        let rfc = Profile::rfc();
+        assert_eq!(e.choose(rfc, None), Choice::Identity(0));
+        assert_eq!(e.choose(ml_dsa(), None), Choice::Identity(1));
+        let pq_srv = srv_for(pq.public());
+        assert_eq!(e.choose(ml_dsa(), Some(&pq_srv)), Choice::Identity(1));
+        // The ML-DSA key's SRV in an Ed25519 version names no Ed25519 key.
+        assert_eq!(e.choose(rfc, Some(&pq_srv)), Choice::UnknownSrv);
+        assert_eq!(
+            e.choose(ml_dsa(), Some(&srv_for(&ed.public()))),
+            Choice::UnknownSrv
+        );
+        assert!(e.profiles.contains(ml_dsa().id) && e.profiles.contains(rfc.id));
+        assert_eq!(e.expires_us(), 1_060_000_000);
+        let only_ed = mint_epoch(&[KeySource::from(ed)], 1_000_000_000, 60_000_000, 0).unwrap();
+        assert_eq!(only_ed.choose(ml_dsa(), None), Choice::NoKeyForScheme);
+        assert!(!only_ed.profiles.contains(ml_dsa().id));
+        let only_pq = mint_epoch(&[KeySource::from(pq)], 1_000_000_000, 60_000_000, 0).unwrap();
+        assert_eq!(only_pq.choose(rfc, None), Choice::NoKeyForScheme);
+        // The certificate expiry metric reads an ML-DSA-only epoch too.
+        assert_eq!(only_pq.expires_us(), 1_060_000_000);
+        assert_eq!(
+            only_pq
+                .profiles
+                .iter()
+                .map(|p| p.id)
+                .collect::<Vec<ProfileId>>(),
+            vec![ml_dsa().id]
+        );
+    }
 
     #[test]
     fn srv_selects_the_identity() {
         let a = KeyPair::from_seed(&[1; 32]);
         let b = KeyPair::from_seed(&[2; 32]);
-        let sources = [
-            KeySource::LongTerm(a.clone()),
-            KeySource::LongTerm(b.clone()),
-        ];
+        let sources = [KeySource::from(a.clone()), KeySource::from(b.clone())];
         let e = mint_epoch(&sources, 1_000_000_000, 60_000_000, 0).unwrap();
         let rfc = Profile::rfc();
         assert_eq!(
@@ -245,7 +523,7 @@ mod tests {
         assert_eq!(e.choose(rfc, Some(&[0; 32])), Choice::UnknownSrv);
         assert_eq!(e.choose(rfc, None), Choice::SrvRequired);
         assert_eq!(e.choose(Profile::google(), None), Choice::Identity(0));
-        let one = mint_epoch(&[KeySource::LongTerm(a)], 1_000_000_000, 60_000_000, 0).unwrap();
+        let one = mint_epoch(&[KeySource::from(a)], 1_000_000_000, 60_000_000, 0).unwrap();
         assert_eq!(one.choose(rfc, None), Choice::Identity(0));
         assert_eq!(one.expires_us(), 1_060_000_000);
     }

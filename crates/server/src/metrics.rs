@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 pub use http::spawn;
 
-use gnomon_protocol::PROFILES;
+use gnomon_protocol::{LongTermKey, Scheme, PROFILES};
 
 use crate::stats::{Drop, WorkerStats, BATCH_BUCKETS, DELAY_BOUNDS_US};
 
@@ -47,12 +47,12 @@ pub struct Snapshot {
 /// Which online key answers for an identity, and for which host it was made:
 /// in a fleet sharing one long-term key, the online key in a response's
 /// delegation tells which host answered.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyInfo {
     /// Long-term public key.
-    pub long_term: [u8; 32],
+    pub long_term: LongTermKey,
     /// Online public key.
-    pub online: [u8; 32],
+    pub online: LongTermKey,
     /// Host name of an offline delegation set, if it names one.
     pub host: Option<String>,
 }
@@ -64,9 +64,24 @@ impl Snapshot {
     }
 }
 
-fn render_keys(o: &mut String, keys: &[KeyInfo]) {
+/// A key as a label value: an Ed25519 key in base64 (44 characters), an
+/// ML-DSA-44 key (1752 characters in base64) as `ml-dsa-44:` and the first
+/// 8 bytes of its SRV in hex, which tells keys apart and matches what
+/// clients send to choose the key.
+pub fn key_label(key: &LongTermKey) -> String {
     use base64::engine::general_purpose::STANDARD as B64;
     use base64::Engine as _;
+    match key.scheme() {
+        Scheme::Ed25519 => B64.encode(key.bytes()),
+        Scheme::MlDsa44 => {
+            let srv = key.srv();
+            let hex: String = srv[..8].iter().map(|b| format!("{b:02x}")).collect();
+            format!("{}:{hex}", key.scheme().name())
+        }
+    }
+}
+
+fn render_keys(o: &mut String, keys: &[KeyInfo]) {
     let _ = writeln!(
         o,
         "# HELP gnomon_online_key_info The online key signing for each long-term key, \
@@ -78,8 +93,8 @@ fn render_keys(o: &mut String, keys: &[KeyInfo]) {
         let _ = writeln!(
             o,
             "gnomon_online_key_info{{long_term_key=\"{}\",online_key=\"{}\",host=\"{}\"}} 1",
-            B64.encode(k.long_term),
-            B64.encode(k.online),
+            key_label(&k.long_term),
+            key_label(&k.online),
             k.host.as_deref().unwrap_or("")
         );
     }
@@ -418,11 +433,18 @@ mod tests {
             cert_expiry_s: 200,
             now_s: 100,
             radius_us: 3_000_000,
-            keys: vec![KeyInfo {
-                long_term: [0; 32],
-                online: [0xff; 32],
-                host: Some("ams-1".into()),
-            }],
+            keys: vec![
+                KeyInfo {
+                    long_term: [0; 32].into(),
+                    online: [0xff; 32].into(),
+                    host: Some("ams-1".into()),
+                },
+                KeyInfo {
+                    long_term: LongTermKey::from_bytes(&[7; 1312]).unwrap(),
+                    online: LongTermKey::from_bytes(&[8; 1312]).unwrap(),
+                    host: None,
+                },
+            ],
             ..Default::default()
         };
         s.stats.received = 6;
@@ -455,6 +477,21 @@ mod tests {
             )),
             "{text}"
         );
+        // An ML-DSA-44 key is labelled by a short fingerprint, its SRV's
+        // first 8 bytes, not by 1752 characters of base64.
+        let srv_hex = |b: u8| -> String {
+            LongTermKey::from_bytes(&[b; 1312]).unwrap().srv()[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        let line = format!(
+            "gnomon_online_key_info{{long_term_key=\"ml-dsa-44:{}\",online_key=\"ml-dsa-44:{}\",host=\"\"}} 1\n",
+            srv_hex(7),
+            srv_hex(8)
+        );
+        assert!(text.contains(&line), "{text}");
+        assert!(text.lines().all(|l| l.len() < 400), "{text}");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! gnomon-delegation v1
 //! # comments: the window in UTC
 //! host: <name>                             (only in per-host sets)
-//! long-term-public: <base64, 32 bytes>
+//! long-term-public: <base64, 32 bytes (Ed25519) or 1312 (ML-DSA-44)>
 //! online-seed: <base64, 32 bytes>          (secret: files are mode 0600)
 //! mint-us: <Unix µs>
 //! maxt-us: <Unix µs>
@@ -20,6 +20,12 @@
 //! cert draft-01 draft-02: <base64>          (profiles sharing an encoding)
 //! …
 //! ```
+//!
+//! The long-term key's length says its scheme (as clients tell keys
+//! apart): the online key is of the same scheme, made from the same kind of
+//! 32-byte seed, and the file carries a certificate for each profile of
+//! that scheme only (for ML-DSA-44, one `cert ml-dsa-44:` line of 3788
+//! bytes). Ed25519 files are read exactly as before.
 //!
 //! Files are named `YYYYMMDDTHHMMSSZ.delegation` after their start
 //! (`HOST-YYYYMMDDTHHMMSSZ.delegation` in a per-host set, see [`check_host_name`]), so a
@@ -47,13 +53,14 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_protocol::verify::check_certificate;
-use gnomon_protocol::{Certificate, CertificateSet, KeyPair, Scheme, PROFILES};
+use gnomon_protocol::{Certificate, CertificateSet, LongTermKey, PROFILES};
 
 use zeroize::Zeroizing;
 
 use crate::keyfile::{
     format_error, parse_fields, read_private, write_private, KeyFileError, MAX_LEN,
 };
+use crate::keys::SecretKey;
 
 pub use host::{check_host_name, MAX_HOST_LEN};
 pub use rescan::Rescan;
@@ -69,9 +76,9 @@ pub const EXTENSION: &str = "delegation";
 #[derive(Clone, Debug)]
 pub struct Delegation {
     /// The long-term public key that signed the delegations.
-    pub long_term_public: [u8; 32],
-    /// The online key.
-    pub online: KeyPair,
+    pub long_term_public: LongTermKey,
+    /// The online key, of the long-term key's scheme.
+    pub online: SecretKey,
     /// Its delegation in every profile's encoding.
     pub certs: CertificateSet,
     /// Start of the window in which every encoding is valid, Unix µs.
@@ -87,12 +94,20 @@ pub struct Delegation {
 impl Delegation {
     /// Delegate to the key with `online_seed` for [mint_us, maxt_us]
     /// (what `gnomon delegate` does once per window).
-    pub fn mint(long_term: &KeyPair, online_seed: &[u8; 32], mint_us: u64, maxt_us: u64) -> Self {
-        let online = KeyPair::from_seed(online_seed);
-        let certs = CertificateSet::mint_all(long_term, &online.public(), mint_us, maxt_us);
+    /// The online key is of `long_term`'s scheme (a `KeyPair` is an
+    /// Ed25519 key).
+    pub fn mint(
+        long_term: &(impl Into<SecretKey> + Clone),
+        online_seed: &[u8; 32],
+        mint_us: u64,
+        maxt_us: u64,
+    ) -> Self {
+        let long_term: SecretKey = long_term.clone().into();
+        let online = SecretKey::from_seed(long_term.scheme(), online_seed);
+        let certs = CertificateSet::mint_all(&long_term, &online.public(), mint_us, maxt_us);
         let (mint_us, maxt_us) = effective_window(&certs);
         Delegation {
-            long_term_public: long_term.public(),
+            long_term_public: long_term.public_key().clone(),
             online,
             certs,
             mint_us,
@@ -146,7 +161,7 @@ impl Delegation {
              online-seed: {}\n\
              mint-us: {}\n\
              maxt-us: {}\n",
-            B64.encode(self.long_term_public),
+            B64.encode(self.long_term_public.bytes()),
             *seed_b64,
             self.mint_us,
             self.maxt_us,
@@ -189,7 +204,7 @@ impl Delegation {
         let mut cert_lines = Vec::new();
         for f in &fields {
             match f.name {
-                "long-term-public" => once(&mut long_term, f.bytes32(path)?, f, path)?,
+                "long-term-public" => once(&mut long_term, long_term_key(f, path)?, f, path)?,
                 "online-seed" => once(&mut seed, f.bytes32(path)?, f, path)?,
                 "mint-us" => once(&mut mint, micros(f, path)?, f, path)?,
                 "maxt-us" => once(&mut maxt, micros(f, path)?, f, path)?,
@@ -202,8 +217,9 @@ impl Delegation {
             }
         }
         let missing = |what| format_error(path, 0, &format!("no `{what}:` line"));
-        let long_term = *long_term.ok_or_else(|| missing("long-term-public"))?;
-        let online = KeyPair::from_seed(&*seed.ok_or_else(|| missing("online-seed"))?);
+        let long_term = long_term.ok_or_else(|| missing("long-term-public"))?;
+        let scheme = long_term.scheme();
+        let online = SecretKey::from_seed(scheme, &*seed.ok_or_else(|| missing("online-seed"))?);
         let mint = mint.ok_or_else(|| missing("mint-us"))?;
         let maxt = maxt.ok_or_else(|| missing("maxt-us"))?;
         if mint > maxt {
@@ -218,6 +234,10 @@ impl Delegation {
                     .iter()
                     .find(|p| p.name == name)
                     .ok_or_else(|| f.error(path, &format!("unknown profile {name:?}")))?;
+                if p.scheme != scheme {
+                    let why = format!("profile {name} is not signed with a {scheme} key");
+                    return Err(f.error(path, &why).into());
+                }
                 let slot = &mut certs[usize::from(p.id.0)];
                 if slot.is_some() {
                     return Err(f
@@ -233,7 +253,7 @@ impl Delegation {
                         profile: p.name,
                     });
                 }
-                if cert.online_public != online.public() {
+                if *cert.online_public != *online.public() {
                     let why = format!("the {name} certificate delegates to another online key");
                     return Err(f.error(path, &why).into());
                 }
@@ -246,7 +266,7 @@ impl Delegation {
         }
         if let Some(p) = PROFILES
             .iter()
-            .find(|p| certs[usize::from(p.id.0)].is_none())
+            .find(|p| p.scheme == scheme && certs[usize::from(p.id.0)].is_none())
         {
             let why = format!(
                 "no certificate for profile {}; make the file again with this \
@@ -255,9 +275,12 @@ impl Delegation {
             );
             return Err(format_error(path, 0, &why).into());
         }
-        let certs: Vec<Certificate> = certs.into_iter().flatten().collect();
-        let certs =
-            CertificateSet::from_fn(Scheme::Ed25519, |p| certs[usize::from(p.id.0)].clone());
+        // Every profile of the scheme has its certificate (checked above).
+        let certs = CertificateSet::from_fn(scheme, |p| {
+            certs[usize::from(p.id.0)]
+                .clone()
+                .unwrap_or_else(|| unreachable!("checked above"))
+        });
         let (mint_us, maxt_us) = effective_window(&certs);
         if mint_us > maxt_us {
             return Err(format_error(path, 0, "the encodings' windows do not overlap").into());
@@ -315,6 +338,19 @@ fn once<T>(
     Ok(())
 }
 
+/// A long-term public key of either scheme, told apart by its length.
+fn long_term_key(f: &crate::keyfile::Field<'_>, path: &Path) -> Result<LongTermKey, KeyFileError> {
+    let bytes = B64
+        .decode(f.value)
+        .map_err(|_| f.error(path, "not valid base64"))?;
+    LongTermKey::from_bytes(&bytes).ok_or_else(|| {
+        f.error(
+            path,
+            "expected 32 bytes (Ed25519) or 1312 bytes (ML-DSA-44)",
+        )
+    })
+}
+
 fn micros(f: &crate::keyfile::Field<'_>, path: &Path) -> Result<u64, KeyFileError> {
     f.value
         .parse()
@@ -361,7 +397,7 @@ pub fn plan_windows(
 #[derive(Clone, Debug)]
 pub struct OfflineStore {
     /// The long-term key all of them are signed by.
-    pub long_term_public: [u8; 32],
+    pub long_term_public: LongTermKey,
     /// Sorted by start.
     delegations: Vec<Delegation>,
     /// The directory, for [`Self::rescan`].
@@ -377,14 +413,14 @@ impl OfflineStore {
     /// long-term key: `expected` if given, else whichever the files name.
     /// Expired files are kept (they are harmless and show the history);
     /// [`Self::current`] skips them.
-    pub fn load(dir: &Path, expected: Option<&[u8; 32]>) -> Result<OfflineStore, OfflineError> {
+    pub fn load(dir: &Path, expected: Option<&[u8]>) -> Result<OfflineStore, OfflineError> {
         let read_dir = |error| OfflineError::ReadDir {
             dir: dir.to_owned(),
             error,
         };
         let paths = rescan::listing(dir).map_err(read_dir)?;
         let mut delegations: Vec<Delegation> = Vec::new();
-        let mut key = expected.copied();
+        let mut key: Option<Vec<u8>> = expected.map(<[u8]>::to_vec);
         let mut seen = rescan::Seen::default();
         for path in paths {
             seen.insert(path.clone(), rescan::stamp(&path));
@@ -404,22 +440,23 @@ impl OfflineStore {
                 }
             }
             match key {
-                Some(k) if k != d.long_term_public => {
+                Some(k) if k != d.long_term_public.bytes() => {
                     return Err(OfflineError::WrongLongTermKey {
                         path,
                         expected: k,
-                        found: d.long_term_public,
+                        found: d.long_term_public.bytes().to_vec(),
                     })
                 }
-                _ => key = Some(d.long_term_public),
+                _ => key = Some(d.long_term_public.bytes().to_vec()),
             }
             delegations.push(d);
         }
-        let long_term_public =
-            key.filter(|_| !delegations.is_empty())
-                .ok_or_else(|| OfflineError::Empty {
-                    dir: dir.to_owned(),
-                })?;
+        let long_term_public = delegations
+            .first()
+            .map(|d| d.long_term_public.clone())
+            .ok_or_else(|| OfflineError::Empty {
+                dir: dir.to_owned(),
+            })?;
         delegations.sort_by_key(|d| (d.mint_us, d.maxt_us));
         Ok(OfflineStore {
             long_term_public,
@@ -504,9 +541,9 @@ pub enum OfflineError {
         /// The file.
         path: PathBuf,
         /// The key expected.
-        expected: [u8; 32],
+        expected: Vec<u8>,
         /// The key in the file.
-        found: [u8; 32],
+        found: Vec<u8>,
     },
     /// The file names another host than the directory's other files.
     MixedHosts {
@@ -559,8 +596,8 @@ impl fmt::Display for OfflineError {
                 "{} is signed by long-term key {}, not the expected {} \
                  (offline-public-key, or the directory's other files)",
                 path.display(),
-                B64.encode(found),
-                B64.encode(expected)
+                key_text(found),
+                key_text(expected)
             ),
             OfflineError::MixedHosts {
                 path,
@@ -573,6 +610,14 @@ impl fmt::Display for OfflineError {
                 path.display()
             ),
         }
+    }
+}
+
+/// A key in a message: base64, shortened for an ML-DSA-44 key.
+fn key_text(key: &[u8]) -> String {
+    match LongTermKey::from_bytes(key) {
+        Some(k) if k.ed25519().is_none() => crate::metrics::key_label(&k),
+        _ => B64.encode(key),
     }
 }
 

@@ -21,6 +21,7 @@
 //! buffers (addresses, worker count, batch size, receive buffer, TCP on or
 //! off) keeps its value from the start; `gnomon serve` names it in the log.
 
+use gnomon_protocol::LongTermKey;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -35,7 +36,7 @@ pub(crate) struct Request {
     /// New identities, or `None` to keep the running ones.
     pub(crate) sources: Option<Vec<KeySource>>,
     /// The public keys now served, or why nothing changed.
-    pub(crate) reply: SyncSender<io::Result<Vec<[u8; 32]>>>,
+    pub(crate) reply: SyncSender<io::Result<Vec<LongTermKey>>>,
 }
 
 /// Why a reload was refused: the `reason` of

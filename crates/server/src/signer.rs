@@ -8,8 +8,15 @@
 //! the protocol crate's [`KeyPair`] (ed25519-dalek) signs. Both give the same
 //! bytes: Ed25519 is deterministic. Figures and the other candidates:
 //! docs/COST.md, "Crypto crates".
+//!
+//! An ML-DSA-44 online key (version 0x90000001, docs/PQ.md) signs through
+//! [`MlDsaSigner`]: hedged signatures, 32 fresh bytes from the OS per
+//! signature. [`OnlineSigner`] is either.
 
-use gnomon_protocol::{KeyPair, Scheme, Sign};
+use gnomon_protocol::scheme::ML_DSA_44_SIGNATURE_LEN;
+use gnomon_protocol::{KeyPair, MlDsa44KeyPair, Scheme, Sign};
+
+use crate::keys::{Secret, SecretKey};
 
 /// The online key as the workers sign with it.
 pub struct Signer {
@@ -76,9 +83,125 @@ impl core::fmt::Debug for Signer {
     }
 }
 
+/// An ML-DSA-44 online key as the workers sign with it: hedged (FIPS 204
+/// §3.4, the default there), with FIPS 204's `rnd` drawn from the OS for
+/// every signature by one `getrandom` call into a stack buffer: no
+/// allocation, one syscall next to a signature that costs a few hundred
+/// microseconds. Should the OS refuse, that signature is the deterministic
+/// variant (`rnd` all zeros), which FIPS 204 equally allows.
+pub struct MlDsaSigner {
+    key: Box<MlDsa44KeyPair>,
+}
+
+impl MlDsaSigner {
+    /// A signer for `key`.
+    pub fn new(key: &MlDsa44KeyPair) -> MlDsaSigner {
+        MlDsaSigner {
+            key: Box::new(key.clone()),
+        }
+    }
+}
+
+impl Sign for MlDsaSigner {
+    fn scheme(&self) -> Scheme {
+        Scheme::MlDsa44
+    }
+
+    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]) {
+        hedged_sign(&self.key, signed, context_len, out);
+    }
+}
+
+/// `key`'s hedged signature of `signed[context_len..]` under the context
+/// `signed[..context_len]`, into `out[..2420]` (see [`MlDsaSigner`]).
+pub(crate) fn hedged_sign(key: &MlDsa44KeyPair, signed: &[u8], context_len: usize, out: &mut [u8]) {
+    let (context, message) = signed.split_at(context_len.min(signed.len()));
+    let mut rnd = [0u8; 32];
+    if getrandom::getrandom(&mut rnd).is_err() {
+        rnd = [0; 32];
+    }
+    let sig = key.sign_with(context, message, &rnd);
+    out[..ML_DSA_44_SIGNATURE_LEN].copy_from_slice(&sig);
+}
+
+impl core::fmt::Debug for MlDsaSigner {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "MlDsaSigner(libcrux-ml-dsa, hedged)")
+    }
+}
+
+/// The online key of an identity of either scheme, as workers sign with it.
+// Ed25519, the hot path, inline: no pointer to follow per batch.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum OnlineSigner {
+    /// Ed25519: the fastest signer this CPU supports.
+    Ed25519(Signer),
+    /// ML-DSA-44, hedged.
+    MlDsa44(MlDsaSigner),
+}
+
+impl OnlineSigner {
+    /// The signer for `key`, of its scheme.
+    pub fn new(key: &SecretKey) -> OnlineSigner {
+        match key.secret() {
+            Secret::Ed25519(k) => OnlineSigner::Ed25519(Signer::new(k)),
+            Secret::MlDsa44(k) => OnlineSigner::MlDsa44(MlDsaSigner::new(k)),
+        }
+    }
+
+    /// Which implementation signs.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            OnlineSigner::Ed25519(s) => s.backend(),
+            OnlineSigner::MlDsa44(_) => "libcrux-ml-dsa",
+        }
+    }
+}
+
+impl Sign for OnlineSigner {
+    fn scheme(&self) -> Scheme {
+        match self {
+            OnlineSigner::Ed25519(s) => s.scheme(),
+            OnlineSigner::MlDsa44(s) => s.scheme(),
+        }
+    }
+
+    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]) {
+        match self {
+            OnlineSigner::Ed25519(s) => s.sign_into(signed, context_len, out),
+            OnlineSigner::MlDsa44(s) => s.sign_into(signed, context_len, out),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ML-DSA signatures are hedged: two signatures of one message differ,
+    /// and both verify under the key with the context as FIPS 204's
+    /// context parameter.
+    #[test]
+    fn ml_dsa_signatures_are_hedged_and_verify() {
+        let key = MlDsa44KeyPair::from_seed(&[3; 32]);
+        let signer = OnlineSigner::new(&SecretKey::from(key.clone()));
+        assert_eq!(signer.scheme(), Scheme::MlDsa44);
+        let ctx = b"RoughTime v1 response signature\0";
+        let mut signed = ctx.to_vec();
+        signed.extend_from_slice(b"message");
+        let sign = || {
+            let mut out = vec![0u8; ML_DSA_44_SIGNATURE_LEN];
+            signer.sign_into(&signed, ctx.len(), &mut out);
+            out
+        };
+        let (a, b) = (sign(), sign());
+        assert_ne!(a, b, "two signatures of one message are equal: not hedged");
+        for sig in [&a, &b] {
+            assert!(Scheme::MlDsa44.verify(key.public(), ctx, b"message", sig));
+        }
+        assert!(!Scheme::MlDsa44.verify(key.public(), b"", &signed, &a));
+    }
 
     /// Every message length up to past two SHA-512 blocks, several keys:
     /// the fast signer gives the portable signer's bytes, and they verify.

@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 use arc_swap::{ArcSwap, Guard};
 use arrayvec::ArrayVec;
 use gnomon_protocol::responder::RespondError;
-use gnomon_protocol::{Acceptor, Request, Responder, ResponderOptions, ResponseSink, Version};
+use gnomon_protocol::{
+    Acceptor, ProfileSet, Request, Responder, ResponderOptions, ResponseSink, Scheme, Version,
+    PROFILES,
+};
 use socket2::Socket;
 
 use crate::budget::SignatureBudget;
@@ -73,8 +76,9 @@ pub struct WorkerConfig {
     pub acceptor: Acceptor,
     /// Responder options.
     pub options: ResponderOptions,
-    /// VERS: the versions this server answers, ascending.
-    pub vers: Vec<Version>,
+    /// VERS: the versions this server answers, ascending, one list per
+    /// signature scheme (an SREP lists only its key's scheme's versions).
+    pub vers: VersLists,
     /// Grease (RFC 10049 §7): responses per million sent with a broken
     /// signature. 0 by default.
     pub grease_per_million: u32,
@@ -88,6 +92,65 @@ pub struct WorkerConfig {
     pub batch_wait_us: u64,
     /// Deny and allow lists, rate per source prefix, signature budget.
     pub limit: LimitConfig,
+}
+
+/// The versions a server lists in VERS, split by signature scheme once,
+/// when the configuration is made, so that a batch picks its identity's
+/// list without allocating: an Ed25519 SREP never names 0x90000001, and
+/// an ML-DSA-44 one lists exactly the ML-DSA-44 versions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersLists {
+    ed25519: Vec<Version>,
+    ml_dsa_44: Vec<Version>,
+}
+
+impl VersLists {
+    /// `versions` (ascending) split by the scheme of the profile of each;
+    /// a number no profile has is listed under Ed25519.
+    pub fn new(versions: &[Version]) -> VersLists {
+        let scheme = |v: &Version| {
+            PROFILES
+                .iter()
+                .find(|p| p.version == *v)
+                .map_or(Scheme::Ed25519, |p| p.scheme)
+        };
+        let of = |s| {
+            versions
+                .iter()
+                .filter(|v| scheme(v) == s)
+                .copied()
+                .collect()
+        };
+        VersLists {
+            ed25519: of(Scheme::Ed25519),
+            ml_dsa_44: of(Scheme::MlDsa44),
+        }
+    }
+
+    /// The list for an identity of `scheme`.
+    pub fn for_scheme(&self, scheme: Scheme) -> &[Version] {
+        match scheme {
+            Scheme::Ed25519 => &self.ed25519,
+            Scheme::MlDsa44 => &self.ml_dsa_44,
+        }
+    }
+}
+
+impl From<Vec<Version>> for VersLists {
+    fn from(versions: Vec<Version>) -> VersLists {
+        VersLists::new(&versions)
+    }
+}
+
+/// What a UDP worker accepts: the configured profiles that go over UDP
+/// (never ML-DSA-44: its answer is far larger than any request, docs/PQ.md)
+/// and that some identity held now can sign, so a request offering several
+/// versions is answered in one that can be.
+pub fn udp_acceptor(acceptor: &Acceptor, signable: ProfileSet) -> Acceptor {
+    Acceptor {
+        profiles: ProfileSet(acceptor.profiles.over_udp().0 & signable.0),
+        min_size: acceptor.min_size,
+    }
 }
 
 /// The settings every worker follows, swapped whole by a configuration
@@ -419,6 +482,7 @@ impl Worker {
         // estimated from the process's (no system call per batch).
         let kernel_now_ns = kernel_time.now_ns(now_ns, t_parse, &SystemClocks);
         let keys = self.keys.load();
+        let acceptor = udp_acceptor(&config.acceptor, keys.profiles);
         let answering = self.clock.answering.load(Ordering::Relaxed);
         let radius_us = self
             .clock
@@ -466,7 +530,7 @@ impl Worker {
                         continue;
                     }
                 }
-                let request = match config.acceptor.parse(received.datagram(i)) {
+                let request = match acceptor.parse(received.datagram(i)) {
                     Ok(r) => r,
                     Err(e) => {
                         stats.drop(e.into());

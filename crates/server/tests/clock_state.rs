@@ -37,7 +37,7 @@ fn start(unsynchronized_radius_us: Option<u64>, failing: Arc<AtomicBool>) -> (En
         unsynchronized_radius_us,
         ..config("127.0.0.1:0", worker_config(64))
     };
-    let sources = vec![gnomon_server::keys::KeySource::LongTerm(lt.clone())];
+    let sources = vec![gnomon_server::keys::KeySource::from(lt.clone())];
     (
         Engine::start_with_clock(cfg, sources, reader(failing)).unwrap(),
         lt,

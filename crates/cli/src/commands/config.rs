@@ -99,13 +99,15 @@ fn check_keys(config: &Config) -> Result<(), String> {
             IdentitySource::KeyFile(path) => {
                 let key = keyfile::load(path).map_err(|e| e.to_string())?;
                 eprintln!(
-                    "key file {}: public key {}",
+                    "key file {}: {} public key {}",
                     path.display(),
+                    key.scheme().name(),
                     B64.encode(key.public())
                 );
             }
             IdentitySource::OfflineDir(dir, pin) => {
-                let store = OfflineStore::load(dir, pin.as_ref()).map_err(|e| e.to_string())?;
+                let store = OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
+                    .map_err(|e| e.to_string())?;
                 let current = store.current(now_us).map_or_else(
                     || "none valid now".to_owned(),
                     |d| format!("current until {}", format_utc(d.maxt_us)),
@@ -114,9 +116,10 @@ fn check_keys(config: &Config) -> Result<(), String> {
                     .host()
                     .map_or_else(String::new, |h| format!("host {h}, "));
                 eprintln!(
-                    "offline dir {}: {host}public key {}, {} delegations, {current}, last expires {}",
+                    "offline dir {}: {host}{} public key {}, {} delegations, {current}, last expires {}",
                     dir.display(),
-                    B64.encode(store.long_term_public),
+                    store.long_term_public.scheme().name(),
+                    B64.encode(store.long_term_public.bytes()),
                     store.delegations().len(),
                     format_utc(store.last_expiry_us()),
                 );

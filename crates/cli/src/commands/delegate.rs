@@ -18,10 +18,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use gnomon_protocol::KeyPair;
 use gnomon_server::config::parse_duration;
 use gnomon_server::keyfile;
 use gnomon_server::keys::random_seed;
+use gnomon_server::keys::SecretKey;
 use gnomon_server::offline::{
     check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
 };
@@ -279,7 +279,7 @@ fn create_private_dir(dir: &Path) -> Result<(), Failure> {
 
 /// Fresh online keys for every window.
 fn mint(
-    long_term: &KeyPair,
+    long_term: &SecretKey,
     windows: &[(u64, u64)],
     host: Option<&str>,
 ) -> Result<Vec<Delegation>, Failure> {
@@ -326,7 +326,7 @@ fn until_covered(windows: &[(u64, u64)], mut covered: u64, goal: u64) -> Vec<(u6
 /// to it.
 fn existing_delegations(
     dir: &Path,
-    public: &[u8; 32],
+    public: &[u8],
     host: Option<&str>,
 ) -> Result<Option<OfflineStore>, Failure> {
     let listing =
@@ -366,7 +366,7 @@ fn existing_delegations(
 /// replaced whole (written beside, then renamed) on every run.
 fn write_manifest(
     out: &Path,
-    public: &[u8; 32],
+    public: &[u8],
     targets: &[Target],
     stores: &[OfflineStore],
 ) -> Result<(), Failure> {

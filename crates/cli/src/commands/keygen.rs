@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use gnomon_protocol::KeyPair;
+use gnomon_protocol::Scheme;
 use gnomon_server::keyfile::{self, KeyFileError};
-use gnomon_server::keys::random_seed;
+use gnomon_server::keys::{random_seed, SecretKey};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -18,6 +18,17 @@ pub(crate) struct Args {
     /// Replace an existing file at FILE (the old key is lost).
     #[arg(long)]
     force: bool,
+    /// Signature scheme: ed25519, or ml-dsa-44 for the experimental
+    /// post-quantum version 0x90000001 (TCP only; docs/PQ.md).
+    #[arg(long, value_name = "SCHEME", default_value = "ed25519", value_parser = parse_scheme)]
+    scheme: Scheme,
+}
+
+fn parse_scheme(name: &str) -> Result<Scheme, String> {
+    Scheme::by_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
+        format!("unknown scheme {name:?} (expected {})", names.join(" or "))
+    })
 }
 
 /// Prints the public key in base64 on stdout, one line, so that scripts can
@@ -31,9 +42,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     };
     let written = if args.force {
-        keyfile::write_replacing(&args.out, &seed)
+        keyfile::write_replacing_key(&args.out, args.scheme, &seed)
     } else {
-        keyfile::write_new(&args.out, &seed)
+        keyfile::write_new_key(&args.out, args.scheme, &seed)
     };
     if let Err(e) = written {
         eprintln!("gnomon keygen: {e}");
@@ -42,12 +53,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
         return ExitCode::from(crate::exit::CANT_CREATE);
     }
-    let public = KeyPair::from_seed(&seed).public();
-    println!("{}", B64.encode(public));
+    let key = SecretKey::from_seed(args.scheme, &seed);
+    println!("{}", B64.encode(key.public()));
     eprintln!(
-        "gnomon keygen: wrote {} (mode 0600); public key (hex) {}",
+        "gnomon keygen: wrote {} (mode 0600); {} public key (hex) {}",
         args.out.display(),
-        hex::encode(public)
+        args.scheme.name(),
+        hex::encode(key.public())
     );
     ExitCode::SUCCESS
 }

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use gnomon_protocol::{Acceptor, KeyPair, ResponderOptions};
+use gnomon_protocol::{Acceptor, KeyPair, LongTermKey, ResponderOptions};
 use gnomon_server::config::{Config, IdentitySource, LogConfig, LogFormat, LogLevel};
 use gnomon_server::engine::ClockReader;
 use gnomon_server::keys::{random_seed, KeySource};
 use gnomon_server::offline::OfflineStore;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::tcp::TcpConfig;
-use gnomon_server::worker::WorkerConfig;
+use gnomon_server::worker::{VersLists, WorkerConfig};
 use gnomon_server::{activation, keyfile, metrics};
 use gnomon_server::{Engine, EngineConfig};
 use tracing_subscriber::filter::LevelFilter;
@@ -65,7 +65,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
             )
         })?;
         tracing::warn!("ephemeral long-term key, made for this run only; not for production");
-        return Ok(vec![KeySource::LongTerm(KeyPair::from_seed(&seed))]);
+        return Ok(vec![KeyPair::from_seed(&seed).into()]);
     }
     let mut sources = Vec::new();
     for identity in &config.identities {
@@ -73,17 +73,19 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
             IdentitySource::KeyFile(path) => keyfile::load(path)
                 .map(KeySource::LongTerm)
                 .map_err(|e| e.to_string()),
-            IdentitySource::OfflineDir(dir, pin) => OfflineStore::load(dir, pin.as_ref())
-                .map(|store| {
-                    if let Some(host) = store.host() {
-                        tracing::info!(
-                            "offline delegations in {} were made for host {host}",
-                            dir.display()
-                        );
-                    }
-                    KeySource::Offline(store)
-                })
-                .map_err(|e| e.to_string()),
+            IdentitySource::OfflineDir(dir, pin) => {
+                OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
+                    .map(|store| {
+                        if let Some(host) = store.host() {
+                            tracing::info!(
+                                "offline delegations in {} were made for host {host}",
+                                dir.display()
+                            );
+                        }
+                        KeySource::Offline(store)
+                    })
+                    .map_err(|e| e.to_string())
+            }
         };
         sources.push(source.map_err(|e| (e, USAGE))?);
     }
@@ -109,7 +111,7 @@ fn engine_config(config: &Config) -> EngineConfig {
                 batch_disputed: config.batch_disputed,
                 google_nonce: config.google_nonce,
             },
-            vers,
+            vers: VersLists::new(&vers),
             grease_per_million: (config.grease.get() * 1e6).round() as u32,
             fail_after: injected_fault(),
             batch_wait_us: config.batch_wait.get().as_micros() as u64,
@@ -206,8 +208,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let publics: Vec<[u8; 32]> = sources.iter().map(KeySource::public).collect();
-    let public = publics[0];
+    let publics: Vec<LongTermKey> = sources.iter().map(|s| s.public().clone()).collect();
+    let public = publics[0].clone();
     let engine_config = engine_config(&config);
     let workers = engine_config.workers;
     let engine = match Engine::start_on(engine_config, sources, clock_reader(), passed) {
@@ -256,9 +258,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // fails to start would be a key nobody can ever use.
     out!(
         "public key (base64): {}",
-        base64::engine::general_purpose::STANDARD.encode(public)
+        base64::engine::general_purpose::STANDARD.encode(public.bytes())
     );
-    out!("public key (hex):    {}", hex::encode(public));
+    out!("public key (hex):    {}", hex::encode(public.bytes()));
     let mut clock_report = ClockReport::read(&engine);
     clock_report.log_changes_from(&ClockReport::FINE);
     let how = if activated {

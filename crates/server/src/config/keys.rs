@@ -151,7 +151,7 @@ pub static KEYS: &[KeySpec] = &[
         value_name: "FILE",
         expected: "paths of long-term key files made by `gnomon keygen`",
         default: "[] (an ephemeral key, not for production)",
-        help: "Long-term key files, one identity each; the first answers requests without SRV",
+        help: "Long-term key files (Ed25519 or ML-DSA-44), one identity each; the first of each scheme answers requests without SRV",
     },
     KeySpec {
         key: "offline-dir",

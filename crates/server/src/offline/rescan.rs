@@ -112,8 +112,8 @@ impl OfflineStore {
         if d.long_term_public != self.long_term_public {
             return Err(OfflineError::WrongLongTermKey {
                 path: path.to_owned(),
-                expected: self.long_term_public,
-                found: d.long_term_public,
+                expected: self.long_term_public.bytes().to_vec(),
+                found: d.long_term_public.bytes().to_vec(),
             });
         }
         Ok(d)

@@ -1,7 +1,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use gnomon_protocol::verify::check_certificate;
-use gnomon_protocol::Profile;
+use gnomon_protocol::{KeyPair, Profile, Scheme};
 
 use super::*;
 
@@ -51,7 +51,7 @@ fn file_round_trips_every_profile_and_holds_no_long_term_seed() {
     assert_eq!(cert_lines, d.certs.distinct());
     let back = Delegation::decode(&text, Path::new("x.delegation")).unwrap();
     assert_eq!(*back.online.seed(), [0x22; 32]);
-    assert_eq!(back.long_term_public, lt.public());
+    assert_eq!(back.long_term_public.bytes(), lt.public());
     assert_eq!((back.mint_us, back.maxt_us), (d.mint_us, d.maxt_us));
     assert_eq!(back.certs.distinct(), d.certs.distinct());
     for p in PROFILES.iter().filter(|p| p.scheme == Scheme::Ed25519) {
@@ -76,9 +76,9 @@ fn window_is_narrowed_to_what_every_encoding_covers() {
 #[test]
 fn loader_picks_the_window_valid_now() {
     let (dir, paths) = three_windows();
-    let store = OfflineStore::load(dir.path(), Some(&long_term().public())).unwrap();
+    let store = OfflineStore::load(dir.path(), Some(&long_term().public()[..])).unwrap();
     assert_eq!(store.delegations().len(), 3);
-    assert_eq!(store.long_term_public, long_term().public());
+    assert_eq!(store.long_term_public.bytes(), long_term().public());
     let seed_at = |now| store.current(now).map(|d| d.online.seed()[0]);
     assert_eq!(seed_at(T0 - 1), None, "before the first MINT");
     assert_eq!(seed_at(T0), Some(1));
@@ -145,7 +145,7 @@ fn a_directory_signed_by_another_long_term_key_is_rejected() {
     let (dir, _) = three_windows();
     // Consistent in itself, but not the configured identity.
     let other = KeyPair::from_seed(&[0x77; 32]);
-    let e = OfflineStore::load(dir.path(), Some(&other.public())).unwrap_err();
+    let e = OfflineStore::load(dir.path(), Some(&other.public()[..])).unwrap_err();
     assert!(matches!(e, OfflineError::WrongLongTermKey { .. }), "{e}");
     // Nor may one directory mix two long-term keys.
     Delegation::mint(&other, &[9; 32], T0 + 200 * HOUR, T0 + 201 * HOUR)
@@ -368,4 +368,70 @@ fn a_rescan_refuses_another_hosts_file() {
         .delegations()
         .iter()
         .all(|d| d.host.as_deref() == Some("ams-1")));
+}
+
+/// A delegation file for an ML-DSA-44 root: the online key is ML-DSA-44,
+/// the file carries the ml-dsa-44 certificate only, checked against the
+/// root; it loads into a store, and one with a forged certificate or an
+/// Ed25519 profile's certificate is refused.
+#[test]
+fn ml_dsa_root_delegations_round_trip_and_are_checked() {
+    use gnomon_protocol::MlDsa44KeyPair;
+    let root = MlDsa44KeyPair::from_seed(&[0x31; 32]);
+    let d = Delegation::mint(&root, &[0x32; 32], T0, T0 + 24 * HOUR);
+    assert_eq!(d.online.scheme(), Scheme::MlDsa44);
+    assert_eq!(d.long_term_public.bytes(), root.public());
+    let p = PROFILES
+        .iter()
+        .find(|p| p.scheme == Scheme::MlDsa44)
+        .unwrap();
+    assert_eq!(d.certs.distinct(), 1);
+    assert!(d.certs.for_profile(Profile::rfc()).is_none());
+    let text = d.encode();
+    assert!(text.contains("cert ml-dsa-44: "), "{}", *text);
+    let back = Delegation::decode(&text, Path::new("x.delegation")).unwrap();
+    assert_eq!(back.online.public(), d.online.public());
+    assert_eq!(*back.online.seed(), [0x32; 32]);
+    let cert = back.certs.for_profile(p).unwrap();
+    assert_eq!(cert.bytes().len(), Scheme::MlDsa44.cert_len());
+    assert!(check_certificate(cert.bytes(), p, root.public()).is_ok());
+    let dir = tempfile::tempdir().unwrap();
+    d.write_into(dir.path()).unwrap();
+    let store = OfflineStore::load(dir.path(), Some(&root.public()[..])).unwrap();
+    assert_eq!(store.long_term_public.bytes(), root.public());
+    assert!(store.current(T0 + HOUR).is_some());
+
+    // A certificate signed by another ML-DSA root, under this root's name.
+    let other = Delegation::mint(
+        &MlDsa44KeyPair::from_seed(&[0x33; 32]),
+        &[0x32; 32],
+        T0,
+        T0 + 24 * HOUR,
+    );
+    let theirs = other.encode();
+    let cert_line = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("cert "))
+            .unwrap()
+            .to_owned()
+    };
+    let forged = text.replace(&cert_line(&text), &cert_line(&theirs));
+    let e = Delegation::decode(&forged, Path::new("x")).unwrap_err();
+    assert!(matches!(e, OfflineError::BadSignature { .. }), "{e}");
+    // An Ed25519 profile's certificate in an ML-DSA file.
+    let ed = Delegation::mint(&long_term(), &[1; 32], T0, T0 + HOUR).encode();
+    let mixed = format!("{}{}\n", *text, cert_line(&ed));
+    let msg = Delegation::decode(&mixed, Path::new("x"))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("not signed with a ML-DSA-44 key"), "{msg}");
+    // Without its certificate the file is incomplete.
+    let bare = text.replace(&format!("{}\n", cert_line(&text)), "");
+    let msg = Delegation::decode(&bare, Path::new("x"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("no certificate for profile ml-dsa-44"),
+        "{msg}"
+    );
 }

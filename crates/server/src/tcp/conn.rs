@@ -22,13 +22,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use arrayvec::ArrayVec;
 use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::wire::PACKET_HEADER;
-use gnomon_protocol::{Acceptor, Profile, Request, RequestError, Responder, ResponseSink};
+use gnomon_protocol::{
+    Acceptor, Profile, ProfileSet, Request, RequestError, Responder, ResponseSink, Scheme,
+};
 
 use super::frame::{scan, Scan};
 use super::{bump, tcp_acceptor, Close, ConnState, Counters, Place, Shared, TcpConfig};
 use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
 use crate::stats::Drop;
+use crate::worker::udp_acceptor;
 
 /// Requests answered per responder call at most.
 const BURST: usize = 64;
@@ -37,14 +40,42 @@ const BURST: usize = 64;
 const MIN_BUFFER: usize = 8 * 1024;
 /// `set_read_timeout` refuses zero; a deadline this close counts as passed.
 const MIN_WAIT: Duration = Duration::from_millis(1);
-/// Output room kept per response. The largest response of any profile is
-/// about 1.2 KiB: header 64, SIG 64, VER 4, NONC ≤ 64, TYPE 4, PATH ≤ 6 × 64
-/// (runs of at most 64 requests), SREP ≤ 384, CERT ≤ 200, INDX 4. A
-/// response that did not fit would be dropped as `NoRoom` and counted.
+/// Output room kept per Ed25519 response. The largest response of any
+/// Ed25519 profile is about 1.2 KiB: header 64, SIG 64, VER 4, NONC ≤ 64,
+/// TYPE 4, PATH ≤ 6 × 64 (runs of at most 64 requests), SREP ≤ 384,
+/// CERT ≤ 200, INDX 4. A response that did not fit would be dropped as
+/// `NoRoom` and counted.
 const RESPONSE_ROOM: usize = 2048;
+/// Output room kept per ML-DSA-44 response (version 0x90000001): SIG 2420
+/// and CERT 3788 instead of 64 and 152, the rest as above: about 7.2 KiB.
+const ML_DSA_RESPONSE_ROOM: usize = 8192;
 /// Output buffer: several responses, so a pipelined burst is written in a
 /// few syscalls.
 const OUT_BUFFER: usize = 16 * RESPONSE_ROOM;
+
+/// Room kept per response of `profile`.
+fn response_room(profile: &Profile) -> usize {
+    match profile.scheme {
+        Scheme::Ed25519 => RESPONSE_ROOM,
+        Scheme::MlDsa44 => ML_DSA_RESPONSE_ROOM,
+    }
+}
+
+// Every room, with the largest header, SIG, CERT, SREP and PATH of its
+// scheme, fits the output buffer, and the ML-DSA room its response.
+const _: () = assert!(OUT_BUFFER >= ML_DSA_RESPONSE_ROOM);
+const _: () = assert!(
+    ML_DSA_RESPONSE_ROOM
+        >= 64
+            + Scheme::MlDsa44.signature_len()
+            + Scheme::MlDsa44.cert_len()
+            + 4
+            + 64
+            + 4
+            + 6 * 64
+            + 384
+            + 4
+);
 
 /// Serve `stream` until it closes, then count why and shut it.
 pub(super) fn serve(stream: Arc<TcpStream>, place: Place, state: Arc<ConnState>, shared: &Shared) {
@@ -235,7 +266,16 @@ impl<'s> Conn<'s> {
         let worker = shared.worker.load();
         self.responder.set_options(worker.options);
         self.greaser.set_per_million(worker.grease_per_million);
-        let acceptors = (tcp_acceptor(&worker.acceptor), worker.acceptor);
+        // Narrowed to what some identity held now can sign, so a request
+        // offering several versions is answered in one that can be.
+        let signable = Acceptor {
+            profiles: ProfileSet(worker.acceptor.profiles.0 & keys.profiles.0),
+            ..worker.acceptor
+        };
+        let acceptors = (
+            tcp_acceptor(&signable),
+            udp_acceptor(&worker.acceptor, keys.profiles),
+        );
         let answering = shared.clock.answering.load(Ordering::Relaxed);
         let now_us = now_us();
         let radius_us = shared
@@ -280,7 +320,8 @@ impl<'s> Conn<'s> {
             let more = slots.is_full();
             let mut start = 0;
             while start < slots.len() {
-                let room = (self.out.len() - self.out_len) / RESPONSE_ROOM;
+                let (profile, who) = (slots[start].request.profile, slots[start].identity);
+                let room = (self.out.len() - self.out_len) / response_room(profile);
                 if room == 0 {
                     if let Err(why) = flush(
                         self.stream,
@@ -294,7 +335,6 @@ impl<'s> Conn<'s> {
                     self.out_len = 0;
                     continue;
                 }
-                let (profile, who) = (slots[start].request.profile, slots[start].identity);
                 let end = start
                     + slots[start..]
                         .iter()

@@ -19,7 +19,7 @@ pub(crate) fn worker_config(max_batch: usize) -> WorkerConfig {
             batch_disputed: true,
             google_nonce: false,
         },
-        vers: vec![Version::RFC, Version::DRAFT_12_TO_19],
+        vers: vec![Version::RFC, Version::DRAFT_12_TO_19].into(),
         grease_per_million: 0,
         fail_after: None,
         batch_wait_us: 0,

@@ -22,7 +22,7 @@ pub(super) struct Running {
     /// As last applied.
     pub(super) applied: Config,
     /// The long-term public keys served.
-    pub(super) publics: Vec<[u8; 32]>,
+    pub(super) publics: Vec<gnomon_protocol::LongTermKey>,
     /// Where `log.level` is applied.
     pub(super) log_level: super::LevelHandle,
 }
@@ -101,10 +101,10 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
 }
 
 /// The keys, base64, comma-separated.
-fn base64_keys(keys: &[[u8; 32]]) -> String {
+fn base64_keys(keys: &[gnomon_protocol::LongTermKey]) -> String {
     let keys: Vec<String> = keys
         .iter()
-        .map(|k| base64::engine::general_purpose::STANDARD.encode(k))
+        .map(|k| base64::engine::general_purpose::STANDARD.encode(k.bytes()))
         .collect();
     keys.join(", ")
 }

@@ -1,0 +1,168 @@
+//! The experimental post-quantum version 0x90000001 (ML-DSA-44,
+//! docs/PQ.md) through the built binary: `gnomon keygen --scheme
+//! ml-dsa-44`, `gnomon delegate` from that root, and `gnomon serve` with an
+//! Ed25519 key file and the ML-DSA-44 delegations on one port, answering
+//! 0x90000001 over TCP only.
+
+mod serve_support;
+
+use std::io::Write;
+use std::net::UdpSocket;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use gnomon_protocol::tag::Tag;
+use gnomon_protocol::wire::{unframe, Message};
+use gnomon_protocol::{verify_response, Offer, Profile, Scheme, Version};
+use gnomon_server::keyfile;
+use gnomon_server::offline::OfflineStore;
+use serve_support::peer::{connect_from, read_frame, PATIENCE};
+use serve_support::{gnomon_ok, keygen, start_serve};
+
+const PQ: Version = Version(0x9000_0001);
+
+fn ml_dsa() -> &'static Profile {
+    Profile::by_name("ml-dsa-44").unwrap()
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("pq-serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `gnomon keygen --scheme ml-dsa-44`: the public key on stdout.
+fn keygen_ml_dsa(path: &std::path::Path) -> Vec<u8> {
+    let out = gnomon_ok(&[
+        "keygen",
+        "--scheme",
+        "ml-dsa-44",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.lines().count(), 1, "{out:?}");
+    B64.decode(out.trim_end()).unwrap()
+}
+
+fn request(offer: Offer, i: u8) -> Vec<u8> {
+    let mut out = vec![0u8; 1024];
+    let n = offer
+        .build(&vec![i; offer.primary().nonce_len], None, 1024, &mut out)
+        .unwrap();
+    out.truncate(n);
+    out
+}
+
+fn vers(response: &[u8]) -> Vec<u32> {
+    let reply = Message::parse(unframe(response).unwrap()).unwrap();
+    let srep = reply.nested(Tag::SREP).unwrap();
+    srep.get(Tag::VERS)
+        .unwrap()
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn keygen_makes_a_private_ml_dsa_key_and_prints_its_1312_byte_public_key() {
+    let dir = scratch("keygen");
+    let path = dir.join("pq.key");
+    let public = keygen_ml_dsa(&path);
+    assert_eq!(public.len(), 1312);
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let key = keyfile::load(&path).unwrap();
+    assert_eq!(key.scheme(), Scheme::MlDsa44);
+    assert_eq!(key.public(), &public[..]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("gnomon-ml-dsa-44-key v1\n"), "{text}");
+    // The default is still Ed25519, and an unknown scheme is refused.
+    let ed = gnomon_ok(&["keygen", "--out", dir.join("ed.key").to_str().unwrap()]);
+    assert_eq!(B64.decode(ed.trim_end()).unwrap().len(), 32);
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(["keygen", "--scheme", "rsa", "--out"])
+        .arg(dir.join("rsa.key"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ml-dsa-44"));
+    assert!(!dir.join("rsa.key").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
+    let dir = scratch("serve");
+    let (ed_key, _) = keygen(&dir);
+    let root = dir.join("pq.key");
+    let pq_public = keygen_ml_dsa(&root);
+    let delegations = dir.join("pq-delegations");
+    gnomon_ok(&[
+        "delegate",
+        "--key-file",
+        root.to_str().unwrap(),
+        "--out-dir",
+        delegations.to_str().unwrap(),
+        "--count",
+        "2",
+    ]);
+    let store = OfflineStore::load(&delegations, Some(&pq_public)).unwrap();
+    assert_eq!(store.long_term_public.scheme(), Scheme::MlDsa44);
+    assert_eq!(store.delegations().len(), 2);
+
+    let mut s = start_serve(
+        &[
+            "--key-file",
+            ed_key.to_str().unwrap(),
+            "--offline-dir",
+            delegations.to_str().unwrap(),
+            "--workers",
+            "1",
+            // This machine's clock may be unsynchronized, which a
+            // configured key refuses by default.
+            "--clock-unsynchronized",
+            "answer-with-radius",
+        ],
+        |_| {},
+    );
+    let ed_public = s.public;
+    let tcp = s.tcp_addr();
+
+    // TCP, 0x90000001: the ML-DSA-44 identity answers, VERS lists only it.
+    let r = request(Offer::single(ml_dsa()), 1);
+    let mut c = connect_from("127.0.0.1".parse().unwrap(), tcp);
+    c.write_all(&r).unwrap();
+    let answer = read_frame(&mut c).expect("an answer");
+    let v = verify_response(
+        &r,
+        &answer,
+        gnomon_protocol::PublicKey::from_bytes(&pq_public).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v.profile.version, PQ);
+    assert_eq!(vers(&answer), [PQ.0]);
+
+    // UDP: 0x90000001 alone gets nothing; with version 1 offered too, the
+    // Ed25519 identity answers in version 1.
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(PATIENCE)).unwrap();
+    let pq_only = request(Offer::single(ml_dsa()), 2);
+    let both = request(Offer::new(&[Profile::rfc(), ml_dsa()]).unwrap(), 3);
+    udp.send_to(&pq_only, s.addr).unwrap();
+    udp.send_to(&both, s.addr).unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, _) = udp.recv_from(&mut buf).unwrap();
+    let v = verify_response(&both, &buf[..n], &ed_public).unwrap();
+    assert_eq!(v.profile.version, Version::RFC);
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(udp.recv_from(&mut buf).is_err(), "a second UDP answer");
+    let (status, _, _) = s.terminate_bounded();
+    assert!(status.success(), "{status}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
