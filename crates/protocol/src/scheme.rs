@@ -227,6 +227,21 @@ impl From<[u8; 32]> for LongTermKey {
     }
 }
 
+impl AsRef<[u8]> for LongTermKey {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl From<PublicKey<'_>> for LongTermKey {
+    fn from(key: PublicKey<'_>) -> LongTermKey {
+        LongTermKey {
+            scheme: key.scheme,
+            bytes: key.bytes.to_vec(),
+        }
+    }
+}
+
 impl<'a> From<&'a LongTermKey> for PublicKey<'a> {
     fn from(key: &'a LongTermKey) -> PublicKey<'a> {
         key.as_public()
