@@ -84,8 +84,9 @@ fn inspect_decodes_and_verifies_the_captured_ml_dsa_response() {
             "--request",
             req.to_str().unwrap(),
         ]);
-        assert_eq!(bad.code, 65, "{}{}", bad.stdout, bad.stderr);
+        assert_ne!(bad.code, 0, "{}{}", bad.stdout, bad.stderr);
         assert!(bad.stdout.contains("FAILS"), "{}", bad.stdout);
+        assert!(!bad.stdout.contains("KeyScheme {"), "{}", bad.stdout);
     }
 }
 

@@ -293,7 +293,10 @@ fn b64(v: &[u8]) -> String {
 pub fn online_key_label(scheme: Scheme, online_key: &[u8; 32]) -> String {
     match scheme {
         Scheme::Ed25519 => b64(online_key),
-        Scheme::MlDsa44 => format!("sha512:{}", hex(online_key)),
+        Scheme::MlDsa44 => {
+            let digits: String = online_key.iter().map(|b| format!("{b:02x}")).collect();
+            format!("sha512:{digits}")
+        }
     }
 }
 

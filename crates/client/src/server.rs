@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(key.scheme(), Scheme::Ed25519);
         assert_eq!(key.bytes()[0], 0x88);
         let hex: String = key.bytes().iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(parse_public_key(&hex), Ok(key));
+        assert_eq!(parse_public_key(&hex), Ok(key.clone()));
         assert_eq!(parse_public_key(b64.trim_end_matches('=')), Ok(key));
         assert_eq!(parse_public_key("AAAA"), Err(KeyError::Length(3)));
         assert_eq!(parse_public_key("not base64!"), Err(KeyError::Encoding));

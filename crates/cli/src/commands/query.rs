@@ -5,8 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine as _;
 use gnomon_client::decode::online_key_label;
 use gnomon_client::{
     format_duration_us, format_utc, parse_public_key, Answer, Backoff, Client, Config, Server,
