@@ -110,7 +110,10 @@ fn capture_report(response: &[u8]) -> String {
 
 #[test]
 fn verify_report_checks_an_ml_dsa_exchange() {
-    let good = write("pq-report.json", capture_report(&capture("response.bin")).as_bytes());
+    let good = write(
+        "pq-report.json",
+        capture_report(&capture("response.bin")).as_bytes(),
+    );
     let r = gnomon(&["verify-report", good.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("ml-dsa-44"), "{}", r.stdout);
@@ -226,4 +229,15 @@ fn a_server_list_with_an_ml_dsa_entry_is_queried_over_tcp() {
     assert!(r.stdout.contains("ml-dsa-44"), "{}", r.stdout);
     assert!(f.tcp_received() >= 1);
     assert_eq!(f.udp_received(), 0, "a UDP datagram was sent");
+}
+
+#[test]
+fn a_version_of_the_other_scheme_than_the_key_is_refused() {
+    let pq = base64(&gnomon_protocol::MlDsa44KeyPair::from_seed(&[4; 32]).public()[..]);
+    let ed = base64(&[9u8; 32]);
+    for (key, version) in [(pq.as_str(), "rfc-10049"), (ed.as_str(), "ml-dsa-44")] {
+        let r = gnomon(&["query", "127.0.0.1:9", "--key", key, "--version", version]);
+        assert_eq!(r.code, 64, "{version}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("--version"), "{}", r.stderr);
+    }
 }

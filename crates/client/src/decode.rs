@@ -4,8 +4,8 @@
 
 use base64::Engine;
 use gnomon_protocol::profile::{homonym, Contexts};
-use gnomon_protocol::time::FOREVER;
 use gnomon_protocol::request::srv_for;
+use gnomon_protocol::time::FOREVER;
 use gnomon_protocol::verify::SentRequest;
 use gnomon_protocol::wire::{self, Message, PACKET_HEADER};
 use gnomon_protocol::{
@@ -224,7 +224,11 @@ fn meaning(tag: Tag, v: &[u8], p: Option<&'static Profile>, kind: Kind) -> Optio
         Tag::INDX => format!("{}", u32_of(v)?),
         Tag::SIG => {
             let scheme = p.map_or_else(
-                || Scheme::ALL.into_iter().find(|s| s.signature_len() == v.len()),
+                || {
+                    Scheme::ALL
+                        .into_iter()
+                        .find(|s| s.signature_len() == v.len())
+                },
                 |p| Some(p.scheme),
             );
             match scheme {

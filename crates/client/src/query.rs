@@ -321,8 +321,13 @@ impl Client {
             if use_udp {
                 let timeouts = self.config.backoff.schedule(attempts);
                 for &peer in &udp_peers {
-                    let outcome =
-                        transport::udp(peer, &request, server.public_key.as_public(), &timeouts, deadline);
+                    let outcome = transport::udp(
+                        peer,
+                        &request,
+                        server.public_key.as_public(),
+                        &timeouts,
+                        deadline,
+                    );
                     match state.absorb(outcome, peer, Transport::Udp, p.name)? {
                         Some(r) => return Ok(finish(peer, Transport::Udp, r)),
                         None if state.try_next_peer => continue,
@@ -334,8 +339,13 @@ impl Client {
                 let timeout = self.config.backoff.delay(attempts.max(1));
                 for &peer in &tcp_peers {
                     state.tcp_tried += 1;
-                    let outcome =
-                        transport::tcp(peer, &request, server.public_key.as_public(), timeout, deadline);
+                    let outcome = transport::tcp(
+                        peer,
+                        &request,
+                        server.public_key.as_public(),
+                        timeout,
+                        deadline,
+                    );
                     match state.absorb(outcome, peer, Transport::Tcp, p.name)? {
                         Some(r) => return Ok(finish(peer, Transport::Tcp, r)),
                         None if state.try_next_peer => continue,

@@ -32,7 +32,11 @@ fn discovery_finds_every_single_version_server() {
                 assert_eq!(a.verified.profile.id, p.id, "{}", p.name);
                 // UDP first wherever the profile is served over UDP; the
                 // others (ML-DSA-44) over TCP, without one datagram.
-                let want = if p.udp { Transport::Udp } else { Transport::Tcp };
+                let want = if p.udp {
+                    Transport::Udp
+                } else {
+                    Transport::Tcp
+                };
                 assert_eq!(a.transport, want, "{}", p.name);
                 if !p.udp {
                     assert_eq!(f.udp_received(), 0, "{}", p.name);

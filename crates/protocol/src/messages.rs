@@ -36,9 +36,7 @@ impl fmt::Display for Unusable {
                 f.write_str("`version` is neither a number nor a version string")
             }
             Unusable::WrongType(key) => write!(f, "`{key}` is not a string"),
-            Unusable::KeyType => {
-                f.write_str("`publicKeyType` is neither ed25519 nor ml-dsa-44")
-            }
+            Unusable::KeyType => f.write_str("`publicKeyType` is neither ed25519 nor ml-dsa-44"),
             Unusable::KeyEncoding => f.write_str("`publicKey` is neither base64 nor hex"),
             Unusable::KeyLength(scheme, n) => write!(
                 f,

@@ -99,7 +99,7 @@ impl ListedVersion {
 pub enum KeyEncoding {
     /// Base64, as the drafts require.
     Base64,
-    /// 64 hex digits (roughenough's `serverlist-localhost.json`).
+    /// Hex, two digits a byte (roughenough's `serverlist-localhost.json`).
     Hex,
 }
 

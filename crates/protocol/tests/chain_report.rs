@@ -354,7 +354,12 @@ fn measure_pq(lie: bool) -> Measurement {
             let n = m.next_nonce(profile, &rand, &mut nonce).unwrap();
             let mut request = vec![0u8; 1024];
             let len = Offer::single(profile)
-                .build(&nonce[..n], Some(&srv_for(public.bytes())), 1024, &mut request)
+                .build(
+                    &nonce[..n],
+                    Some(&srv_for(public.bytes())),
+                    1024,
+                    &mut request,
+                )
                 .unwrap();
             request.truncate(len);
             let now = if *liar {
@@ -400,7 +405,9 @@ fn an_ml_dsa_liar_is_proven_by_its_report() {
     let liar = [2, 5];
     let pairs = m.contradictions();
     assert!(!pairs.is_empty());
-    assert!(pairs.iter().all(|(a, b)| liar.contains(a) && !liar.contains(b)));
+    assert!(pairs
+        .iter()
+        .all(|(a, b)| liar.contains(a) && !liar.contains(b)));
     let check = reparsed(&m).verify();
     assert!(check.all_valid(), "{check:#?}");
     assert_eq!(check.contradictions, pairs);

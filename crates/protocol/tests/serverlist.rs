@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use gnomon_protocol::serverlist::{
     parse_host_port, AddressError, Host, KeyEncoding, ListError, ListedVersion, Transport, Unusable,
 };
-use gnomon_protocol::{LongTermKey, MlDsa44KeyPair, Profile, ProfileSet, Scheme, ServerList, Version};
+use gnomon_protocol::{
+    LongTermKey, MlDsa44KeyPair, Profile, ProfileSet, Scheme, ServerList, Version,
+};
 
 fn vector(rel: &str) -> Vec<u8> {
     let dir = PathBuf::from(concat!(
@@ -379,7 +381,11 @@ fn the_example_list_in_examples_is_usable() {
             .as_ref()
             .unwrap_or_else(|e| panic!("{:?} unusable: {e:?}", s.name));
         assert!(!usable.addresses.is_empty(), "{:?}", s.name);
-        assert!(keys.insert(usable.public_key.clone()), "{:?}: key repeated", s.name);
+        assert!(
+            keys.insert(usable.public_key.clone()),
+            "{:?}: key repeated",
+            s.name
+        );
     }
 }
 
@@ -422,8 +428,14 @@ fn a_key_of_the_wrong_length_for_its_type_is_unusable() {
     let pq_b64 = std.encode(pq_key());
     // An Ed25519 key called ML-DSA-44, and an ML-DSA-44 key called Ed25519.
     let cases = [
-        (server("2415919105", "ml-dsa-44", KEY, "a.b:1"), Unusable::KeyLength(Scheme::MlDsa44, 32)),
-        (server("1", "ed25519", &pq_b64, "a.b:1"), Unusable::KeyLength(Scheme::Ed25519, 1312)),
+        (
+            server("2415919105", "ml-dsa-44", KEY, "a.b:1"),
+            Unusable::KeyLength(Scheme::MlDsa44, 32),
+        ),
+        (
+            server("1", "ed25519", &pq_b64, "a.b:1"),
+            Unusable::KeyLength(Scheme::Ed25519, 1312),
+        ),
         (
             server("2415919105", "ml-dsa-44", &std.encode([1u8; 1311]), "a.b:1"),
             Unusable::KeyLength(Scheme::MlDsa44, 1311),
@@ -435,7 +447,10 @@ fn a_key_of_the_wrong_length_for_its_type_is_unusable() {
         assert_eq!(list.servers[0].status, Err(want));
     }
     let said = Unusable::KeyLength(Scheme::MlDsa44, 32).to_string();
-    assert!(said.contains("32") && said.contains("1312") && said.contains("ML-DSA-44"), "{said}");
+    assert!(
+        said.contains("32") && said.contains("1312") && said.contains("ML-DSA-44"),
+        "{said}"
+    );
     let said = Unusable::KeyLength(Scheme::Ed25519, 1312).to_string();
     assert!(said.contains("1312") && said.contains("has 32"), "{said}");
     let said = Unusable::KeyType.to_string();

@@ -122,14 +122,20 @@ impl Fixture {
                 let online = KeyPair::from_seed(&[config.seed.wrapping_add(100); 32]);
                 let public = online.public();
                 let key = LongTermKey::from(long_term.public());
-                (Answerer::new(&config, &long_term, Box::new(online), &public), key)
+                (
+                    Answerer::new(&config, &long_term, Box::new(online), &public),
+                    key,
+                )
             }
             Scheme::MlDsa44 => {
                 let long_term = MlDsa44KeyPair::from_seed(&[config.seed; 32]);
                 let online = MlDsa44KeyPair::from_seed(&[config.seed.wrapping_add(100); 32]);
                 let public = online.public().to_vec();
                 let key = LongTermKey::from_bytes(long_term.public()).expect("an ML-DSA-44 key");
-                (Answerer::new(&config, &long_term, Box::new(online), &public), key)
+                (
+                    Answerer::new(&config, &long_term, Box::new(online), &public),
+                    key,
+                )
             }
         };
         let responder = Arc::new(responder);

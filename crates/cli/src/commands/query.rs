@@ -143,6 +143,20 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(k) => k,
         Err(e) => return usage("query", format!("--key: {e}")),
     };
+    if let Some(p) = args.version {
+        if p.scheme != key.scheme() {
+            return usage(
+                "query",
+                format!(
+                    "--version {} is signed with {}, but --key is an {} key ({} bytes)",
+                    p.name,
+                    p.scheme,
+                    key.scheme(),
+                    key.bytes().len()
+                ),
+            );
+        }
+    }
     let mut server = match Server::at(addr, key) {
         Ok(s) => s,
         Err(e) => return usage("query", format!("{addr}: {e}")),

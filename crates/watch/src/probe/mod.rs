@@ -236,7 +236,11 @@ pub fn run(
                 post(url.clone(), report.clone(), *policy, s.name.clone());
             }
             if let Some((sink, handle)) = &settings.sink {
-                match handle.block_on(sink.submit(report, LOCAL_SENDER, Some(s.public_key.as_slice()))) {
+                match handle.block_on(sink.submit(
+                    report,
+                    LOCAL_SENDER,
+                    Some(s.public_key.as_slice()),
+                )) {
                     Ok(stored) => eprintln!(
                         "gnomon watch: report on {:?} stored as /reports/{}.json",
                         s.name, stored.id
