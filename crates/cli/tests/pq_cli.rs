@@ -241,3 +241,11 @@ fn a_version_of_the_other_scheme_than_the_key_is_refused() {
         assert!(r.stderr.contains("--version"), "{}", r.stderr);
     }
 }
+
+#[test]
+fn udp_only_is_refused_for_an_ml_dsa_key() {
+    let pq = base64(&gnomon_protocol::MlDsa44KeyPair::from_seed(&[4; 32]).public()[..]);
+    let r = gnomon(&["query", "127.0.0.1:9", "--key", &pq, "--udp-only"]);
+    assert_eq!(r.code, 64, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("TCP only"), "{}", r.stderr);
+}

@@ -92,6 +92,13 @@ impl Server {
             None => u.version.candidates(),
         }
         .of_scheme(u.public_key.scheme());
+        // A listed version of the other scheme than the key's says nothing
+        // about what the key signs: offer every version of its scheme.
+        let set = if set == ProfileSet::empty() {
+            ProfileSet::ALL.of_scheme(u.public_key.scheme())
+        } else {
+            set
+        };
         Some(Server {
             name: listed
                 .name
@@ -316,6 +323,44 @@ mod tests {
         assert!(msg.contains("32") && msg.contains("1312"), "{msg}");
         // Hex one digit short of an ML-DSA key is not hex of a key, nor base64.
         assert_eq!(parse_public_key(&hex[1..]), Err(KeyError::Encoding));
+    }
+
+    #[test]
+    fn listed_ml_dsa_servers_are_offered_only_their_version() {
+        use base64::Engine as _;
+        let pq = base64::engine::general_purpose::STANDARD.encode(tannerryan_root());
+        let ed = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+        let entry = |name: &str, version: u32, kind: &str, key: &str| {
+            format!(
+                r#"{{"name":"{name}","version":{version},"publicKeyType":"{kind}","publicKey":"{key}","addresses":[{{"protocol":"tcp","address":"192.0.2.7:2002"}}]}}"#
+            )
+        };
+        let json = format!(
+            r#"{{"servers":[{},{},{},{}]}}"#,
+            entry("pq", 0x9000_0001, "ml-dsa-44", &pq),
+            entry("pq-listed-as-1", 1, "ML-DSA-44", &pq),
+            entry("ed", 1, "ed25519", ed),
+            entry("mislabelled", 0x9000_0001, "ml-dsa-44", ed),
+        );
+        let list = ServerList::parse(json.as_bytes()).unwrap();
+        let servers = Server::from_list(&list);
+        // The mislabelled entry (a 32-byte key called ml-dsa-44) is unusable.
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["pq", "pq-listed-as-1", "ed"]);
+        let offered = |s: &Server| -> Vec<&'static str> {
+            match s.versions {
+                Versions::Discover(set) => set.iter().map(|p| p.name).collect(),
+                Versions::Offer(_) => panic!("not discovery"),
+            }
+        };
+        for s in &servers[..2] {
+            assert_eq!(s.public_key.scheme(), Scheme::MlDsa44, "{}", s.name);
+            assert_eq!(offered(s), ["ml-dsa-44"], "{}", s.name);
+        }
+        assert_eq!(servers[2].public_key.scheme(), Scheme::Ed25519);
+        let ed_offers = offered(&servers[2]);
+        assert!(ed_offers.contains(&"rfc-10049"));
+        assert!(!ed_offers.contains(&"ml-dsa-44"));
     }
 
     #[test]

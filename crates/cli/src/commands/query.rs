@@ -58,7 +58,8 @@ pub(crate) struct Args {
     /// Use TCP only (versions that define TCP).
     #[arg(long, conflicts_with = "udp_only")]
     pub(crate) tcp: bool,
-    /// Never fall back to TCP.
+    /// Never fall back to TCP (refused for an ML-DSA-44 key: its version
+    /// is served over TCP only).
     #[arg(long)]
     pub(crate) udp_only: bool,
     /// First UDP wait; each retry waits 1.5 times longer (RFC 10049).
@@ -156,6 +157,22 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 ),
             );
         }
+    }
+    if args.udp_only
+        && gnomon_protocol::ProfileSet::ALL
+            .of_scheme(key.scheme())
+            .over_udp()
+            .iter()
+            .next()
+            .is_none()
+    {
+        return usage(
+            "query",
+            format!(
+                "--udp-only: {} versions are served over TCP only",
+                key.scheme()
+            ),
+        );
     }
     let mut server = match Server::at(addr, key) {
         Ok(s) => s,
