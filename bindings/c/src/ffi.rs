@@ -270,6 +270,10 @@ unsafe fn output<'a>(ptr: *mut u8, len: usize, need: usize) -> Result<&'a mut [u
 
 /// A 32-byte public key.
 ///
+/// The C ABI takes Ed25519 keys only (32 bytes). ML-DSA-44 keys (1312
+/// bytes, version 0x90000001) are not reachable from C yet: that needs a
+/// key length in the ABI, a later change (docs/C.md says so).
+///
 /// # Safety
 /// If `ptr` is not NULL it must point to 32 readable bytes.
 unsafe fn key<'a>(ptr: *const u8) -> Result<&'a [u8; 32], GnomonError> {

@@ -179,7 +179,7 @@ pub(crate) fn sequence_dict<'py>(
                 PyBytes::new(py, &x.request).into_any(),
                 PyBytes::new(py, &x.response).into_any(),
                 rand.map_or_else(|| py.None().into_bound(py), |r| r.into_any()),
-                PyBytes::new(py, &x.public_key).into_any(),
+                PyBytes::new(py, x.public_key.bytes()).into_any(),
             ],
         )?)?;
     }

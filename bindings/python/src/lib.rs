@@ -19,7 +19,9 @@ use gnomon_client::{
     Rejection, Selection, Server, TcpMode,
 };
 use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
-use gnomon_protocol::{parse_report, Offer, Profile, ServerList, VerifyError, PROFILES};
+use gnomon_protocol::{
+    parse_report, LongTermKey, Offer, Profile, ServerList, VerifyError, PROFILES,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
@@ -31,8 +33,9 @@ use convert::{answer_dict, invalid_reason, raise, verified_dict};
 /// Longest nonce of any version (Google's 64 bytes).
 const MAX_NONCE: usize = gnomon_protocol::chain::MAX_NONCE_LEN;
 
-/// A public key given as base64 (or hex) text or as 32 raw bytes.
-fn public_key(obj: &Bound<'_, PyAny>) -> PyResult<[u8; 32]> {
+/// A public key given as base64 (or hex) text or as raw bytes: 32 for
+/// Ed25519, 1312 for ML-DSA-44.
+fn public_key(obj: &Bound<'_, PyAny>) -> PyResult<LongTermKey> {
     if let Ok(s) = obj.cast::<PyString>() {
         let text = s.to_cow()?;
         return parse_public_key(&text)
@@ -40,9 +43,9 @@ fn public_key(obj: &Bound<'_, PyAny>) -> PyResult<[u8; 32]> {
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         let raw = b.as_bytes();
-        return <[u8; 32]>::try_from(raw).map_err(|_| {
+        return LongTermKey::from_bytes(raw).ok_or_else(|| {
             PyValueError::new_err(format!(
-                "public key: {} bytes; an Ed25519 public key has 32",
+                "public key: {} bytes; Ed25519 public keys have 32, ML-DSA-44 ones 1312",
                 raw.len()
             ))
         });
@@ -209,7 +212,7 @@ fn build_request<'py>(
 }
 
 fn public_key_srv(k: &Bound<'_, PyAny>) -> PyResult<[u8; 32]> {
-    Ok(srv_for(&public_key(k)?))
+    Ok(srv_for(public_key(k)?.bytes()))
 }
 
 /// Verify `response` to `request` against `public_key`.
@@ -334,7 +337,7 @@ fn measure<'py>(
     let Quorum(quorum) = quorum;
     // A quorum that can never be met is a mistake in the call: say so
     // before asking anyone.
-    let mut keys: Vec<[u8; 32]> = servers.iter().map(|s| s.public_key).collect();
+    let mut keys: Vec<&[u8]> = servers.iter().map(|s| s.public_key.bytes()).collect();
     keys.sort_unstable();
     keys.dedup();
     if quorum > keys.len() {

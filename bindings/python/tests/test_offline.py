@@ -236,3 +236,22 @@ def test_a_rust_panic_is_an_exception_not_an_abort(gnomon, tmp_path):
     assert run.stdout.strip() == "PanicException", run.stdout + run.stderr
     # Without the variable the same call answers: the hook is all it was.
     assert len(gnomon.build_request(1)) == 1024
+
+
+def test_the_tannerryan_ml_dsa_44_capture_verifies(gnomon):
+    """The post-quantum version: a 1312-byte key as bytes, hex or base64."""
+    pq = VECTORS / "tannerryan-ml-dsa-44"
+    req = (pq / "request.bin").read_bytes()
+    resp = (pq / "response.bin").read_bytes()
+    root = bytes.fromhex((pq / "root-public-key.hex").read_text().strip())
+    assert len(root) == 1312
+    for key in (root, root.hex(), __import__("base64").b64encode(root).decode()):
+        a = gnomon.verify(req, resp, key)
+        assert a.version == "ml-dsa-44"
+        assert a.version_number == 0x90000001
+        assert len(a.online_key) == 32
+    # An Ed25519 key does not verify it; a key of no scheme's length is refused.
+    with pytest.raises(gnomon.InvalidAnswer):
+        gnomon.verify(req, resp, CF_ROOT)
+    with pytest.raises(ValueError):
+        gnomon.verify(req, resp, root[:-1])

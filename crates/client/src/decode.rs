@@ -4,10 +4,13 @@
 
 use base64::Engine;
 use gnomon_protocol::profile::{homonym, Contexts};
+use gnomon_protocol::request::srv_for;
 use gnomon_protocol::time::FOREVER;
-use gnomon_protocol::verify::{ed25519_ok, SentRequest};
+use gnomon_protocol::verify::SentRequest;
 use gnomon_protocol::wire::{self, Message, PACKET_HEADER};
-use gnomon_protocol::{verify_response, Profile, Tag, Verified, VerifyError, Version, WireError};
+use gnomon_protocol::{
+    verify_response, Profile, PublicKey, Scheme, Tag, Verified, VerifyError, Version, WireError,
+};
 
 use crate::time::format_utc;
 
@@ -219,8 +222,28 @@ fn meaning(tag: Tag, v: &[u8], p: Option<&'static Profile>, kind: Kind) -> Optio
         },
         Tag::NONC => format!("{} bytes", v.len()),
         Tag::INDX => format!("{}", u32_of(v)?),
-        Tag::SIG => format!("Ed25519 signature, {} bytes", v.len()),
-        Tag::PUBK => format!("online key {}", b64(v)),
+        Tag::SIG => {
+            let scheme = p.map_or_else(
+                || {
+                    Scheme::ALL
+                        .into_iter()
+                        .find(|s| s.signature_len() == v.len())
+                },
+                |p| Some(p.scheme),
+            );
+            match scheme {
+                Some(s) => format!("{s} signature, {} bytes", v.len()),
+                None => format!("signature, {} bytes", v.len()),
+            }
+        }
+        Tag::PUBK => match Scheme::by_public_len(v.len()) {
+            Some(Scheme::MlDsa44) => format!(
+                "online ML-DSA-44 key, {} bytes, {}",
+                v.len(),
+                online_key_label(Scheme::MlDsa44, &srv_for(v))
+            ),
+            _ => format!("online key {}", b64(v)),
+        },
         Tag::SRV => "selects the server's long-term key".into(),
         Tag::ROOT => format!("Merkle root, {} bytes", v.len()),
         Tag::PATH => {
@@ -267,14 +290,31 @@ fn b64(v: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(v)
 }
 
+/// How output names a verified answer's online key
+/// ([`Verified::online_key`]): the Ed25519 key itself in base64; for
+/// ML-DSA-44, whose 1312-byte key is reduced to SHA-512(0xff ‖ key)[:32],
+/// that digest in hex, labelled `sha512:` so it is never taken for a key.
+pub fn online_key_label(scheme: Scheme, online_key: &[u8; 32]) -> String {
+    match scheme {
+        Scheme::Ed25519 => b64(online_key),
+        Scheme::MlDsa44 => {
+            let digits: String = online_key.iter().map(|b| format!("{b:02x}")).collect();
+            format!("sha512:{digits}")
+        }
+    }
+}
+
 /// Check a response's signatures against `long_term` under its version's
-/// context strings (and legacy ones); with the request, verify it in full.
-pub fn check_signatures(
+/// context strings (and legacy ones), in its version's signature scheme;
+/// with the request, verify it in full. A key of another scheme than the
+/// version's holds no signature.
+pub fn check_signatures<'k>(
     response: &[u8],
     decoded: &Decoded,
-    long_term: &[u8; 32],
+    long_term: impl Into<PublicKey<'k>>,
     request: Option<&[u8]>,
 ) -> Option<Signatures> {
+    let long_term = long_term.into();
     let p = decoded.profile?;
     if decoded.kind != Kind::Response {
         return None;
@@ -287,19 +327,21 @@ pub fn check_signatures(
     let msg = Message::parse(body).ok()?;
     let cert = msg.nested(Tag::CERT).ok();
     let dele = cert.and_then(|c| c.get(Tag::DELE));
-    let dele_sig = cert.and_then(|c| c.fixed::<64>(Tag::SIG).ok());
+    let dele_sig = cert.and_then(|c| c.get(Tag::SIG));
     let online = dele
         .and_then(|d| Message::parse(d).ok())
-        .and_then(|d| d.fixed::<32>(Tag::PUBK).ok().copied());
+        .and_then(|d| d.get(Tag::PUBK));
     let srep = msg.get(Tag::SREP);
-    let srep_sig = msg.fixed::<64>(Tag::SIG).ok();
+    let srep_sig = msg.get(Tag::SIG);
+    let scheme = p.scheme;
+    let root_ok = long_term.scheme() == scheme;
     let check = |c: &Contexts| -> (bool, bool) {
         let d = match (dele, dele_sig) {
-            (Some(m), Some(s)) => ed25519_ok(long_term, c.dele, m, s),
+            (Some(m), Some(s)) if root_ok => scheme.verify(long_term.bytes(), c.dele, m, s),
             _ => false,
         };
         let r = match (online, srep, srep_sig) {
-            (Some(k), Some(m), Some(s)) => ed25519_ok(&k, c.srep, m, s),
+            (Some(k), Some(m), Some(s)) => scheme.verify(k, c.srep, m, s),
             _ => false,
         };
         (d, r)

@@ -36,7 +36,9 @@ pub fn families(set: ProfileSet) -> Vec<Offer> {
     for p in profiles {
         let mut joined = false;
         for g in groups.iter_mut() {
-            if g[0].pad != p.pad {
+            // A request is signed for one scheme and sent over one set of
+            // transports: rows differing in either never share one.
+            if g[0].pad != p.pad || g[0].scheme != p.scheme || g[0].udp != p.udp {
                 continue;
             }
             let mut candidate = g.clone();
@@ -56,7 +58,7 @@ pub fn families(set: ProfileSet) -> Vec<Offer> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gnomon_protocol::Version;
+    use gnomon_protocol::{Scheme, Version};
 
     fn names(o: &Offer) -> Vec<String> {
         o.versions().iter().map(|v| v.to_string()).collect()
@@ -64,7 +66,7 @@ mod tests {
 
     #[test]
     fn every_profile_is_reachable_and_families_are_ordered() {
-        let f = families(ProfileSet::ALL);
+        let f = families(ProfileSet::ALL.of_scheme(Scheme::Ed25519));
         let primaries: Vec<&str> = f.iter().map(|o| o.primary().name).collect();
         assert_eq!(
             primaries,
@@ -92,14 +94,41 @@ mod tests {
             ["0x80000001", "0x80000002", "0x80000003", "0x80000004"]
         );
         assert!(f[4].versions().is_empty());
-        // Every row of the table is in some family, in its own format.
-        for p in gnomon_protocol::PROFILES.iter() {
+        // Every Ed25519 row of the table is in some family, in its own format.
+        for p in gnomon_protocol::PROFILES
+            .iter()
+            .filter(|p| p.scheme == Scheme::Ed25519)
+        {
             let in_some = f.iter().any(|o| {
                 o.versions().contains(&p.version) && (o.has_type() || !p.type_tag)
                     || (o.primary().id == p.id)
             });
             assert!(in_some, "{} unreachable", p.name);
         }
+    }
+
+    #[test]
+    fn ml_dsa_is_a_family_of_its_own() {
+        let pq = Profile::by_name("ml-dsa-44").unwrap();
+        // Even from every profile at once, ML-DSA-44 never shares a request
+        // with an Ed25519 version (nor its transport).
+        let all = families(ProfileSet::ALL);
+        let with_pq: Vec<&Offer> = all
+            .iter()
+            .filter(|o| o.versions().contains(&pq.version))
+            .collect();
+        assert_eq!(with_pq.len(), 1);
+        assert_eq!(with_pq[0].versions(), [pq.version]);
+        assert!(!with_pq[0].primary().udp);
+        for o in &all {
+            if o.primary().id != pq.id {
+                assert!(!o.versions().contains(&pq.version));
+                assert_eq!(o.primary().scheme, Scheme::Ed25519);
+            }
+        }
+        let only = families(ProfileSet::ALL.of_scheme(Scheme::MlDsa44));
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].primary().id, pq.id);
     }
 
     #[test]

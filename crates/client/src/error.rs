@@ -212,6 +212,12 @@ pub fn describe_verify_error(e: &VerifyError) -> String {
         V::Time => "a time value cannot be decoded".into(),
         V::OutsideDelegation => "MIDP lies outside the delegation's [MINT, MAXT]".into(),
         V::ZeroRadius => "RADI is 0, which this version forbids".into(),
+        V::KeyScheme { key, answered } => format!(
+            "the answer is signed with {answered}, but the key given is an {key} key \
+             ({} bytes; {answered} keys are {})",
+            key.public_len(),
+            answered.public_len()
+        ),
         other => format!("{other:?}"),
     }
 }

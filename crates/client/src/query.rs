@@ -55,11 +55,12 @@ impl Backoff {
 /// Which transports to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcpMode {
-    /// UDP, then TCP when UDP gets no answer (versions that define TCP).
+    /// UDP, then TCP when UDP gets no answer (versions that define TCP);
+    /// TCP alone for versions not served over UDP.
     Fallback,
     /// TCP only (versions that define TCP).
     Only,
-    /// UDP only.
+    /// UDP only (versions not served over UDP are then not asked).
     Never,
 }
 
@@ -259,14 +260,17 @@ impl Client {
         let resolve_by = start + self.config.worst_case(families.len());
         let udp_peers = peers(server, Transport::Udp, resolve_by)?;
         let tcp_peers = peers(server, Transport::Tcp, resolve_by)?;
-        let srv = srv_for(&server.public_key);
+        let srv = srv_for(server.public_key.bytes());
         let mut state = Tally::default();
         for (i, offer) in families.iter().enumerate() {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
             let p = offer.primary();
-            let use_udp = self.config.tcp != TcpMode::Only && !state.udp_refused;
+            // The profile says which transports carry it: one that is not
+            // served over UDP (ML-DSA-44's 6 KB answers) is asked over TCP
+            // only, whatever the mode.
+            let use_udp = self.config.tcp != TcpMode::Only && p.udp && !state.udp_refused;
             let use_tcp = self.config.tcp != TcpMode::Never
                 && p.tcp
                 && !tcp_peers.is_empty()
@@ -317,8 +321,13 @@ impl Client {
             if use_udp {
                 let timeouts = self.config.backoff.schedule(attempts);
                 for &peer in &udp_peers {
-                    let outcome =
-                        transport::udp(peer, &request, &server.public_key, &timeouts, deadline);
+                    let outcome = transport::udp(
+                        peer,
+                        &request,
+                        server.public_key.as_public(),
+                        &timeouts,
+                        deadline,
+                    );
                     match state.absorb(outcome, peer, Transport::Udp, p.name)? {
                         Some(r) => return Ok(finish(peer, Transport::Udp, r)),
                         None if state.try_next_peer => continue,
@@ -330,8 +339,13 @@ impl Client {
                 let timeout = self.config.backoff.delay(attempts.max(1));
                 for &peer in &tcp_peers {
                     state.tcp_tried += 1;
-                    let outcome =
-                        transport::tcp(peer, &request, &server.public_key, timeout, deadline);
+                    let outcome = transport::tcp(
+                        peer,
+                        &request,
+                        server.public_key.as_public(),
+                        timeout,
+                        deadline,
+                    );
                     match state.absorb(outcome, peer, Transport::Tcp, p.name)? {
                         Some(r) => return Ok(finish(peer, Transport::Tcp, r)),
                         None if state.try_next_peer => continue,

@@ -61,7 +61,9 @@ pub fn parse_verifiable(raw: &[u8]) -> Result<Report, String> {
 pub fn response_status(e: &Result<Verified, EntryError>) -> String {
     match e {
         Ok(_) => "ok".into(),
-        Err(EntryError::PublicKeyLength(n)) => format!("publicKey is {n} bytes, not 32"),
+        Err(EntryError::PublicKeyLength(n)) => {
+            format!("publicKey is {n} bytes, not 32 (Ed25519) or 1312 (ML-DSA-44)")
+        }
         Err(EntryError::Verify(v)) => describe_verify_error(v),
         Err(other) => other.to_string(),
     }

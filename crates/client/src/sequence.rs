@@ -164,7 +164,7 @@ impl Client {
                 let (low_us, high_us) = a.offset_interval_us();
                 Some(Vouch {
                     server: e.server,
-                    key: &servers[e.server].public_key,
+                    key: servers[e.server].public_key.bytes(),
                     low_us,
                     high_us,
                 })

@@ -9,7 +9,7 @@ use base64::Engine;
 use gnomon_protocol::serverlist::{
     parse_host_port, Address, AddressError, Host, ListedServer, Transport, UsableServer,
 };
-use gnomon_protocol::{Offer, Profile, ProfileSet, ServerList, PROFILES};
+use gnomon_protocol::{LongTermKey, Offer, Profile, ProfileSet, Scheme, ServerList, PROFILES};
 
 /// The port IANA assigned to Roughtime (RFC 10049 §12.1).
 pub const DEFAULT_PORT: u16 = 5319;
@@ -29,10 +29,12 @@ pub enum Versions {
 pub struct Server {
     /// A name for output and reports.
     pub name: String,
-    /// The long-term Ed25519 public key.
-    pub public_key: [u8; 32],
-    /// Where to reach it. UDP addresses are asked first; TCP addresses are
-    /// the fallback for versions that define TCP.
+    /// The long-term public key: Ed25519 (32 bytes) or ML-DSA-44 (1312
+    /// bytes). Its scheme decides which versions are offered.
+    pub public_key: LongTermKey,
+    /// Where to reach it. UDP addresses are asked first, for versions
+    /// served over UDP; TCP addresses are the fallback for versions that
+    /// define TCP, and the only way to ask versions not served over UDP.
     pub addresses: Vec<Address>,
     /// What to offer.
     pub versions: Versions,
@@ -41,8 +43,9 @@ pub struct Server {
 impl Server {
     /// A server at `target` (`host`, `host:port`, `[v6]:port`, a bare IPv6
     /// address; port 5319 when omitted), reachable over UDP and TCP on that
-    /// port, with every version to discover.
-    pub fn at(target: &str, public_key: [u8; 32]) -> Result<Server, TargetError> {
+    /// port, with every version of the key's scheme to discover.
+    pub fn at(target: &str, public_key: impl Into<LongTermKey>) -> Result<Server, TargetError> {
+        let public_key = public_key.into();
         let (host, port) = parse_target(target, DEFAULT_PORT).map_err(TargetError)?;
         let addresses = [Transport::Udp, Transport::Tcp]
             .into_iter()
@@ -54,9 +57,9 @@ impl Server {
             .collect();
         Ok(Server {
             name: target.to_string(),
+            versions: Versions::Discover(ProfileSet::ALL.of_scheme(public_key.scheme())),
             public_key,
             addresses,
-            versions: Versions::Discover(ProfileSet::ALL),
         })
     }
 
@@ -66,8 +69,9 @@ impl Server {
         self
     }
 
-    /// The usable servers of a list, each offered the versions up to the one
-    /// it lists (the highest it speaks), with the list's addresses.
+    /// The usable servers of a list, each offered the versions of its key's
+    /// scheme up to the one it lists (the highest it speaks), with the
+    /// list's addresses.
     pub fn from_list(list: &ServerList) -> Vec<Server> {
         list.servers
             .iter()
@@ -86,13 +90,21 @@ impl Server {
                 .filter(|p| p.version.preference() <= top.version.preference())
                 .fold(ProfileSet::empty(), |s, p| s.with(p.id)),
             None => u.version.candidates(),
+        }
+        .of_scheme(u.public_key.scheme());
+        // A listed version of the other scheme than the key's says nothing
+        // about what the key signs: offer every version of its scheme.
+        let set = if set == ProfileSet::empty() {
+            ProfileSet::ALL.of_scheme(u.public_key.scheme())
+        } else {
+            set
         };
         Some(Server {
             name: listed
                 .name
                 .clone()
                 .unwrap_or_else(|| format!("server #{index}")),
-            public_key: u.public_key,
+            public_key: u.public_key.clone(),
             addresses: u.addresses.clone(),
             versions: Versions::Discover(set),
         })
@@ -191,28 +203,36 @@ pub(crate) fn resolve(host: &Host, port: u16, by: Instant) -> std::io::Result<Ve
 /// Why a public key was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyError {
-    /// Not base64 (nor 64 hex digits).
+    /// Neither base64 nor hex of a key's length.
     Encoding,
-    /// Decodes to this many bytes, not 32.
+    /// Decodes to this many bytes, the length of no scheme's key.
     Length(usize),
 }
 
 impl fmt::Display for KeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            KeyError::Encoding => f.write_str("the key is neither base64 nor 64 hex digits"),
-            KeyError::Length(n) => write!(f, "the key is {n} bytes; Ed25519 keys are 32"),
+            KeyError::Encoding => f.write_str(
+                "the key is neither base64 nor hex (64 hex digits for Ed25519, 2624 for ML-DSA-44)",
+            ),
+            KeyError::Length(n) => write!(
+                f,
+                "the key is {n} bytes; Ed25519 keys are 32 bytes and ML-DSA-44 keys are 1312"
+            ),
         }
     }
 }
 
 impl std::error::Error for KeyError {}
 
-/// A long-term public key in base64 (as server lists write it) or hex.
-pub fn parse_public_key(s: &str) -> Result<[u8; 32], KeyError> {
+/// A long-term public key in base64 (as server lists write it) or hex: 32
+/// bytes for Ed25519, 1312 for ML-DSA-44 (the length says which).
+pub fn parse_public_key(s: &str) -> Result<LongTermKey, KeyError> {
     let s = s.trim();
-    let bytes = if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        (0..32)
+    let hex_len = |scheme: Scheme| 2 * scheme.public_len() == s.len();
+    let bytes = if Scheme::ALL.into_iter().any(hex_len) && s.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        (0..s.len() / 2)
             .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16))
             .collect::<Result<Vec<u8>, _>>()
             .map_err(|_| KeyError::Encoding)?
@@ -222,10 +242,7 @@ pub fn parse_public_key(s: &str) -> Result<[u8; 32], KeyError> {
             .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
             .map_err(|_| KeyError::Encoding)?
     };
-    bytes
-        .as_slice()
-        .try_into()
-        .map_err(|_| KeyError::Length(bytes.len()))
+    LongTermKey::from_bytes(&bytes).ok_or(KeyError::Length(bytes.len()))
 }
 
 #[cfg(test)]
@@ -263,11 +280,111 @@ mod tests {
     fn keys_in_base64_or_hex() {
         let b64 = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
         let key = parse_public_key(b64).unwrap();
-        assert_eq!(key[0], 0x88);
-        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(parse_public_key(&hex), Ok(key));
+        assert_eq!(key.scheme(), Scheme::Ed25519);
+        assert_eq!(key.bytes()[0], 0x88);
+        let hex: String = key.bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(parse_public_key(&hex), Ok(key.clone()));
         assert_eq!(parse_public_key(b64.trim_end_matches('=')), Ok(key));
         assert_eq!(parse_public_key("AAAA"), Err(KeyError::Length(3)));
         assert_eq!(parse_public_key("not base64!"), Err(KeyError::Encoding));
+    }
+
+    fn tannerryan_root() -> Vec<u8> {
+        let hex = include_str!(
+            "../../../tests/external-vectors/tannerryan-ml-dsa-44/root-public-key.hex"
+        )
+        .trim();
+        (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn ml_dsa_keys_in_base64_or_hex() {
+        let raw = tannerryan_root();
+        assert_eq!(raw.len(), 1312);
+        let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let from_hex = parse_public_key(&hex).unwrap();
+        assert_eq!(from_hex.scheme(), Scheme::MlDsa44);
+        assert_eq!(from_hex.bytes(), raw.as_slice());
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&raw);
+        assert_eq!(parse_public_key(&b64), Ok(from_hex.clone()));
+        assert_eq!(
+            parse_public_key(&format!("  {}\n", b64.trim_end_matches('='))),
+            Ok(from_hex.clone())
+        );
+        assert_eq!(parse_public_key(&hex.to_uppercase()), Ok(from_hex));
+        // One byte short or long of either scheme: refused, naming both.
+        for n in [31, 33, 1311, 1313, 64, 0] {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
+            assert_eq!(parse_public_key(&b64), Err(KeyError::Length(n)), "{n}");
+        }
+        let msg = KeyError::Length(1311).to_string();
+        assert!(msg.contains("32") && msg.contains("1312"), "{msg}");
+        // Hex one digit short of an ML-DSA key is not hex of a key, nor base64.
+        assert_eq!(parse_public_key(&hex[1..]), Err(KeyError::Encoding));
+    }
+
+    #[test]
+    fn listed_ml_dsa_servers_are_offered_only_their_version() {
+        use base64::Engine as _;
+        let pq = base64::engine::general_purpose::STANDARD.encode(tannerryan_root());
+        let ed = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+        let entry = |name: &str, version: u32, kind: &str, key: &str| {
+            format!(
+                r#"{{"name":"{name}","version":{version},"publicKeyType":"{kind}","publicKey":"{key}","addresses":[{{"protocol":"tcp","address":"192.0.2.7:2002"}}]}}"#
+            )
+        };
+        let json = format!(
+            r#"{{"servers":[{},{},{},{}]}}"#,
+            entry("pq", 0x9000_0001, "ml-dsa-44", &pq),
+            entry("pq-listed-as-1", 1, "ML-DSA-44", &pq),
+            entry("ed", 1, "ed25519", ed),
+            entry("mislabelled", 0x9000_0001, "ml-dsa-44", ed),
+        );
+        let list = ServerList::parse(json.as_bytes()).unwrap();
+        let servers = Server::from_list(&list);
+        // The mislabelled entry (a 32-byte key called ml-dsa-44) is unusable.
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["pq", "pq-listed-as-1", "ed"]);
+        let offered = |s: &Server| -> Vec<&'static str> {
+            match s.versions {
+                Versions::Discover(set) => set.iter().map(|p| p.name).collect(),
+                Versions::Offer(_) => panic!("not discovery"),
+            }
+        };
+        for s in &servers[..2] {
+            assert_eq!(s.public_key.scheme(), Scheme::MlDsa44, "{}", s.name);
+            assert_eq!(offered(s), ["ml-dsa-44"], "{}", s.name);
+        }
+        assert_eq!(servers[2].public_key.scheme(), Scheme::Ed25519);
+        let ed_offers = offered(&servers[2]);
+        assert!(ed_offers.contains(&"rfc-10049"));
+        assert!(!ed_offers.contains(&"ml-dsa-44"));
+    }
+
+    #[test]
+    fn a_key_chooses_the_versions_offered() {
+        let ed = Server::at("192.0.2.1", [9u8; 32]).unwrap();
+        let Versions::Discover(set) = ed.versions else {
+            panic!("not discovery")
+        };
+        assert!(set.iter().all(|p| p.scheme == Scheme::Ed25519));
+        assert!(set.iter().any(|p| p.name == "rfc-10049"));
+        assert!(!set.iter().any(|p| p.name == "ml-dsa-44"));
+
+        let key = LongTermKey::from_bytes(&tannerryan_root()).unwrap();
+        let pq = Server::at("192.0.2.1", key).unwrap();
+        let Versions::Discover(set) = pq.versions else {
+            panic!("not discovery")
+        };
+        let names: Vec<&str> = set.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["ml-dsa-44"]);
+        let families = crate::discovery::families(set);
+        assert_eq!(families.len(), 1);
+        assert_eq!(
+            families[0].versions(),
+            [gnomon_protocol::Version(0x9000_0001)]
+        );
     }
 }

@@ -10,12 +10,13 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use gnomon_protocol::wire::{self, PACKET_HEADER};
-use gnomon_protocol::{verify_response, Verified};
+use gnomon_protocol::{verify_response, PublicKey, Verified};
 
 use crate::error::Rejection;
 
-/// Largest response read: responses are never larger than their request,
-/// and requests are about 1 KiB.
+/// Largest response read. A UDP response is never larger than its request
+/// (about 1 KiB); a TCP one may be: an ML-DSA-44 answer is 6408 bytes plus
+/// 32 per Merkle path level, well inside this bound.
 const MAX_RESPONSE: usize = 65_536;
 
 /// A verified answer and when it came.
@@ -60,7 +61,7 @@ pub(crate) enum Outcome {
 pub(crate) fn udp(
     peer: SocketAddr,
     request: &[u8],
-    key: &[u8; 32],
+    key: PublicKey<'_>,
     timeouts: &[Duration],
     deadline: Option<Instant>,
 ) -> Outcome {
@@ -144,7 +145,7 @@ pub(crate) fn udp(
 pub(crate) fn tcp(
     peer: SocketAddr,
     request: &[u8],
-    key: &[u8; 32],
+    key: PublicKey<'_>,
     timeout: Duration,
     deadline: Option<Instant>,
 ) -> Outcome {

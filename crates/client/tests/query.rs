@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{client, fast, seeded, server_for};
+use common::{client, fast, fixture_for, seeded, server_for};
 use gnomon_client::{Backoff, Client, Config, TcpMode};
 use gnomon_protocol::serverlist::Transport;
 use gnomon_protocol::{Profile, ProfileSet, PROFILES};
@@ -23,14 +23,24 @@ fn discovery_finds_every_single_version_server() {
         .iter()
         .map(|p| {
             std::thread::spawn(move || {
-                let f = Fixture::honest(only(p), 7);
+                let f = fixture_for(p, only(p), 7);
                 let mut cfg = fast();
                 cfg.version_fallback = true;
                 let a = Client::new(cfg)
                     .query(&server_for(&f, p.name))
                     .unwrap_or_else(|e| panic!("{}: {e}", p.name));
                 assert_eq!(a.verified.profile.id, p.id, "{}", p.name);
-                assert_eq!(a.transport, Transport::Udp, "{}", p.name);
+                // UDP first wherever the profile is served over UDP; the
+                // others (ML-DSA-44) over TCP, without one datagram.
+                let want = if p.udp {
+                    Transport::Udp
+                } else {
+                    Transport::Tcp
+                };
+                assert_eq!(a.transport, want, "{}", p.name);
+                if !p.udp {
+                    assert_eq!(f.udp_received(), 0, "{}", p.name);
+                }
                 // The fixture's clock is ours: offset within the radius.
                 assert!(
                     a.offset_us.unsigned_abs() <= u128::from(a.verified.radius_us) + 1_000_000,
@@ -61,7 +71,7 @@ fn newest_version_wins_on_a_server_that_speaks_them_all() {
 #[test]
 fn every_tcp_version_answers_over_tcp() {
     for p in PROFILES.iter().filter(|p| p.tcp) {
-        let f = Fixture::honest(ProfileSet::ALL, 3);
+        let f = fixture_for(p, ProfileSet::ALL, 3);
         let mut cfg = fast();
         cfg.tcp = TcpMode::Only;
         let server = server_for(&f, p.name).with_version(p);
@@ -229,4 +239,65 @@ fn silence_on_new_versions_never_downgrades_by_default() {
     cfg.version_fallback = true;
     let a = Client::new(cfg).query(&server_for(&f, "dropped")).unwrap();
     assert_eq!(a.verified.profile.name, "draft-07");
+}
+
+/// An ML-DSA-44 server on loopback (UDP and TCP bound on one port).
+fn ml_dsa(seed: u8) -> Fixture {
+    Fixture::start(FixtureConfig {
+        scheme: gnomon_protocol::Scheme::MlDsa44,
+        seed,
+        ..FixtureConfig::default()
+    })
+}
+
+#[test]
+fn an_ml_dsa_key_is_asked_0x90000001_over_tcp_and_never_over_udp() {
+    let f = ml_dsa(80);
+    assert_eq!(f.long_term_key().bytes().len(), 1312);
+    let a = client().query(&server_for(&f, "pq")).unwrap();
+    assert_eq!(a.verified.profile.name, "ml-dsa-44");
+    assert_eq!(a.transport, Transport::Tcp);
+    assert_eq!(a.offer.versions(), [gnomon_protocol::Version::ML_DSA_44]);
+    // A whole 6.4 KB answer was read and verified.
+    assert!(a.response.len() >= 6408, "{}", a.response.len());
+    assert!(
+        a.offset_us.unsigned_abs() <= u128::from(a.verified.radius_us) + 1_000_000,
+        "offset {}",
+        a.offset_us
+    );
+    assert_eq!(f.udp_received(), 0, "a datagram was sent for an ML-DSA key");
+    assert_eq!(f.tcp_received(), 1);
+}
+
+#[test]
+fn an_ml_dsa_key_with_udp_only_asks_nobody() {
+    let f = ml_dsa(81);
+    let mut cfg = fast();
+    cfg.tcp = TcpMode::Never;
+    let err = Client::new(cfg).query(&server_for(&f, "pq")).unwrap_err();
+    assert!(
+        matches!(err, gnomon_client::QueryError::NoAnswer { .. }),
+        "{err}"
+    );
+    assert_eq!(f.udp_received() + f.tcp_received(), 0);
+}
+
+#[test]
+fn an_ed25519_key_never_offers_0x90000001() {
+    // A server speaking every version of both schemes on one port cannot
+    // be: an Ed25519 fixture answers only Ed25519 versions, and the
+    // client's offers to its key never name ML-DSA-44.
+    let f = Fixture::honest(ProfileSet::ALL, 82);
+    let a = client().query(&server_for(&f, "ed")).unwrap();
+    assert_eq!(a.verified.profile.scheme, gnomon_protocol::Scheme::Ed25519);
+    assert!(!a
+        .offer
+        .versions()
+        .contains(&gnomon_protocol::Version::ML_DSA_44));
+    let req = gnomon_protocol::verify::SentRequest::parse(&a.request).unwrap();
+    assert!(!req.ver.is_empty());
+    assert!(req
+        .ver
+        .chunks_exact(4)
+        .all(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) != 0x9000_0001));
 }

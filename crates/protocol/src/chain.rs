@@ -20,6 +20,7 @@ use crate::error::WireError;
 use crate::hash::Hash;
 use crate::profile::{ChainRule, HashAlg, Profile};
 use crate::report::Report;
+use crate::scheme::{LongTermKey, PublicKey};
 use crate::verify::{verify_response, SentRequest, Verified, VerifyError};
 use crate::wire::{self, PACKET_HEADER};
 
@@ -125,7 +126,7 @@ pub struct Exchange {
     /// for the first exchange, whose nonce was random on its own.
     pub rand: Option<Vec<u8>>,
     /// The long-term key the response was verified with.
-    pub public_key: [u8; 32],
+    pub public_key: LongTermKey,
     /// The verification result.
     pub verified: Verified,
 }
@@ -195,13 +196,14 @@ impl Measurement {
     /// Check that `request` carries the nonce this chain gives for `rand`,
     /// verify `response` against it and `public_key`, and record the
     /// exchange.
-    pub fn record(
+    pub fn record<'k>(
         &mut self,
         request: &[u8],
         response: &[u8],
         rand: &[u8],
-        public_key: &[u8; 32],
+        public_key: impl Into<PublicKey<'k>>,
     ) -> Result<&Exchange, RecordError> {
+        let public_key = public_key.into();
         let sent = SentRequest::parse(request).map_err(RecordError::Request)?;
         let profile = sent.primary().ok_or(RecordError::UnknownProfile)?;
         let mut expect = [0u8; MAX_NONCE_LEN];
@@ -218,7 +220,7 @@ impl Measurement {
             request: request.to_vec(),
             response: response.to_vec(),
             rand,
-            public_key: *public_key,
+            public_key: LongTermKey::from(public_key),
             verified,
         });
         Ok(&self.exchanges[self.exchanges.len() - 1])

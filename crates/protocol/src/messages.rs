@@ -36,11 +36,13 @@ impl fmt::Display for Unusable {
                 f.write_str("`version` is neither a number nor a version string")
             }
             Unusable::WrongType(key) => write!(f, "`{key}` is not a string"),
-            Unusable::KeyType => f.write_str("`publicKeyType` is not ed25519"),
+            Unusable::KeyType => f.write_str("`publicKeyType` is neither ed25519 nor ml-dsa-44"),
             Unusable::KeyEncoding => f.write_str("`publicKey` is neither base64 nor hex"),
-            Unusable::KeyLength(n) => {
-                write!(f, "`publicKey` is {n} bytes long; an Ed25519 key has 32")
-            }
+            Unusable::KeyLength(scheme, n) => write!(
+                f,
+                "`publicKey` is {n} bytes long; an {scheme} key has {}",
+                scheme.public_len()
+            ),
             Unusable::UnknownVersion(v) => {
                 write!(
                     f,
@@ -119,9 +121,10 @@ impl fmt::Display for ReportParseError {
 impl fmt::Display for EntryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EntryError::PublicKeyLength(n) => {
-                write!(f, "`publicKey` is {n} bytes long; an Ed25519 key has 32")
-            }
+            EntryError::PublicKeyLength(n) => write!(
+                f,
+                "`publicKey` is {n} bytes long; keys are 32 (Ed25519) or 1312 (ML-DSA-44) bytes"
+            ),
             // The reasons are worded by the client (describe_verify_error),
             // which knows what to tell a user about each.
             EntryError::Verify(_) => f.write_str("the response does not verify"),

@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use crate::chain::{self, chain_nonce, Exchange, MAX_NONCE_LEN};
 use crate::error::WireError;
+use crate::scheme::PublicKey;
 use crate::verify::{verify_response, SentRequest, Verified, VerifyError};
 
 /// Most entries a report may hold. A measurement sequence has a handful;
@@ -204,7 +205,7 @@ impl Report {
             .enumerate()
             .map(|(i, e)| ReportEntry {
                 rand: if i == 0 { None } else { e.rand.clone() },
-                public_key: e.public_key.to_vec(),
+                public_key: e.public_key.bytes().to_vec(),
                 request: e.request.clone(),
                 response: e.response.clone(),
             })
@@ -247,11 +248,11 @@ impl Report {
     pub fn verify(&self) -> ReportCheck {
         let mut entries = Vec::with_capacity(self.entries.len());
         for (k, e) in self.entries.iter().enumerate() {
-            let response = match <&[u8; 32]>::try_from(e.public_key.as_slice()) {
-                Ok(key) => {
+            let response = match PublicKey::from_bytes(&e.public_key) {
+                Some(key) => {
                     verify_response(&e.request, &e.response, key).map_err(EntryError::Verify)
                 }
-                Err(_) => Err(EntryError::PublicKeyLength(e.public_key.len())),
+                None => Err(EntryError::PublicKeyLength(e.public_key.len())),
             };
             let link = match k.checked_sub(1).and_then(|p| self.entries.get(p)) {
                 None => Ok(Link::First),

@@ -233,6 +233,15 @@ impl AsRef<[u8]> for LongTermKey {
     }
 }
 
+impl From<PublicKey<'_>> for LongTermKey {
+    fn from(key: PublicKey<'_>) -> LongTermKey {
+        LongTermKey {
+            scheme: key.scheme,
+            bytes: key.bytes.to_vec(),
+        }
+    }
+}
+
 impl<'a> From<&'a LongTermKey> for PublicKey<'a> {
     fn from(key: &'a LongTermKey) -> PublicKey<'a> {
         key.as_public()

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::profile::{Framing, Profile, ProfileSet, PROFILES};
 use crate::report::B64;
+use crate::scheme::{LongTermKey, Scheme};
 use crate::version::Version;
 
 /// Media type of a server list (drafts 16+).
@@ -46,8 +47,8 @@ pub struct ListedServer {
 pub struct UsableServer {
     /// The version as listed.
     pub version: ListedVersion,
-    /// The long-term Ed25519 public key.
-    pub public_key: [u8; 32],
+    /// The long-term public key, of the scheme `publicKeyType` names.
+    pub public_key: LongTermKey,
     /// How the key was written (hex is not allowed by the drafts).
     pub key_encoding: KeyEncoding,
     /// Addresses that parsed, in list order.
@@ -98,7 +99,7 @@ impl ListedVersion {
 pub enum KeyEncoding {
     /// Base64, as the drafts require.
     Base64,
-    /// 64 hex digits (roughenough's `serverlist-localhost.json`).
+    /// Hex, two digits a byte (roughenough's `serverlist-localhost.json`).
     Hex,
 }
 
@@ -112,12 +113,14 @@ pub enum Unusable {
     Missing(&'static str),
     /// A value has the wrong JSON type.
     WrongType(&'static str),
-    /// `publicKeyType` is not `ed25519` (e.g. `ml-dsa-44`).
+    /// `publicKeyType` names no scheme gnomon knows (neither `ed25519`
+    /// nor `ml-dsa-44`).
     KeyType,
     /// `publicKey` is neither base64 nor hex.
     KeyEncoding,
-    /// `publicKey` decodes to this many bytes, not 32.
-    KeyLength(usize),
+    /// `publicKey` decodes to this many bytes, not the length of the
+    /// scheme `publicKeyType` names.
+    KeyLength(Scheme, usize),
     /// An integer version no profile speaks (0, 2, 0x8000000d, …).
     UnknownVersion(u32),
     /// A version string we do not recognise, or a number beyond u32.
@@ -281,10 +284,8 @@ fn usable_server(obj: &Map<String, Value>) -> Result<UsableServer, Unusable> {
             .as_str()
             .ok_or(Unusable::WrongType(k))
     };
-    if !text("publicKeyType")?.eq_ignore_ascii_case("ed25519") {
-        return Err(Unusable::KeyType);
-    }
-    let (public_key, key_encoding) = decode_key(text("publicKey")?)?;
+    let scheme = Scheme::by_name(text("publicKeyType")?).ok_or(Unusable::KeyType)?;
+    let (public_key, key_encoding) = decode_key(text("publicKey")?, scheme)?;
     let version = parse_version(obj.get("version").ok_or(Unusable::Missing("version"))?)?;
     let list = obj
         .get("addresses")
@@ -311,20 +312,23 @@ fn usable_server(obj: &Map<String, Value>) -> Result<UsableServer, Unusable> {
     })
 }
 
-fn decode_key(s: &str) -> Result<([u8; 32], KeyEncoding), Unusable> {
-    let mut key = [0u8; 32];
-    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        for (k, pair) in key.iter_mut().zip(s.as_bytes().chunks_exact(2)) {
-            *k = (hex_digit(pair[0]) << 4) | hex_digit(pair[1]);
-        }
-        return Ok((key, KeyEncoding::Hex));
+fn decode_key(s: &str, scheme: Scheme) -> Result<(LongTermKey, KeyEncoding), Unusable> {
+    let n = scheme.public_len();
+    let (bytes, encoding) = if s.len() == 2 * n && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let bytes = s
+            .as_bytes()
+            .chunks_exact(2)
+            .map(|pair| (hex_digit(pair[0]) << 4) | hex_digit(pair[1]))
+            .collect::<Vec<u8>>();
+        (bytes, KeyEncoding::Hex)
+    } else {
+        let bytes = B64.decode(s).map_err(|_| Unusable::KeyEncoding)?;
+        (bytes, KeyEncoding::Base64)
+    };
+    match LongTermKey::from_bytes(&bytes) {
+        Some(key) if key.scheme() == scheme => Ok((key, encoding)),
+        _ => Err(Unusable::KeyLength(scheme, bytes.len())),
     }
-    let bytes = B64.decode(s).map_err(|_| Unusable::KeyEncoding)?;
-    let key: [u8; 32] = bytes
-        .as_slice()
-        .try_into()
-        .map_err(|_| Unusable::KeyLength(bytes.len()))?;
-    Ok((key, KeyEncoding::Base64))
 }
 
 fn hex_digit(b: u8) -> u8 {

@@ -332,3 +332,111 @@ fn measurement_refuses_bad_exchanges() {
     chain_nonce(p, &resp, &rand2, &mut expect).unwrap();
     assert_eq!(next, expect);
 }
+
+/// A measurement sequence over an Ed25519 server (rfc-10049) and two
+/// ML-DSA-44 servers (0x90000001), twice round; the second ML-DSA server is
+/// an hour ahead if `lie`.
+fn measure_pq(lie: bool) -> Measurement {
+    let plan: [(&str, u8, bool); 3] = [
+        ("rfc-10049", 70, false),
+        ("ml-dsa-44", 72, false),
+        ("ml-dsa-44", 74, lie),
+    ];
+    let servers: Vec<Server> = plan.iter().map(|(_, seed, _)| Server::new(*seed)).collect();
+    let mut m = Measurement::new();
+    for round in 0..2 {
+        for (i, (name, _, liar)) in plan.iter().enumerate() {
+            let k = round * plan.len() + i;
+            let profile = Profile::by_name(name).unwrap();
+            let public = servers[i].public(profile);
+            let rand: Vec<u8> = (0..profile.nonce_len).map(|b| (k * 41 + b) as u8).collect();
+            let mut nonce = [0u8; 64];
+            let n = m.next_nonce(profile, &rand, &mut nonce).unwrap();
+            let mut request = vec![0u8; 1024];
+            let len = Offer::single(profile)
+                .build(
+                    &nonce[..n],
+                    Some(&srv_for(public.bytes())),
+                    1024,
+                    &mut request,
+                )
+                .unwrap();
+            request.truncate(len);
+            let now = if *liar {
+                NOW_US + HOUR_US - 1_000_000
+            } else {
+                NOW_US + k as u64 * 1_000_000
+            };
+            let sink = servers[i].answer(
+                profile,
+                std::slice::from_ref(&request),
+                ResponderOptions::default(),
+                now,
+            );
+            let response = sink.response(0).expect("answered").to_vec();
+            let e = m
+                .record(&request, &response, &rand, public)
+                .unwrap_or_else(|err| panic!("{name} round {round}: {err:?}"));
+            assert_eq!(e.verified.profile.name, *name);
+            assert_eq!(e.public_key.scheme(), profile.scheme);
+        }
+    }
+    m
+}
+
+#[test]
+fn chains_and_reports_carry_ml_dsa_answers() {
+    let m = measure_pq(false);
+    assert!(m.contradictions().is_empty());
+    let report = reparsed(&m);
+    assert_eq!(report.entries[1].public_key.len(), 1312);
+    assert_eq!(report.entries[0].public_key.len(), 32);
+    let check = report.verify();
+    assert!(check.all_valid(), "{check:#?}");
+    assert!(check.entries[1..]
+        .iter()
+        .all(|e| e.link == Ok(Link::Chained)));
+    assert!(!check.is_proof_of_malfeasance());
+}
+
+#[test]
+fn an_ml_dsa_liar_is_proven_by_its_report() {
+    let m = measure_pq(true);
+    let liar = [2, 5];
+    let pairs = m.contradictions();
+    assert!(!pairs.is_empty());
+    assert!(pairs
+        .iter()
+        .all(|(a, b)| liar.contains(a) && !liar.contains(b)));
+    let check = reparsed(&m).verify();
+    assert!(check.all_valid(), "{check:#?}");
+    assert_eq!(check.contradictions, pairs);
+    assert!(check.is_proof_of_malfeasance());
+}
+
+#[test]
+fn a_report_entry_with_the_wrong_ml_dsa_key_fails() {
+    let mut report = m_report(measure_pq(false));
+    // Another ML-DSA-44 key, an Ed25519 key, and a key of no scheme.
+    report.entries[1].public_key = Server::new(99).pq_long_term.public().to_vec();
+    report.entries[2].public_key = Server::new(99).long_term.public().to_vec();
+    report.entries[4].public_key.pop();
+    let check = report.verify();
+    assert!(matches!(
+        check.entries[1].response,
+        Err(EntryError::Verify(_))
+    ));
+    assert!(matches!(
+        check.entries[2].response,
+        Err(EntryError::Verify(VerifyError::KeyScheme { .. }))
+    ));
+    assert_eq!(
+        check.entries[4].response.unwrap_err(),
+        EntryError::PublicKeyLength(1311)
+    );
+    assert!(check.entries[0].response.is_ok() && check.entries[3].response.is_ok());
+}
+
+fn m_report(m: Measurement) -> Report {
+    m.report()
+}

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use gnomon_protocol::serverlist::{
     parse_host_port, AddressError, Host, KeyEncoding, ListError, ListedVersion, Transport, Unusable,
 };
-use gnomon_protocol::{Profile, ProfileSet, ServerList, Version};
+use gnomon_protocol::{
+    LongTermKey, MlDsa44KeyPair, Profile, ProfileSet, Scheme, ServerList, Version,
+};
 
 fn vector(rel: &str) -> Vec<u8> {
     let dir = PathBuf::from(concat!(
@@ -18,13 +20,10 @@ fn vector(rel: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn b64(s: &str) -> [u8; 32] {
+fn b64(s: &str) -> LongTermKey {
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .unwrap()
-        .try_into()
-        .unwrap()
+    let bytes = base64::engine::general_purpose::STANDARD.decode(s).unwrap();
+    LongTermKey::from_bytes(&bytes).unwrap()
 }
 
 #[test]
@@ -135,8 +134,8 @@ fn roughenough_client_lists() {
     for (_, s) in local.usable() {
         // Hex is not what the drafts allow; it is accepted and recorded.
         assert_eq!(s.key_encoding, KeyEncoding::Hex);
-        assert_eq!(s.public_key[..4], [0x3b, 0x6a, 0x27, 0xbc]);
-        assert_eq!(s.public_key[31], 0x29);
+        assert_eq!(s.public_key.bytes()[..4], [0x3b, 0x6a, 0x27, 0xbc]);
+        assert_eq!(s.public_key.bytes()[31], 0x29);
         assert_eq!(s.addresses[0].host, Host::Ipv4([127, 0, 0, 1]));
         ports.push(s.addresses[0].port);
     }
@@ -184,8 +183,8 @@ fn versions_map_to_profiles() {
 #[test]
 fn one_bad_server_does_not_sink_the_list() {
     let good = server("1", "ed25519", KEY, "192.0.2.1:5319");
-    let pq = server("1", "ml-dsa-44", "AAAA", "192.0.2.2:5319");
-    let json = format!(r#"{{"servers":[{good},{pq},7]}}"#);
+    let other = server("1", "rsa-2048", "AAAA", "192.0.2.2:5319");
+    let json = format!(r#"{{"servers":[{good},{other},7]}}"#);
     let list = ServerList::parse(json.as_bytes()).unwrap();
     assert!(list.servers[0].status.is_ok());
     assert_eq!(list.servers[1].status, Err(Unusable::KeyType));
@@ -199,7 +198,7 @@ fn unusable_servers_say_why() {
     let cases: [(String, Unusable); 11] = [
         (
             server("1", "ed25519", "AAAA", "a.b:1"),
-            Unusable::KeyLength(3),
+            Unusable::KeyLength(Scheme::Ed25519, 3),
         ),
         (server("1", "ed25519", "!!", "a.b:1"), Unusable::KeyEncoding),
         (
@@ -382,6 +381,79 @@ fn the_example_list_in_examples_is_usable() {
             .as_ref()
             .unwrap_or_else(|e| panic!("{:?} unusable: {e:?}", s.name));
         assert!(!usable.addresses.is_empty(), "{:?}", s.name);
-        assert!(keys.insert(usable.public_key), "{:?}: key repeated", s.name);
+        assert!(
+            keys.insert(usable.public_key.clone()),
+            "{:?}: key repeated",
+            s.name
+        );
     }
+}
+
+fn pq_key() -> Vec<u8> {
+    MlDsa44KeyPair::from_seed(&[5; 32]).public().to_vec()
+}
+
+#[test]
+fn ml_dsa_44_entries_are_usable_with_their_key() {
+    use base64::Engine;
+    let key = pq_key();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&key);
+    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    // The type is matched without regard to case; base64 and hex both read.
+    for (kind, text, encoding) in [
+        ("ml-dsa-44", &b64, KeyEncoding::Base64),
+        ("ML-DSA-44", &b64, KeyEncoding::Base64),
+        ("Ml-Dsa-44", &hex, KeyEncoding::Hex),
+    ] {
+        let json = format!(
+            r#"{{"servers":[{}]}}"#,
+            server("2415919105", kind, text, "pq.example:2002")
+        );
+        let list = ServerList::parse(json.as_bytes()).unwrap();
+        let s = list.servers[0]
+            .status
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert_eq!(s.public_key.scheme(), Scheme::MlDsa44, "{kind}");
+        assert_eq!(s.public_key.bytes(), key.as_slice(), "{kind}");
+        assert_eq!(s.key_encoding, encoding, "{kind}");
+        assert_eq!(s.version.profile().map(|p| p.name), Some("ml-dsa-44"));
+    }
+}
+
+#[test]
+fn a_key_of_the_wrong_length_for_its_type_is_unusable() {
+    use base64::Engine;
+    let std = base64::engine::general_purpose::STANDARD;
+    let pq_b64 = std.encode(pq_key());
+    // An Ed25519 key called ML-DSA-44, and an ML-DSA-44 key called Ed25519.
+    let cases = [
+        (
+            server("2415919105", "ml-dsa-44", KEY, "a.b:1"),
+            Unusable::KeyLength(Scheme::MlDsa44, 32),
+        ),
+        (
+            server("1", "ed25519", &pq_b64, "a.b:1"),
+            Unusable::KeyLength(Scheme::Ed25519, 1312),
+        ),
+        (
+            server("2415919105", "ml-dsa-44", &std.encode([1u8; 1311]), "a.b:1"),
+            Unusable::KeyLength(Scheme::MlDsa44, 1311),
+        ),
+    ];
+    for (entry, want) in cases {
+        let json = format!(r#"{{"servers":[{entry}]}}"#);
+        let list = ServerList::parse(json.as_bytes()).unwrap();
+        assert_eq!(list.servers[0].status, Err(want));
+    }
+    let said = Unusable::KeyLength(Scheme::MlDsa44, 32).to_string();
+    assert!(
+        said.contains("32") && said.contains("1312") && said.contains("ML-DSA-44"),
+        "{said}"
+    );
+    let said = Unusable::KeyLength(Scheme::Ed25519, 1312).to_string();
+    assert!(said.contains("1312") && said.contains("has 32"), "{said}");
+    let said = Unusable::KeyType.to_string();
+    assert!(!said.contains("is not ed25519"), "{said}");
+    assert!(said.contains("ml-dsa-44"), "{said}");
 }

@@ -383,7 +383,7 @@ impl Service {
     }
 
     fn excluded_key(&self, i: usize) -> bool {
-        let key = B64.encode(self.list.servers[i].public_key);
+        let key = B64.encode(self.list.servers[i].public_key.bytes());
         self.state.excluded.iter().any(|e| e.public_key == key)
     }
 
@@ -428,7 +428,7 @@ impl Service {
         // Liars out, the reformed back in.
         let now_us = round.local_end_us;
         for &(i, _) in &round.outside {
-            let key = B64.encode(servers[i].public_key);
+            let key = B64.encode(servers[i].public_key.bytes());
             if !self.state.excluded.iter().any(|e| e.public_key == key) {
                 self.state.excluded.push(Excluded {
                     name: name(i),
@@ -438,7 +438,7 @@ impl Service {
             }
         }
         for &i in &round.rejoined {
-            let key = B64.encode(servers[i].public_key);
+            let key = B64.encode(servers[i].public_key.bytes());
             self.state.excluded.retain(|e| e.public_key != key);
         }
 

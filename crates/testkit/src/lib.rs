@@ -73,15 +73,17 @@ pub fn base64(bytes: &[u8]) -> String {
 }
 
 /// A server list in the RFC 10049 form naming `servers` as (name, fixture,
-/// listed version), each with a UDP and a TCP address, and an optional
+/// listed version), each with its key's `publicKeyType` (ed25519, or
+/// ml-dsa-44 for an ML-DSA-44 fixture), a UDP and a TCP address, and an optional
 /// `reports` URL.
 pub fn server_list(servers: &[(&str, &Fixture, u32)], reports: Option<&str>) -> String {
     let entries: Vec<String> = servers
         .iter()
         .map(|(name, f, version)| {
             format!(
-                r#"{{"name":"{name}","version":{version},"publicKeyType":"ed25519","publicKey":"{key}","addresses":[{{"protocol":"udp","address":"{addr}"}},{{"protocol":"tcp","address":"{addr}"}}]}}"#,
-                key = base64(&f.public_key()),
+                r#"{{"name":"{name}","version":{version},"publicKeyType":"{scheme}","publicKey":"{key}","addresses":[{{"protocol":"udp","address":"{addr}"}},{{"protocol":"tcp","address":"{addr}"}}]}}"#,
+                scheme = f.long_term_key().scheme().name(),
+                key = base64(f.long_term_key().bytes()),
                 addr = f.addr(),
             )
         })

@@ -12,7 +12,8 @@ use gnomon_protocol::profile::{Framing, VerPlace};
 use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::wire::{self, Message, PACKET_HEADER};
 use gnomon_protocol::{
-    Acceptor, BatchContext, KeyPair, ProfileSet, Responder, ResponderOptions, ResponseSink, Version,
+    Acceptor, BatchContext, KeyPair, LongTermKey, MlDsa44KeyPair, ProfileSet, Responder,
+    ResponderOptions, ResponseSink, Scheme, Sign, Version,
 };
 
 /// How the fixture answers a request it accepted.
@@ -64,6 +65,10 @@ pub struct FixtureConfig {
     /// answer: a server whose newer versions an on-path dropper silences
     /// while the older ones it also speaks get through.
     pub silent_on: ProfileSet,
+    /// The signature scheme of its keys: Ed25519 (the default) answers
+    /// the Ed25519 versions of `profiles`; ML-DSA-44 answers 0x90000001,
+    /// over TCP only as that profile says, with keys from `seed`.
+    pub scheme: Scheme,
 }
 
 impl Default for FixtureConfig {
@@ -79,6 +84,7 @@ impl Default for FixtureConfig {
             seed: 1,
             ipv6: false,
             silent_on: ProfileSet::empty(),
+            scheme: Scheme::Ed25519,
         }
     }
 }
@@ -94,7 +100,7 @@ struct Counters {
 #[derive(Debug)]
 pub struct Fixture {
     addr: SocketAddr,
-    public_key: [u8; 32],
+    public_key: LongTermKey,
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
     threads: Vec<JoinHandle<()>>,
@@ -110,9 +116,29 @@ impl Fixture {
         let (udp, tcp) = bind_pair(config.tcp, config.ipv6);
         let addr = udp.local_addr().expect("udp local addr");
         udp.set_read_timeout(Some(POLL)).expect("udp timeout");
-        let long_term = KeyPair::from_seed(&[config.seed; 32]);
-        let public_key = long_term.public();
-        let responder = Arc::new(Answerer::new(&config, &long_term));
+        let (responder, public_key) = match config.scheme {
+            Scheme::Ed25519 => {
+                let long_term = KeyPair::from_seed(&[config.seed; 32]);
+                let online = KeyPair::from_seed(&[config.seed.wrapping_add(100); 32]);
+                let public = online.public();
+                let key = LongTermKey::from(long_term.public());
+                (
+                    Answerer::new(&config, &long_term, Box::new(online), &public),
+                    key,
+                )
+            }
+            Scheme::MlDsa44 => {
+                let long_term = MlDsa44KeyPair::from_seed(&[config.seed; 32]);
+                let online = MlDsa44KeyPair::from_seed(&[config.seed.wrapping_add(100); 32]);
+                let public = online.public().to_vec();
+                let key = LongTermKey::from_bytes(long_term.public()).expect("an ML-DSA-44 key");
+                (
+                    Answerer::new(&config, &long_term, Box::new(online), &public),
+                    key,
+                )
+            }
+        };
+        let responder = Arc::new(responder);
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
         let mut threads = Vec::new();
@@ -153,9 +179,16 @@ impl Fixture {
         self.addr
     }
 
-    /// The long-term public key.
+    /// The long-term public key of an Ed25519 fixture (the default).
     pub fn public_key(&self) -> [u8; 32] {
         self.public_key
+            .ed25519()
+            .expect("an Ed25519 fixture: use long_term_key() for ML-DSA-44")
+    }
+
+    /// The long-term public key, of either scheme.
+    pub fn long_term_key(&self) -> &LongTermKey {
+        &self.public_key
     }
 
     /// UDP datagrams received, answered or not.
@@ -214,7 +247,7 @@ fn bind_pair(tcp: bool, ipv6: bool) -> (UdpSocket, Option<TcpListener>) {
 /// Everything needed to answer one request.
 struct Answerer {
     acceptor: Acceptor,
-    online: KeyPair,
+    online: Box<dyn Sign + Send + Sync>,
     certs: CertificateSet,
     vers: Vec<Version>,
     offset_us: i64,
@@ -225,14 +258,19 @@ struct Answerer {
 }
 
 impl Answerer {
-    fn new(config: &FixtureConfig, long_term: &KeyPair) -> Answerer {
-        let online = KeyPair::from_seed(&[config.seed.wrapping_add(100); 32]);
+    fn new(
+        config: &FixtureConfig,
+        long_term: &dyn Sign,
+        online: Box<dyn Sign + Send + Sync>,
+        online_public: &[u8],
+    ) -> Answerer {
         let now = shifted_now(config.offset_us);
         let day = 86_400_000_000;
-        let certs = CertificateSet::mint_all(long_term, &online.public(), now - day, now + 2 * day);
+        let certs = CertificateSet::mint_all(long_term, online_public, now - day, now + 2 * day);
+        // Each identity answers (and lists in VERS) its own scheme's versions.
+        let profiles = config.profiles.of_scheme(config.scheme);
         // VERS lists what this server speaks in the 12+ formats, ascending.
-        let mut vers: Vec<Version> = config
-            .profiles
+        let mut vers: Vec<Version> = profiles
             .iter()
             .filter(|p| p.ver_place == VerPlace::Srep)
             .map(|p| p.version)
@@ -241,7 +279,7 @@ impl Answerer {
         vers.dedup();
         Answerer {
             acceptor: Acceptor {
-                profiles: config.profiles,
+                profiles,
                 ..Acceptor::default()
             },
             online,
@@ -265,19 +303,30 @@ impl Answerer {
         if tcp && (!profile.tcp || profile.framing != Framing::Packet) {
             return None;
         }
+        if !tcp && !profile.udp {
+            return None;
+        }
         let ctx = BatchContext {
             profile,
             now_us: shifted_now(self.offset_us),
             radius_us: self.radius_us,
-            online: &self.online,
+            online: &*self.online,
             cert: self.certs.for_profile(profile)?,
             vers: &self.vers,
         };
+        // A datagram's answer is bounded by its request; a stream's is not
+        // (an ML-DSA-44 answer is 6.4 KB).
+        let (mut responder, room) = if tcp {
+            let r = Responder::for_stream(1, ResponderOptions::default());
+            (r, packet.len().max(16_384))
+        } else {
+            (Responder::new(1, ResponderOptions::default()), packet.len())
+        };
         let mut sink = OneSink {
-            buf: vec![0; packet.len()],
+            buf: vec![0; room],
             result: None,
         };
-        Responder::new(1, ResponderOptions::default()).respond(&ctx, &[request], &mut sink);
+        responder.respond(&ctx, &[request], &mut sink);
         let len = sink.result?.ok()?;
         let mut response = sink.buf;
         response.truncate(len);

@@ -73,7 +73,7 @@ fn row(s: &Server, now_us: i64) -> ServerRow {
         .collect();
     ServerRow {
         name: s.name.clone(),
-        public_key: base64::engine::general_purpose::STANDARD.encode(s.public_key),
+        public_key: base64::engine::general_purpose::STANDARD.encode(s.public_key.bytes()),
         addresses: serde_json::Value::from(addresses).to_string(),
         seen_us: now_us,
     }

@@ -102,7 +102,7 @@ pub struct Status {
     pub raw_response: Option<Vec<u8>>,
     /// The long-term key, to check the signatures in the decoded view.
     #[serde(skip)]
-    pub public_key: [u8; 32],
+    pub public_key: Vec<u8>,
 }
 
 /// One point of a server's history.

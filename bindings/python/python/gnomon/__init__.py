@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 PublicKey = Union[str, bytes]
-"""A long-term Ed25519 public key: base64 (or hex) text, or 32 raw bytes."""
+"""A long-term public key: base64 (or hex) text, or raw bytes: 32 for Ed25519, 1312 for ML-DSA-44 (version 0x90000001, asked over TCP only)."""
 
 Version = Union[str, int]
 """A version by name (``"rfc-10049"``, ``"draft-08"``, ``"google"``) or by
@@ -91,7 +91,7 @@ class Answer:
     version_number: int
     """Its wire number: 0x80000000 + n for draft n, 1 for RFC 10049; Google's protocol sends none and shows 0xb2d98825 (3000600613), the number server lists give it."""
     online_key: bytes
-    """The delegated online key that signed the time."""
+    """The delegated online key that signed the time (for ML-DSA-44, whose keys are 1312 bytes, the first 32 bytes of SHA-512(0xff ‖ key))."""
     delegation_us: Tuple[int, int]
     """The delegation's validity window (MINT, MAXT), µs since the epoch."""
     rtt: Optional[float] = None

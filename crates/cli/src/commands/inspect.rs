@@ -94,7 +94,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return Exit::Invalid.into();
         }
     };
-    let sigs = key.and_then(|k| decode::check_signatures(&bytes, &decoded, &k, request.as_deref()));
+    let sigs = key
+        .as_ref()
+        .and_then(|k| decode::check_signatures(&bytes, &decoded, k, request.as_deref()));
     let sigs_ok = sigs
         .as_ref()
         .is_none_or(|s| s.delegation && s.response && s.full.as_ref().is_none_or(|f| f.is_ok()));

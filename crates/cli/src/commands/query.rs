@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine as _;
+use gnomon_client::decode::online_key_label;
 use gnomon_client::{
     format_duration_us, format_utc, parse_public_key, Answer, Backoff, Client, Config, Server,
     TcpMode,
@@ -32,7 +31,9 @@ pub(crate) struct Args {
         help = "The server: host, host:port, [IPv6]:port (port 5319 when omitted)"
     )]
     pub(crate) addr: Option<String>,
-    /// The server's long-term public key (base64, or 64 hex digits).
+    /// The server's long-term public key, base64 or hex: 32 bytes for
+    /// Ed25519, 1312 bytes for ML-DSA-44 (post-quantum version 0x90000001,
+    /// asked over TCP only). The length chooses the versions offered.
     #[arg(long, requires = "addr")]
     pub(crate) key: Option<String>,
     /// Run the measurement sequence of RFC 10049 over this server list.
@@ -50,13 +51,15 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 2, requires = "servers", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) quorum: u16,
     /// Offer only this version: a number (1, 0x8000000b, 3000600613 for
-    /// Google) or a name (google, draft-07, draft-14, rfc-10049).
+    /// Google) or a name (google, draft-07, draft-14, rfc-10049,
+    /// ml-dsa-44).
     #[arg(long, value_name = "V", value_parser = parse_profile, requires = "addr")]
     pub(crate) version: Option<&'static Profile>,
     /// Use TCP only (versions that define TCP).
     #[arg(long, conflicts_with = "udp_only")]
     pub(crate) tcp: bool,
-    /// Never fall back to TCP.
+    /// Never fall back to TCP (refused for an ML-DSA-44 key: its version
+    /// is served over TCP only).
     #[arg(long)]
     pub(crate) udp_only: bool,
     /// First UDP wait; each retry waits 1.5 times longer (RFC 10049).
@@ -141,6 +144,36 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(k) => k,
         Err(e) => return usage("query", format!("--key: {e}")),
     };
+    if let Some(p) = args.version {
+        if p.scheme != key.scheme() {
+            return usage(
+                "query",
+                format!(
+                    "--version {} is signed with {}, but --key is an {} key ({} bytes)",
+                    p.name,
+                    p.scheme,
+                    key.scheme(),
+                    key.bytes().len()
+                ),
+            );
+        }
+    }
+    if args.udp_only
+        && gnomon_protocol::ProfileSet::ALL
+            .of_scheme(key.scheme())
+            .over_udp()
+            .iter()
+            .next()
+            .is_none()
+    {
+        return usage(
+            "query",
+            format!(
+                "--udp-only: {} versions are served over TCP only",
+                key.scheme()
+            ),
+        );
+    }
     let mut server = match Server::at(addr, key) {
         Ok(s) => s,
         Err(e) => return usage("query", format!("{addr}: {e}")),
@@ -214,6 +247,7 @@ pub(crate) fn answer_json(a: &Answer) -> serde_json::Value {
     let v = &a.verified;
     json!({
         "version": { "name": v.profile.name, "number": v.profile.version.0 },
+        "scheme": v.profile.scheme.name(),
         "transport": transport_name(a.transport),
         "peer": a.peer.to_string(),
         "midpoint_us": v.midpoint_us,
@@ -224,7 +258,7 @@ pub(crate) fn answer_json(a: &Answer) -> serde_json::Value {
         "sends": a.sends,
         "legacy_context": v.legacy_context,
         "merkle_orientation": format!("{:?}", v.orientation),
-        "online_key": B64.encode(v.online_key),
+        "online_key": online_key_label(v.profile.scheme, &v.online_key),
     })
 }
 
@@ -236,6 +270,9 @@ fn print_answer(addr: &str, a: &Answer) {
         a.peer
     );
     println!("version  {}", version_label(v.profile));
+    if v.profile.scheme != gnomon_protocol::Scheme::Ed25519 {
+        println!("scheme   {}", v.profile.scheme.name());
+    }
     println!("time     {}", format_utc(v.midpoint_us));
     println!(
         "radius   ±{}",
@@ -247,8 +284,13 @@ fn print_answer(addr: &str, a: &Answer) {
         format_duration_us(a.offset_us)
     );
     // Of a fleet sharing one long-term key, the online key tells which host
-    // answered (`gnomon delegate --hosts` writes which key is whose).
-    println!("online   {}", B64.encode(v.online_key));
+    // answered (`gnomon delegate --hosts` writes which key is whose). An
+    // ML-DSA-44 online key (1312 bytes) is shown as its SHA-512 digest,
+    // labelled `sha512:`.
+    println!(
+        "online   {}",
+        online_key_label(v.profile.scheme, &v.online_key)
+    );
     if a.sends > 1 {
         println!("note     answered after {} transmissions", a.sends);
     }

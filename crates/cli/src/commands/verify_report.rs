@@ -68,7 +68,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
 
 fn key_label(key: &[u8]) -> String {
     let b = base64::engine::general_purpose::STANDARD.encode(key);
-    b.chars().take(12).collect::<String>() + "…"
+    let short = b.chars().take(12).collect::<String>() + "…";
+    // Ed25519 keys, the usual case, go unlabelled.
+    match gnomon_protocol::Scheme::by_public_len(key.len()) {
+        Some(s) if s != gnomon_protocol::Scheme::Ed25519 => format!("{} {short}", s.name()),
+        _ => short,
+    }
 }
 
 fn print_report(file: &str, report: &Report, check: &ReportCheck) {

@@ -155,10 +155,10 @@ pub(crate) fn load_keys(path: &Path) -> Result<KeySet, String> {
             let key = base64::engine::general_purpose::STANDARD
                 .decode(line)
                 .ok()
-                .and_then(|k| <[u8; 32]>::try_from(k).ok())
+                .and_then(|k| gnomon_protocol::LongTermKey::from_bytes(&k))
                 .ok_or_else(|| {
                     format!(
-                        "{what}:{}: `{line}` is not a public key (32 bytes, base64)",
+                        "{what}:{}: `{line}` is not a public key (base64 of 32 bytes, Ed25519, or 1312, ML-DSA-44)",
                         n + 1
                     )
                 })?;

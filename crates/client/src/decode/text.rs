@@ -11,7 +11,7 @@ use crate::time::format_utc;
 /// The online key a response's delegation names (DELE's PUBK), if any.
 pub(crate) fn online_key(nodes: &[Node]) -> Option<&[u8]> {
     nodes.iter().find_map(|n| {
-        if n.tag == "PUBK" && n.value.len() == 32 {
+        if n.tag == "PUBK" && gnomon_protocol::Scheme::by_public_len(n.value.len()).is_some() {
             Some(n.value.as_slice())
         } else {
             online_key(&n.children)
@@ -85,12 +85,17 @@ pub fn to_text(d: &Decoded, sigs: Option<&Signatures>, keyed: bool) -> String {
     if let Some(k) = online_key(&d.nodes) {
         use base64::Engine as _;
         // In base64 too: `gnomon delegate --hosts` lists online keys that
-        // way, so this tells which host of a fleet answered.
-        let _ = writeln!(
-            out,
-            "online key  {}",
+        // way, so this tells which host of a fleet answered. A 1312-byte
+        // ML-DSA-44 key is named by its digest, labelled as one.
+        let label = if k.len() == 32 {
             base64::engine::general_purpose::STANDARD.encode(k)
-        );
+        } else {
+            super::online_key_label(
+                gnomon_protocol::Scheme::MlDsa44,
+                &gnomon_protocol::request::srv_for(k),
+            )
+        };
+        let _ = writeln!(out, "online key  {label}");
     }
     match (d.kind, sigs) {
         (Kind::Response, Some(s)) => {

@@ -30,7 +30,22 @@ pub fn seeded(seed: u8) -> Client {
 }
 
 pub fn server_for(f: &Fixture, name: &str) -> Server {
-    let mut s = Server::at(&f.addr().to_string(), f.public_key()).expect("fixture address");
+    let mut s =
+        Server::at(&f.addr().to_string(), f.long_term_key().clone()).expect("fixture address");
     s.name = name.to_string();
     s
+}
+
+/// A fixture of `p`'s signature scheme answering `profiles`.
+pub fn fixture_for(
+    p: &gnomon_protocol::Profile,
+    profiles: gnomon_protocol::ProfileSet,
+    seed: u8,
+) -> Fixture {
+    Fixture::start(gnomon_testkit::FixtureConfig {
+        profiles,
+        seed,
+        scheme: p.scheme,
+        ..gnomon_testkit::FixtureConfig::default()
+    })
 }

@@ -21,7 +21,7 @@ const MAX_DATAGRAM: usize = 65_536;
 /// what comes back within `wait`.
 pub(crate) fn burst(
     peer: SocketAddr,
-    key: &[u8; 32],
+    key: gnomon_protocol::PublicKey<'_>,
     offer: &Offer,
     request_size: usize,
     count: usize,
@@ -34,7 +34,7 @@ pub(crate) fn burst(
     };
     let socket = UdpSocket::bind(local)?;
     socket.connect(peer)?;
-    let srv = srv_for(key);
+    let srv = srv_for(key.bytes());
     let p = offer.primary();
     let mut pending: Vec<Vec<u8>> = Vec::with_capacity(count);
     for _ in 0..count {

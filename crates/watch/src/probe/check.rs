@@ -54,7 +54,7 @@ pub(crate) fn probe(server: &Server, settings: &Settings) -> (Option<Answer>, St
             .or_else(|| server.describe_address(Transport::Tcp))
             .unwrap_or_default(),
         checked_at_us: now_us(),
-        public_key: server.public_key,
+        public_key: server.public_key.bytes().to_vec(),
         ..Status::default()
     };
     let main = client(settings, TcpMode::Fallback, 2).query(server);
@@ -113,7 +113,7 @@ pub(crate) fn probe(server: &Server, settings: &Settings) -> (Option<Answer>, St
     if s.udp == Some(true) {
         s.batch = burst::burst(
             answer.peer,
-            &server.public_key,
+            server.public_key.as_public(),
             &answer.offer,
             answer.request.len(),
             settings.burst,

@@ -129,7 +129,7 @@ pub fn round(servers: &[Server], settings: &Settings, stop: &AtomicBool) -> (Vec
             let (low_us, high_us) = a.as_ref()?.offset_interval_us();
             Some(Vouch {
                 server: i,
-                key: &servers[i].public_key,
+                key: servers[i].public_key.bytes(),
                 low_us,
                 high_us,
             })
@@ -236,7 +236,11 @@ pub fn run(
                 post(url.clone(), report.clone(), *policy, s.name.clone());
             }
             if let Some((sink, handle)) = &settings.sink {
-                match handle.block_on(sink.submit(report, LOCAL_SENDER, Some(&s.public_key))) {
+                match handle.block_on(sink.submit(
+                    report,
+                    LOCAL_SENDER,
+                    Some(s.public_key.as_slice()),
+                )) {
                     Ok(stored) => eprintln!(
                         "gnomon watch: report on {:?} stored as /reports/{}.json",
                         s.name, stored.id

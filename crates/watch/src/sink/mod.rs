@@ -66,11 +66,11 @@ pub const PAGE_SIZE: u32 = 100;
 pub struct KeySet(HashSet<String>);
 
 impl KeySet {
-    /// The set of these 32-byte keys.
-    pub fn new<'a>(keys: impl IntoIterator<Item = &'a [u8; 32]>) -> KeySet {
+    /// The set of these keys (32 bytes for Ed25519, 1312 for ML-DSA-44).
+    pub fn new<K: AsRef<[u8]>>(keys: impl IntoIterator<Item = K>) -> KeySet {
         use base64::Engine;
         let b64 = base64::engine::general_purpose::STANDARD;
-        KeySet(keys.into_iter().map(|k| b64.encode(k)).collect())
+        KeySet(keys.into_iter().map(|k| b64.encode(k.as_ref())).collect())
     }
 
     /// Whether `key` (base64, as [`gnomon_client::report_check::accused_keys`]
@@ -79,7 +79,7 @@ impl KeySet {
         self.0.contains(key)
     }
 
-    /// Whether the 32-byte `key` is in the set.
+    /// Whether `key` is in the set.
     pub fn contains(&self, key: &[u8]) -> bool {
         use base64::Engine;
         self.0
@@ -244,7 +244,7 @@ impl Sink {
         &self,
         body: &str,
         sender: &str,
-        judged: Option<&[u8; 32]>,
+        judged: Option<&[u8]>,
     ) -> Result<Stored, String> {
         let stored = accept::accept(
             &self.shared,

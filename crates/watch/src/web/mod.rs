@@ -286,12 +286,15 @@ async fn server_page(State(app): State<Arc<App>>, Path(name): Path<String>) -> R
             .as_deref()
             .map(|bytes| match gnomon_client::decode::decode(bytes) {
                 Ok(d) => {
-                    let sigs = gnomon_client::decode::check_signatures(
-                        bytes,
-                        &d,
-                        &s.public_key,
-                        s.raw_request.as_deref(),
-                    );
+                    let sigs =
+                        gnomon_protocol::PublicKey::from_bytes(&s.public_key).and_then(|k| {
+                            gnomon_client::decode::check_signatures(
+                                bytes,
+                                &d,
+                                k,
+                                s.raw_request.as_deref(),
+                            )
+                        });
                     gnomon_client::decode::to_text(&d, sigs.as_ref(), true)
                 }
                 Err(e) => format!("not a Roughtime message ({} bytes): {e}", bytes.len()),
