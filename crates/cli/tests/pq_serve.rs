@@ -147,6 +147,16 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
     assert_eq!(v.profile.version, PQ);
     assert_eq!(vers(&answer), [PQ.0]);
 
+    // gnomon's own client, given the 1312-byte key, asks 0x90000001 over
+    // TCP and verifies the answer.
+    let target = tcp.to_string();
+    let key = B64.encode(&pq_public);
+    let out = gnomon_ok(&["query", &target, "--key", &key, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(out.trim()).expect("query --json");
+    assert_eq!(json["scheme"], "ml-dsa-44", "{out}");
+    assert_eq!(json["version"]["number"], 0x9000_0001u32, "{out}");
+    assert_eq!(json["transport"], "tcp", "{out}");
+
     // UDP: 0x90000001 alone gets nothing; with version 1 offered too, the
     // Ed25519 identity answers in version 1.
     let udp = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -28,6 +28,8 @@ use crate::wire::{self, PACKET_HEADER};
 /// Largest SREP any profile produces (VER, RADI, MIDP, 32 VERS, 64-byte
 /// ROOT and a 64-byte NONC, with headers), rounded up.
 const SREP_MAX: usize = 8 * 6 + 4 + 4 + 8 + 4 * 32 + 64 + 64;
+/// Longest top-level message header: 8 tags, 7 offsets and the count.
+const HEADER_MAX: usize = 8 * 8;
 const _: () = assert!(SREP_MAX <= 384);
 
 /// Where responses go: one buffer per request index.
@@ -106,6 +108,11 @@ pub struct Responder {
     tree: Tree,
     /// Context string followed by the SREP bytes: the signed message.
     signed: [u8; MAX_CONTEXT + SREP_MAX],
+    /// The chunk's message header followed by its signature: what every
+    /// response of the chunk starts with, copied in one piece. Kept here
+    /// rather than in each chunk's layout, so ML-DSA-44's 2420 bytes are
+    /// not cleared per batch.
+    head: [u8; HEADER_MAX + MAX_SIGNATURE],
     options: ResponderOptions,
     /// Whether each response is bounded by its request's length (datagrams).
     bounded: bool,
@@ -113,11 +120,10 @@ pub struct Responder {
 
 /// Per-chunk layout of a response.
 struct Layout {
-    header: [u8; 8 * 8],
-    header_len: usize,
+    /// Bytes of `Responder::head` that hold the header and the signature.
+    head_len: usize,
     srep_at: usize,
     srep_len: usize,
-    sig: [u8; MAX_SIGNATURE],
 }
 
 impl Responder {
@@ -126,6 +132,7 @@ impl Responder {
         Responder {
             tree: Tree::with_capacity(max_batch),
             signed: [0; MAX_CONTEXT + SREP_MAX],
+            head: [0; HEADER_MAX + MAX_SIGNATURE],
             options,
             bounded: true,
         }
@@ -338,16 +345,6 @@ impl Responder {
                 &[(Tag::RADI, &radi), (Tag::MIDP, &midp), (Tag::ROOT, root)],
             )?,
         };
-        let mut layout = Layout {
-            header: [0; 64],
-            header_len: 0,
-            srep_at: ctx_len,
-            srep_len,
-            sig: [0; MAX_SIGNATURE],
-        };
-        // One signature for the whole chunk, over SREP under the context.
-        ctx.online
-            .sign_into(&self.signed[..ctx_len + srep_len], ctx_len, &mut layout.sig);
         let path_len = self.tree.depth() * p.hash_len();
         let mut tags = [(Tag(0), 0usize); 8];
         let mut n = 0;
@@ -380,7 +377,20 @@ impl Responder {
                 n += 1;
             }
         }
-        layout.header_len = wire::write_header(&mut layout.header, &tags[..n])?;
+        let header_len = wire::write_header(&mut self.head[..HEADER_MAX], &tags[..n])?;
+        // One signature for the whole chunk, over SREP under the context,
+        // right after the header it is the first value of.
+        let sig_len = p.scheme.signature_len();
+        ctx.online.sign_into(
+            &self.signed[..ctx_len + srep_len],
+            ctx_len,
+            &mut self.head[header_len..header_len + sig_len],
+        );
+        let layout = Layout {
+            head_len: header_len + sig_len,
+            srep_at: ctx_len,
+            srep_len,
+        };
         // `base` assumed the profile's nonce length; draft 03 accepts another.
         debug_assert_eq!(
             base + path_len,
@@ -404,9 +414,7 @@ impl Responder {
     ) -> Result<usize, RespondError> {
         let p = ctx.profile;
         let path_len = self.tree.depth() * p.hash_len();
-        let sig_len = p.scheme.signature_len();
-        let body_len = layout.header_len
-            + sig_len
+        let body_len = layout.head_len
             + if p.ver_place == VerPlace::TopLevel {
                 4
             } else {
@@ -430,8 +438,7 @@ impl Responder {
             wire::write_frame_header(out, body_len)?;
         }
         let mut w = Writer { out, pos: start };
-        w.put(&layout.header[..layout.header_len]);
-        w.put(&layout.sig[..sig_len]);
+        w.put(&self.head[..layout.head_len]);
         if p.ver_place == VerPlace::TopLevel {
             w.put(&p.version.0.to_le_bytes());
         }
