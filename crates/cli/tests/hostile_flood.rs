@@ -198,7 +198,9 @@ fn every_version_from_many_sources_is_answered_under_the_limits() {
     for k in 1..=100u64 {
         let ip = format!("127.1.{}.{}", k / 200, k % 200 + 1);
         let c = client(&ip, Duration::from_secs(5));
-        for (i, profile) in PROFILES.iter().enumerate() {
+        // Every version this Ed25519 server signs (all but the UDP-less
+        // ML-DSA-44 row).
+        for (i, profile) in PROFILES.iter().filter(|p| p.udp).enumerate() {
             assert!(
                 query(&c, &server, profile, k << 8 | i as u64),
                 "{ip}: no valid answer for {}",
@@ -207,7 +209,7 @@ fn every_version_from_many_sources_is_answered_under_the_limits() {
             answered += 1;
         }
     }
-    assert_eq!(answered, 100 * PROFILES.len());
+    assert_eq!(answered, 100 * PROFILES.iter().filter(|p| p.udp).count());
     let text = server.scrape();
     for reason in ["rate_limited", "denied", "signature_budget"] {
         let name = format!("gnomon_dropped_total{{reason=\"{reason}\"}}");

@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use gnomon_protocol::profile::{Batching, PROFILES};
-use gnomon_protocol::{Acceptor, Profile, Request, Responder, ResponderOptions};
+use gnomon_protocol::{Acceptor, Profile, Request, Responder, ResponderOptions, Scheme};
 
 use crate::fixture::{requests, Server, Sink};
 use crate::stages::{check_responses, measured, BATCH};
@@ -49,14 +49,16 @@ impl Case {
     }
 }
 
-/// Every profile with the default options, then the disputed ones batched.
+/// Every Ed25519 profile with the default options, then the disputed ones
+/// batched. The fixture signs with Ed25519 and answers datagrams; the
+/// ML-DSA-44 row (TCP only, another key) is not measured here.
 pub fn cases() -> Vec<Case> {
-    let plain = PROFILES.iter().map(|p| Case {
+    let ed25519 = || PROFILES.iter().filter(|p| p.scheme == Scheme::Ed25519);
+    let plain = ed25519().map(|p| Case {
         profile: p.name,
         batched: false,
     });
-    let batched = PROFILES
-        .iter()
+    let batched = ed25519()
         .filter(|p| p.batching == Batching::OrientationDisputed)
         .map(|p| Case {
             profile: p.name,

@@ -52,7 +52,9 @@ fn key_files_read_base64_lines_and_name_a_bad_line() {
     std::fs::write(&file, format!("{}\nAAAA\n", b64.encode(a))).unwrap();
     let e = load_keys(&file).unwrap_err();
     assert!(
-        e.ends_with("keys.txt:2: `AAAA` is not a public key (32 bytes, base64)"),
+        e.ends_with(
+            "keys.txt:2: `AAAA` is not a public key (base64 of 32 bytes, Ed25519, or 1312, ML-DSA-44)"
+        ),
         "{e}"
     );
     std::fs::write(&file, "# none\n").unwrap();
