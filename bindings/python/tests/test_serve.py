@@ -29,7 +29,10 @@ def close_to_now(a) -> None:
 
 def test_query_every_version_over_udp(gnomon, server):
     seen = []
-    for name, number in gnomon.versions():
+    # Every version an Ed25519 key is asked in: all but the post-quantum
+    # one (0x90000001, ML-DSA-44 keys, TCP only; docs/PQ.md).
+    ed25519 = [(n, v) for n, v in gnomon.versions() if v != 0x90000001]
+    for name, number in ed25519:
         a = gnomon.query(server.addr, server.public_key, version=name, tcp=False)
         assert a.version == name, (name, a.version)
         assert a.version_number == number
@@ -41,7 +44,7 @@ def test_query_every_version_over_udp(gnomon, server):
         again = gnomon.verify(a.request, a.response, server.public_key)
         assert again.midpoint_us == a.midpoint_us
         seen.append(a.version)
-    assert len(seen) == len(gnomon.versions()) >= 15
+    assert len(seen) == len(gnomon.versions()) - 1 >= 15
 
 
 def test_query_over_tcp(gnomon, server):

@@ -91,7 +91,7 @@ fn a_dying_worker_takes_the_process_down_with_exit_70() {
     let mut server = start_with_env(&[], &[("GNOMON_TEST_WORKER_FAULT", "1")]);
     let c = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut req = vec![0u8; 1024];
-    Offer::single(gnomon_protocol::Profile::rfc())
+    Offer::single(Profile::rfc())
         .build(&[3u8; 32], None, 1024, &mut req)
         .unwrap();
     c.send_to(&req, server.addr).unwrap();
@@ -214,7 +214,7 @@ fn ask(server: &Server, key: &[u8; 32]) {
     let c = UdpSocket::bind("127.0.0.1:0").unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut req = vec![0u8; 1024];
-    let p = gnomon_protocol::Profile::rfc();
+    let p = Profile::rfc();
     Offer::single(p)
         .build(&[9u8; 32], None, 1024, &mut req)
         .unwrap();

@@ -292,7 +292,7 @@ fn b64(v: &[u8]) -> String {
 
 /// How output names a verified answer's online key
 /// ([`Verified::online_key`]): the Ed25519 key itself in base64; for
-/// ML-DSA-44, whose 1312-byte key is reduced to SHA-512(0xff ‖ key)[:32],
+/// ML-DSA-44, whose 1312-byte key is reduced to the first 32 bytes of SHA-512(0xff ‖ key),
 /// that digest in hex, labelled `sha512:` so it is never taken for a key.
 pub fn online_key_label(scheme: Scheme, online_key: &[u8; 32]) -> String {
     match scheme {
