@@ -16,7 +16,8 @@ T=$CARGO_TARGET_DIR
 mkdir -p results "$T"
 cargo test --release -j2 2>&1 | grep -E "^test |test result" | tee "results/test-$tag.log"
 cargo build --release -j2 --bin allocs --bin minloop --quiet
-cc -O2 -shared -fPIC -o "$T/count_alloc.so" count_alloc.c -ldl
+# The allocation counter is the one the Ed25519 signer benchmark uses.
+cc -O2 -shared -fPIC -o "$T/count_alloc.so" ../sign-candidates/count_alloc.c -ldl
 LD_PRELOAD=$T/count_alloc.so "$T/release/allocs" | tee "results/allocs-$tag.log"
 grep -m1 "model name" /proc/cpuinfo | tee "results/cpu-$tag.log"
 for r in $(seq "$rounds"); do
