@@ -116,7 +116,7 @@ fn main() {
     write(&parse, "draft-03-short-nonce", &short);
     // Valid reports: chains of three in the three 12+ formats, and the
     // pre-12 form, which parses but never verifies.
-    for name in ["draft-12", "draft-14", "rfc-10049"] {
+    for name in ["draft-12", "draft-14", "rfc-10049", "ml-dsa-44"] {
         let p = Profile::by_name(name).expect("profile");
         let json = chain(p, 3).report().to_json();
         write(&report, name, json.as_bytes());

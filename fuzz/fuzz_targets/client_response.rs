@@ -179,7 +179,7 @@ fn edit(p: &Profile, resp: &mut Vec<u8>, e: &Edit) {
 fuzz_target!(|input: Input| {
     let f = fixture();
     let offer = offer_of(input.profile, input.also);
-    let srv = input.srv.then(|| srv_for(&f.public));
+    let srv = input.srv.then(|| srv_for(f.key(offer.primary()).bytes()));
     let batch = usize::from(input.batch) % MAX_BATCH + 1;
     let ours = usize::from(input.ours) % batch;
     let requests: Vec<Vec<u8>> = (0..batch)
@@ -219,8 +219,8 @@ fuzz_target!(|input: Input| {
     let sigs = decoded
         .as_ref()
         .ok()
-        .and_then(|d| check_signatures(&resp, d, &f.public, Some(request)));
-    let Ok(v) = verify_response(request, &resp, &f.public) else {
+        .and_then(|d| check_signatures(&resp, d, f.key(answered_in), Some(request)));
+    let Ok(v) = verify_response(request, &resp, f.key(answered_in)) else {
         return;
     };
     assert!(
@@ -231,7 +231,7 @@ fuzz_target!(|input: Input| {
         v.mint_us,
         v.maxt_us
     );
-    assert_eq!(v.online_key, f.online.public());
+    assert_eq!(v.online_key, f.online_id(answered_in.scheme));
     if !srep_rewritten {
         assert_eq!(Some(v.midpoint_us), expected_midpoint(v.profile));
         assert_eq!(v.radius_us, expected_radius(v.profile));

@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(v) = &outcome.response {
             assert_eq!(
                 entry.public_key,
-                fixture().public,
+                fixture().key(v.profile).bytes(),
                 "verified with a foreign key"
             );
             assert_eq!(Some(v.midpoint_us), expected_midpoint(v.profile));

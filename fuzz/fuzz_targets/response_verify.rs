@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 
 use gnomon_fuzz::{exchange, expected_midpoint, expected_radius, fixture};
-use gnomon_protocol::{verify_response, Verified, PROFILES};
+use gnomon_protocol::{verify_response, Scheme, Verified, PROFILES};
 use libfuzzer_sys::fuzz_target;
 
 fn requests() -> &'static [Vec<u8>] {
@@ -29,18 +29,18 @@ fn check(v: &Verified) {
         "{}",
         v.profile.name
     );
-    assert_eq!(v.online_key, fixture().online.public());
+    assert_eq!(v.online_key, fixture().online_id(v.profile.scheme));
 }
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let key = &fixture().public;
+    let f = fixture();
     if mode < 0x80 {
         // Byte 0 picks the request; the rest is the response.
         let i = usize::from(mode) % PROFILES.len();
-        if let Ok(v) = verify_response(&requests()[i], rest, key) {
+        if let Ok(v) = verify_response(&requests()[i], rest, f.key(&PROFILES[i])) {
             assert_eq!(v.profile.id, PROFILES[i].id);
             check(&v);
         }
@@ -49,8 +49,13 @@ fuzz_target!(|data: &[u8]| {
         let split = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
         let rest = &rest[2..];
         let (req, resp) = rest.split_at(split.min(rest.len()));
-        if let Ok(v) = verify_response(req, resp, key) {
-            check(&v);
+        // Either identity: a response must not verify under the key of
+        // another scheme, nor in a profile of another scheme.
+        for scheme in [Scheme::Ed25519, Scheme::MlDsa44] {
+            if let Ok(v) = verify_response(req, resp, f.key_of(scheme)) {
+                assert_eq!(v.profile.scheme, scheme, "{}", v.profile.name);
+                check(&v);
+            }
         }
     }
 });

@@ -7,7 +7,8 @@
 //! is answered twice, truncated or while the server must not answer, no
 //! reply is longer than its request, and every reply that was not greased
 //! verifies against the key the request asked for and the request's own
-//! nonce.
+//! nonce. With an ML-DSA-44 identity beside the Ed25519 ones, no datagram
+//! is ever answered in a version that must not go over UDP.
 #![no_main]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -19,12 +20,13 @@ use arbitrary::Arbitrary;
 use arc_swap::ArcSwap;
 use gnomon_fuzz::{client_request, offer_of, ByteEdit};
 use gnomon_protocol::profile::ProfileSet;
-use gnomon_protocol::request::srv_for;
-use gnomon_protocol::{verify_response, Acceptor, KeyPair, ResponderOptions};
+use gnomon_protocol::{
+    verify_response, Acceptor, KeyPair, LongTermKey, MlDsa44KeyPair, ResponderOptions,
+};
 use gnomon_server::keys::{mint_epoch, Choice, KeySource, SharedKeys};
 use gnomon_server::limit::LimitConfig;
 use gnomon_server::sys::RecvMeta;
-use gnomon_server::worker::{ClockState, Worker, WorkerConfig};
+use gnomon_server::worker::{udp_acceptor, ClockState, Worker, WorkerConfig};
 use libfuzzer_sys::fuzz_target;
 
 /// Largest batch: enough for several groups, small enough to stay fast.
@@ -35,6 +37,8 @@ const RADIUS_US: u64 = 3_000_000;
 #[derive(Arbitrary, Debug)]
 struct Input {
     two_identities: bool,
+    /// An ML-DSA-44 identity after the Ed25519 ones.
+    pq_identity: bool,
     /// 0: no grease; otherwise that many responses in 256 are greased.
     grease: u8,
     batch_disputed: bool,
@@ -104,8 +108,8 @@ struct Datagram {
 #[derive(Arbitrary, Debug)]
 enum Srv {
     None,
-    /// SRV of identity 0 or 1.
-    Identity(bool),
+    /// SRV of the identity with this index (wrapping).
+    Identity(u8),
     Other([u8; 32]),
 }
 
@@ -198,23 +202,36 @@ impl Dest {
 
 struct Server {
     keys: SharedKeys,
-    public: Vec<[u8; 32]>,
+    public: Vec<LongTermKey>,
     worker: Worker,
 }
 
-/// One server per identity count, built once: minting is far slower than
-/// answering a batch.
-fn servers() -> &'static [Mutex<Server>; 2] {
-    static S: OnceLock<[Mutex<Server>; 2]> = OnceLock::new();
-    S.get_or_init(|| [server(1), server(2)].map(Mutex::new))
+/// One server per set of identities, built once: minting is far slower
+/// than answering a batch. Indexed by `two_identities + 2 * pq_identity`.
+fn servers() -> &'static [Mutex<Server>; 4] {
+    static S: OnceLock<[Mutex<Server>; 4]> = OnceLock::new();
+    S.get_or_init(|| {
+        [
+            server(1, false),
+            server(2, false),
+            server(1, true),
+            server(2, true),
+        ]
+        .map(Mutex::new)
+    })
 }
 
-fn server(identities: u8) -> Server {
+fn server(identities: u8, pq: bool) -> Server {
     let long_terms: Vec<KeyPair> = (0..identities)
         .map(|i| KeyPair::from_seed(&[0x40 + i; 32]))
         .collect();
-    let public = long_terms.iter().map(KeyPair::public).collect();
-    let sources: Vec<KeySource> = long_terms.into_iter().map(KeySource::from).collect();
+    let mut public: Vec<LongTermKey> = long_terms.iter().map(|k| k.public().into()).collect();
+    let mut sources: Vec<KeySource> = long_terms.into_iter().map(KeySource::from).collect();
+    if pq {
+        let k = MlDsa44KeyPair::from_seed(&[0x4f; 32]);
+        public.push(LongTermKey::from_bytes(k.public()).expect("an ML-DSA-44 key"));
+        sources.push(k.into());
+    }
     // Valid for longer than any fuzzing run.
     let epoch = mint_epoch(&sources, now_us(), 30 * 86_400_000_000, 60_000_000)
         .expect("long-term keys always mint");
@@ -235,6 +252,7 @@ fn server(identities: u8) -> Server {
 fn dummy() -> Input {
     Input {
         two_identities: false,
+        pq_identity: false,
         grease: 0,
         batch_disputed: false,
         google_nonce: false,
@@ -283,10 +301,10 @@ fn now_us() -> u64 {
 }
 
 /// A real request as a client of that version sends it, then edited.
-fn datagram(d: &Datagram, public: &[[u8; 32]], built: &[Vec<u8>]) -> Vec<u8> {
+fn datagram(d: &Datagram, public: &[LongTermKey], built: &[Vec<u8>]) -> Vec<u8> {
     let srv = match &d.srv {
         Srv::None => None,
-        Srv::Identity(second) => Some(srv_for(&public[usize::from(*second) % public.len()])),
+        Srv::Identity(i) => Some(public[usize::from(*i) % public.len()].srv()),
         Srv::Other(s) => Some(*s),
     };
     let offer = offer_of(d.profile, d.also);
@@ -305,9 +323,8 @@ fn datagram(d: &Datagram, public: &[[u8; 32]], built: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fuzz_target!(|input: Input| {
-    let mut guard = servers()[usize::from(input.two_identities)]
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let which = usize::from(input.two_identities) + 2 * usize::from(input.pq_identity);
+    let mut guard = servers()[which].lock().unwrap_or_else(|e| e.into_inner());
     let server = &mut *guard;
     server.worker.config.store(Arc::new(config(&input)));
     server
@@ -354,7 +371,9 @@ fuzz_target!(|input: Input| {
     );
 
     let epoch = server.keys.load();
-    let acceptor = server.worker.config.load().acceptor;
+    // What the worker accepts: the configured versions that go over UDP
+    // and that an identity can sign.
+    let acceptor = udp_acceptor(&server.worker.config.load().acceptor, epoch.profiles);
     let mut answered = [false; MAX_BATCH];
     let mut broken = 0u64;
     for k in 0..count {
@@ -373,6 +392,7 @@ fuzz_target!(|input: Input| {
         let parsed = acceptor
             .parse(request)
             .expect("only accepted requests are answered");
+
         let key = match epoch.choose(parsed.profile, parsed.srv) {
             Choice::Identity(i) => &server.public[i],
             other => panic!("datagram {src} answered although {other:?}"),
@@ -382,6 +402,11 @@ fuzz_target!(|input: Input| {
                 assert_eq!(
                     v.profile.id, parsed.profile.id,
                     "answered in another version"
+                );
+                assert!(
+                    v.profile.udp,
+                    "datagram {src} answered over UDP in {}",
+                    v.profile.name
                 );
                 // Coarsest encoding: whole seconds.
                 assert!(

@@ -3,34 +3,88 @@
 //! Everything is derived from constant seeds and one constant `now`, so a
 //! verified response can only carry the midpoint this fixture signed: any
 //! other midpoint that verifies is a forgery or a cross-version confusion.
+//! The fixture holds one identity per signature scheme, and answers each
+//! profile with the identity of that profile's scheme, as `gnomon serve`
+//! with one Ed25519 and one ML-DSA-44 key does.
 
 use std::sync::OnceLock;
 
+use gnomon_protocol::request::srv_for;
 use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::{
-    Acceptor, BatchContext, Certificate, KeyPair, Offer, Profile, Request, Responder,
-    ResponderOptions, ResponseSink, Version, PROFILES,
+    Acceptor, BatchContext, Certificate, KeyPair, MlDsa44KeyPair, Offer, Profile, PublicKey,
+    Request, Responder, ResponderOptions, ResponseSink, Scheme, Sign, Version, PROFILES,
 };
 
 /// 2026-10-05T00:00:00.123456Z: a fraction of a second exercises rounding.
 pub const NOW_US: u64 = 1_791_158_400_123_456;
 /// Radius every response is signed with.
 pub const RADIUS_US: u32 = 3_000_000;
-/// Versions the fixture lists in VERS.
+/// Versions the fixture's Ed25519 identity lists in VERS.
 pub const VERS: [Version; 2] = [Version::RFC, Version::DRAFT_12_TO_19];
+/// Versions its ML-DSA-44 identity lists, as `gnomon serve` lists per scheme.
+pub const PQ_VERS: [Version; 1] = [Version::ML_DSA_44];
+
+/// VERS for a response of `scheme`.
+pub fn vers(scheme: Scheme) -> &'static [Version] {
+    match scheme {
+        Scheme::Ed25519 => &VERS,
+        Scheme::MlDsa44 => &PQ_VERS,
+    }
+}
 /// Largest batch a target hands the responder.
 pub const MAX_BATCH: usize = 8;
+/// Room for one response over a stream: more than an ML-DSA-44 answer with
+/// a deep tree and a VERS list needs.
+pub const STREAM_ROOM: usize = 8192;
 
 /// Keys and one certificate per profile.
 pub struct Fixture {
-    /// The long-term identity.
+    /// The Ed25519 long-term identity.
     pub long_term: KeyPair,
-    /// Its public key, which every verification uses.
+    /// Its public key, which every Ed25519 verification uses.
     pub public: [u8; 32],
-    /// The online key.
+    /// The Ed25519 online key.
     pub online: KeyPair,
-    /// CERT for each profile, indexed like `PROFILES`.
+    /// The ML-DSA-44 long-term identity.
+    pub pq_long_term: MlDsa44KeyPair,
+    /// The ML-DSA-44 online key.
+    pub pq_online: MlDsa44KeyPair,
+    /// CERT for each profile, indexed like `PROFILES`, signed by the
+    /// long-term key of the profile's scheme.
     pub certs: Vec<Certificate>,
+}
+
+impl Fixture {
+    /// The long-term public key `p`'s responses verify with.
+    pub fn key(&self, p: &Profile) -> PublicKey<'_> {
+        self.key_of(p.scheme)
+    }
+
+    /// The long-term public key of `scheme`.
+    pub fn key_of(&self, scheme: Scheme) -> PublicKey<'_> {
+        match scheme {
+            Scheme::Ed25519 => PublicKey::from(&self.public),
+            Scheme::MlDsa44 => PublicKey::from(self.pq_long_term.public()),
+        }
+    }
+
+    /// The online key that signs `p`'s responses.
+    pub fn signer(&self, p: &Profile) -> &dyn Sign {
+        match p.scheme {
+            Scheme::Ed25519 => &self.online,
+            Scheme::MlDsa44 => &self.pq_online,
+        }
+    }
+
+    /// What `Verified::online_key` says for a response of `scheme`: the
+    /// key itself for Ed25519, its SRV-style digest for ML-DSA-44.
+    pub fn online_id(&self, scheme: Scheme) -> [u8; 32] {
+        match scheme {
+            Scheme::Ed25519 => self.online.public(),
+            Scheme::MlDsa44 => srv_for(self.pq_online.public()),
+        }
+    }
 }
 
 /// The shared fixture, built on first use.
@@ -39,12 +93,18 @@ pub fn fixture() -> &'static Fixture {
     F.get_or_init(|| {
         let long_term = KeyPair::from_seed(&[0x5a; 32]);
         let online = KeyPair::from_seed(&[0xa5; 32]);
+        let pq_long_term = MlDsa44KeyPair::from_seed(&[0x6b; 32]);
+        let pq_online = MlDsa44KeyPair::from_seed(&[0xb6; 32]);
         let certs = PROFILES
             .iter()
             .map(|p| {
+                let (root, online): (&dyn Sign, &[u8]) = match p.scheme {
+                    Scheme::Ed25519 => (&long_term, &online.public()[..]),
+                    Scheme::MlDsa44 => (&pq_long_term, &pq_online.public()[..]),
+                };
                 Certificate::mint(
-                    &long_term,
-                    &online.public(),
+                    root,
+                    online,
                     NOW_US - 3_600_000_000,
                     NOW_US + 3_600_000_000,
                     p,
@@ -55,6 +115,8 @@ pub fn fixture() -> &'static Fixture {
             public: long_term.public(),
             long_term,
             online,
+            pq_long_term,
+            pq_online,
             certs,
         }
     })
@@ -113,7 +175,9 @@ impl ResponseSink for Answers {
 
 /// Answer `requests` as one batch of `profile` with the fixture's keys.
 /// Buffers are larger than any datagram so that only the responder's own
-/// request-length cap limits a response.
+/// request-length cap limits a response. A profile that never goes over UDP
+/// is answered as over TCP: unbounded by the request, in a buffer that
+/// holds the largest response.
 pub fn answer(
     profile: &'static Profile,
     requests: &[Request<'_>],
@@ -124,16 +188,22 @@ pub fn answer(
         profile,
         now_us: NOW_US,
         radius_us: RADIUS_US,
-        online: &f.online,
+        online: f.signer(profile),
         cert: &f.certs[usize::from(profile.id.0)],
-        vers: &VERS,
+        vers: vers(profile.scheme),
     };
     let longest = requests.iter().map(|r| r.packet.len()).max().unwrap_or(0);
+    let (responder, room) = if profile.udp {
+        (Responder::new(MAX_BATCH, options), longest + 64)
+    } else {
+        (Responder::for_stream(MAX_BATCH, options), STREAM_ROOM)
+    };
     let mut sink = Answers {
-        bufs: vec![vec![0u8; longest + 64]; requests.len()],
+        bufs: vec![vec![0u8; room]; requests.len()],
         results: vec![None; requests.len()],
     };
-    Responder::new(MAX_BATCH, options).respond(&ctx, requests, &mut sink);
+    let mut responder = responder;
+    responder.respond(&ctx, requests, &mut sink);
     sink
 }
 
@@ -197,7 +267,7 @@ pub fn chain(p: &'static Profile, n: u8) -> gnomon_protocol::Measurement {
             .response(0)
             .expect("chained request answered")
             .to_vec();
-        m.record(&req, &resp, &rand, &fixture().public)
+        m.record(&req, &resp, &rand, fixture().key(p))
             .expect("chained exchange records");
     }
     m
