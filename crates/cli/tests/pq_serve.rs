@@ -10,7 +10,6 @@ use std::io::Write;
 use std::net::UdpSocket;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -127,6 +126,8 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
             // configured key refuses by default.
             "--clock-unsynchronized",
             "answer-with-radius",
+            "--metrics",
+            "127.0.0.1:0",
         ],
         |_| {},
     );
@@ -157,21 +158,30 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
     assert_eq!(json["version"]["number"], 0x9000_0001u32, "{out}");
     assert_eq!(json["transport"], "tcp", "{out}");
 
-    // UDP: 0x90000001 alone gets nothing; with version 1 offered too, the
-    // Ed25519 identity answers in version 1.
+    // UDP: 0x90000001 alone gets nothing but a counted drop; with version
+    // 1 offered too, the Ed25519 identity answers in version 1.
+    const UNSUPPORTED: &str = "gnomon_dropped_total{reason=\"unsupported_version\"}";
+    let dropped_before = s.metric(UNSUPPORTED);
     let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
     udp.set_read_timeout(Some(PATIENCE)).unwrap();
     let pq_only = request(Offer::single(ml_dsa()), 2);
     let both = request(Offer::new(&[Profile::rfc(), ml_dsa()]).unwrap(), 3);
     udp.send_to(&pq_only, s.addr).unwrap();
     udp.send_to(&both, s.addr).unwrap();
-    let mut buf = [0u8; 2048];
+    let mut buf = [0u8; 8192];
     let (n, _) = udp.recv_from(&mut buf).unwrap();
     let v = verify_response(&both, &buf[..n], &ed_public).unwrap();
     assert_eq!(v.profile.version, Version::RFC);
-    udp.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    assert!(udp.recv_from(&mut buf).is_err(), "a second UDP answer");
+    let dropped = s.wait_metric(UNSUPPORTED, |v| v > dropped_before);
+    assert_eq!(dropped, dropped_before + 1, "the 0x90000001-only datagram");
+    // Both datagrams are accounted for, so an answer to the first would
+    // already be queued on loopback.
+    udp.set_nonblocking(true).unwrap();
+    let second = udp.recv_from(&mut buf);
+    assert!(
+        matches!(&second, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a second UDP answer: {second:?}"
+    );
     let (status, _, _) = s.terminate_bounded();
     assert!(status.success(), "{status}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -389,6 +389,41 @@ fn the_example_list_in_examples_is_usable() {
     }
 }
 
+/// examples/servers-pq.json, tannerryan's public server in both schemes
+/// as its own list publishes it: the ML-DSA-44 entry reads as a 1312-byte
+/// key, reached over TCP only, whose one candidate of its scheme is
+/// 0x90000001.
+#[test]
+fn the_post_quantum_example_list_names_a_tcp_ml_dsa_server() {
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/servers-pq.json"
+    ));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let list = ServerList::parse(&bytes).unwrap();
+    let schemes: Vec<Scheme> = list
+        .servers
+        .iter()
+        .map(|s| {
+            let usable = s
+                .status
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{:?} unusable: {e:?}", s.name));
+            usable.public_key.scheme()
+        })
+        .collect();
+    assert_eq!(schemes, [Scheme::MlDsa44, Scheme::Ed25519]);
+    let pq = list.servers[0].status.as_ref().unwrap();
+    assert_eq!(pq.public_key.bytes().len(), 1312);
+    assert!(pq.addresses.iter().all(|a| a.transport == Transport::Tcp));
+    let offered: Vec<&str> =
+        ProfileSet(pq.version.candidates().0 & ProfileSet::ALL.of_scheme(Scheme::MlDsa44).0)
+            .iter()
+            .map(|p| p.name)
+            .collect();
+    assert_eq!(offered, ["ml-dsa-44"]);
+}
+
 fn pq_key() -> Vec<u8> {
     MlDsa44KeyPair::from_seed(&[5; 32]).public().to_vec()
 }

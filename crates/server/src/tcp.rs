@@ -1,6 +1,6 @@
 //! The TCP transport, for every version with a packet header (`Profile::tcp`:
-//! drafts 01 and later, and version 1; not Google's bare message).
-//! the ROUGHTIM packet framing of drafts 01 and later; each version's transports: the 12-byte ROUGHTIM header delimits each
+//! drafts 01 and later, version 1 and the TCP-only 0x90000001; not Google's
+//! bare message). The 12-byte ROUGHTIM header delimits each
 //! request and each response in the stream, and a connection may carry
 //! several requests. The handshake proves the source, so the datagram rules
 //! against spoofed amplification do not apply: requests need no padding and
