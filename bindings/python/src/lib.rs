@@ -20,7 +20,7 @@ use gnomon_client::{
 };
 use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
 use gnomon_protocol::{
-    parse_report, LongTermKey, Offer, Profile, ServerList, VerifyError, PROFILES,
+    parse_report, LongTermKey, Offer, Profile, ProfileSet, ServerList, VerifyError, PROFILES,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -252,10 +252,12 @@ fn query<'py>(
     tcp: Option<bool>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let key = self::public_key(public_key)?;
+    let version = version.map(profile).transpose()?;
+    check_scheme(&key, version, tcp)?;
     let mut server = Server::at(address, key)
         .map_err(|e| PyValueError::new_err(format!("address {address:?}: {e}")))?;
-    if let Some(v) = version {
-        server = server.with_version(profile(v)?);
+    if let Some(p) = version {
+        server = server.with_version(p);
     }
     let mut client = Client::new(config(timeout, tcp)?);
     let result = interruptible(py, move || client.query(&server))?;
@@ -263,6 +265,38 @@ fn query<'py>(
         Ok(a) => answer_dict(py, &a),
         Err(e) => Err(query_error(py, &e)),
     }
+}
+
+/// A version and transport the key's scheme can be asked in, refused
+/// before any packet is sent (as `gnomon query` refuses them): an ML-DSA-44
+/// key never verifies an Ed25519 version's answer, and its versions are
+/// served over TCP only.
+fn check_scheme(key: &LongTermKey, version: Option<&Profile>, tcp: Option<bool>) -> PyResult<()> {
+    let scheme = key.scheme();
+    if let Some(p) = version {
+        if p.scheme != scheme {
+            return Err(PyValueError::new_err(format!(
+                "version {:?} is signed with {}, but public_key is an {} key ({} bytes)",
+                p.name,
+                p.scheme,
+                scheme,
+                key.bytes().len()
+            )));
+        }
+    }
+    if tcp == Some(false)
+        && ProfileSet::ALL
+            .of_scheme(scheme)
+            .over_udp()
+            .iter()
+            .next()
+            .is_none()
+    {
+        return Err(PyValueError::new_err(format!(
+            "tcp=False: {scheme} versions are served over TCP only"
+        )));
+    }
+    Ok(())
 }
 
 /// The exception for a failed query.

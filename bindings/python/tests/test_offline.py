@@ -255,3 +255,26 @@ def test_the_tannerryan_ml_dsa_44_capture_verifies(gnomon):
         gnomon.verify(req, resp, CF_ROOT)
     with pytest.raises(ValueError):
         gnomon.verify(req, resp, root[:-1])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"version": "rfc-10049"}, ["rfc-10049", "ML-DSA-44", "1312"]),
+        ({"version": 1}, ["rfc-10049", "Ed25519"]),
+        ({"tcp": False}, ["tcp=False", "TCP only"]),
+    ],
+)
+def test_an_ml_dsa_key_with_a_classical_version_or_udp_is_a_usage_error(gnomon, kwargs, words):
+    """Refused before any packet: port 9 on loopback would only time out."""
+    root = bytes.fromhex(
+        (VECTORS / "tannerryan-ml-dsa-44" / "root-public-key.hex").read_text().strip()
+    )
+    with pytest.raises(ValueError) as e:
+        gnomon.query("127.0.0.1:9", root, timeout=1.0, **kwargs)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+    # The same call with a matching version gets past the check (to the
+    # network, where port 9 refuses or stays silent).
+    with pytest.raises((gnomon.NoAnswer, OSError)):
+        gnomon.query("127.0.0.1:9", root, version="ml-dsa-44", timeout=0.2)
