@@ -196,25 +196,41 @@ impl<S: BuildHasher> SourceLimiter<S> {
         (rules, gcra, buckets)
     }
 
+    /// What the allow and deny lists alone say of `ip`: `Trusted`,
+    /// `Denied`, or `None` when neither list holds it. Where both do, the
+    /// longer prefix wins and a tie denies.
+    pub fn listed(&self, ip: IpAddr) -> Option<Verdict> {
+        self.listed_canonical(ip.to_canonical())
+    }
+
+    #[inline]
+    fn listed_canonical(&self, ip: IpAddr) -> Option<Verdict> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let (addr, v4) = (bits(ip), ip.is_ipv4());
+        // The longest match; deny rules come first, so a tie denies.
+        let mut best: Option<&Rule> = None;
+        for r in &self.rules {
+            if (addr ^ r.net) & r.mask == 0 && r.v4 == v4 && best.is_none_or(|b| r.len > b.len) {
+                best = Some(r);
+            }
+        }
+        best.map(|r| {
+            if r.allow {
+                Verdict::Trusted
+            } else {
+                Verdict::Denied
+            }
+        })
+    }
+
     /// Judge one datagram from `ip` arriving at `now_ns` (monotonic, never
     /// decreasing within a worker) and count it against its prefix.
     pub fn check(&mut self, ip: IpAddr, now_ns: u64) -> Verdict {
         let ip = ip.to_canonical();
-        if !self.rules.is_empty() {
-            let (addr, v4) = (bits(ip), ip.is_ipv4());
-            // The longest match; deny rules come first, so a tie denies.
-            let mut best: Option<&Rule> = None;
-            for r in &self.rules {
-                if (addr ^ r.net) & r.mask == 0 && r.v4 == v4 && best.is_none_or(|b| r.len > b.len)
-                {
-                    best = Some(r);
-                }
-            }
-            match best {
-                Some(r) if r.allow => return Verdict::Trusted,
-                Some(_) => return Verdict::Denied,
-                None => {}
-            }
+        if let Some(v) = self.listed_canonical(ip) {
+            return v;
         }
         let Some(gcra) = self.gcra else {
             return Verdict::Pass;
@@ -293,6 +309,19 @@ impl Rule {
             v4: matches!(net, IpNet::V4(_)),
             allow,
         }
+    }
+}
+
+impl SourceLimiter<RandomState> {
+    /// The lists of `config` alone, with no rate and no table: for the TCP
+    /// transport, whose handshake proves the source and whose connections
+    /// are capped instead.
+    pub fn lists_only(config: &LimitConfig) -> SourceLimiter<RandomState> {
+        let lists = LimitConfig {
+            rate: None,
+            ..config.clone()
+        };
+        SourceLimiter::new(&lists, RandomState::new())
     }
 }
 

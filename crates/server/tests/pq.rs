@@ -2,8 +2,9 @@
 //! served on loopback: over TCP by an ML-DSA-44 identity, whose answers
 //! verify and list only 0x90000001 in VERS; never over UDP, where a request
 //! offering only it is dropped and counted, and one offering version 1
-//! too is answered in version 1 by the Ed25519 identity beside it; and from
-//! offline delegations of an ML-DSA-44 root.
+//! too is answered in version 1 by the Ed25519 identity beside it; from
+//! offline delegations of an ML-DSA-44 root; and, to a peer off the allow
+//! list, within the TCP signature budget.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -15,6 +16,7 @@ use gnomon_protocol::{
     verify_response, KeyPair, MlDsa44KeyPair, Offer, Profile, ProfileSet, Version,
 };
 use gnomon_server::keys::KeySource;
+use gnomon_server::limit::LimitConfig;
 use gnomon_server::offline::{Delegation, OfflineStore};
 use gnomon_server::stats::Drop;
 use gnomon_server::tcp::TcpConfig;
@@ -37,8 +39,14 @@ fn ml_dsa() -> &'static Profile {
 /// Every version configured (as `serve` does with `versions = ["all"]`),
 /// TCP on.
 fn engine(sources: Vec<KeySource>) -> Engine {
+    engine_limited(sources, LimitConfig::default())
+}
+
+/// As [`engine`], with `limit` for the allow and deny lists and the budget.
+fn engine_limited(sources: Vec<KeySource>, limit: LimitConfig) -> Engine {
     let worker = WorkerConfig {
         vers: VersLists::new(&ProfileSet::ALL.versions()),
+        limit,
         ..worker_config(64)
     };
     let config = EngineConfig {
@@ -211,5 +219,111 @@ fn offline_delegations_of_an_ml_dsa_root_are_served() {
         .unwrap();
     assert!(line.contains("long_term_key=\"ml-dsa-44:"), "{line}");
     assert!(line.len() < 200, "{line}");
+    engine.shutdown().unwrap();
+}
+
+/// Ask `reqs` one at a time on one connection, each only once the server
+/// has answered or dropped the one before (its counters say which), as a
+/// client in lock-step does; every answer must verify. Returns how many
+/// were answered, and the connection, still open.
+fn lockstep(engine: &Engine, reqs: &[Vec<u8>], key: &MlDsa44KeyPair) -> (u64, TcpStream) {
+    let mut s = TcpStream::connect(engine.tcp_local()[0]).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    let handled = |st: &gnomon_server::tcp::TcpStats| {
+        st.responses[usize::from(ml_dsa().id.0)] + st.total_drops()
+    };
+    let mut answered = 0;
+    for (i, r) in reqs.iter().enumerate() {
+        let before = engine.tcp_stats().unwrap();
+        s.write_all(r).unwrap();
+        let started = std::time::Instant::now();
+        let after = loop {
+            let st = engine.tcp_stats().unwrap();
+            if handled(&st) > handled(&before) {
+                break st;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "request {i} neither answered nor dropped"
+            );
+            std::thread::park_timeout(Duration::from_millis(1));
+        };
+        if after.responses != before.responses {
+            let mut head = [0u8; 12];
+            s.read_exact(&mut head).expect("a response header");
+            let len = u32::from_le_bytes(head[8..].try_into().unwrap()) as usize;
+            let mut frame = head.to_vec();
+            frame.resize(12 + len, 0);
+            s.read_exact(&mut frame[12..]).expect("a response body");
+            verify_response(r, &frame, key.public()).unwrap_or_else(|e| panic!("{i}: {e:?}"));
+            answered += 1;
+        }
+    }
+    (answered, s)
+}
+
+/// Signing over TCP for a peer off the allow list takes at most
+/// `signature-share` of one core: with a share of one millionth (the first
+/// signature fills the bucket's debt, and each next one needs two seconds
+/// of wall time), a lock-step client gets its first answer and then
+/// counted drops, on a connection that stays open. The same client on the
+/// allow list (loopback, the default) gets every answer.
+#[test]
+fn a_tcp_peer_off_the_allow_list_gets_only_its_share_of_ml_dsa_signatures() {
+    let pq = MlDsa44KeyPair::from_seed(&[58; 32]);
+    let reqs: Vec<Vec<u8>> = (0..8)
+        .map(|i| request(Offer::single(ml_dsa()), i))
+        .collect();
+    let tight = LimitConfig {
+        allow: Vec::new(),
+        signature_share_ppm: 1,
+        signature_burst_us: 1_000_000,
+        ..LimitConfig::default()
+    };
+    let engine = engine_limited(vec![KeySource::from(pq.clone())], tight.clone());
+    let (answered, _held) = lockstep(&engine, &reqs, &pq);
+    let st = engine.tcp_stats().unwrap();
+    let refused = st.drops[Drop::SignatureBudget as usize];
+    assert!(answered >= 1, "a full bucket admits the first");
+    assert!(refused >= 1, "{answered} answered, none refused");
+    assert_eq!(answered + refused, reqs.len() as u64);
+    assert_eq!(st.signatures, answered);
+    assert_eq!(
+        st.open, 1,
+        "a refused request does not close the connection"
+    );
+    engine.shutdown().unwrap();
+
+    // Allow-listed, the same peer is never refused.
+    let trusted = LimitConfig {
+        allow: LimitConfig::loopback(),
+        ..tight
+    };
+    let engine = engine_limited(vec![KeySource::from(pq.clone())], trusted);
+    assert_eq!(lockstep(&engine, &reqs, &pq).0, reqs.len() as u64);
+    assert_eq!(engine.tcp_stats().unwrap().total_drops(), 0);
+    engine.shutdown().unwrap();
+}
+
+/// The deny list holds over TCP as over UDP: every request of a denied
+/// peer is dropped and counted, none signed.
+#[test]
+fn a_denied_network_gets_no_tcp_answer() {
+    let pq = MlDsa44KeyPair::from_seed(&[59; 32]);
+    let limit = LimitConfig {
+        allow: Vec::new(),
+        deny: vec!["127.0.0.0/8".parse().unwrap()],
+        ..LimitConfig::default()
+    };
+    let engine = engine_limited(vec![KeySource::from(pq.clone())], limit);
+    let reqs: Vec<Vec<u8>> = (0..3)
+        .map(|i| request(Offer::single(ml_dsa()), i))
+        .collect();
+    let (answered, _held) = lockstep(&engine, &reqs, &pq);
+    assert_eq!(answered, 0);
+    let st = engine.tcp_stats().unwrap();
+    assert_eq!(st.open, 1, "a denied request does not close the connection");
+    assert_eq!(st.drops[Drop::Denied as usize], 3);
+    assert_eq!(st.signatures, 0);
     engine.shutdown().unwrap();
 }

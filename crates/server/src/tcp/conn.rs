@@ -14,7 +14,7 @@
 //! whenever it fills.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -30,8 +30,9 @@ use super::frame::{scan, Scan};
 use super::{bump, tcp_acceptor, Close, ConnState, Counters, Place, Shared, TcpConfig};
 use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
+use crate::limit::{SourceLimiter, Verdict};
 use crate::stats::Drop;
-use crate::worker::udp_acceptor;
+use crate::worker::{udp_acceptor, WorkerConfig};
 
 /// Requests answered per responder call at most.
 const BURST: usize = 64;
@@ -105,6 +106,16 @@ struct Conn<'s> {
     responder: Responder,
     /// Grease choices.
     greaser: Greaser,
+    /// The peer's address, judged by the allow and deny lists.
+    peer: Option<IpAddr>,
+    /// What the lists say of the peer, and the settings that said it.
+    listed: (Arc<WorkerConfig>, Option<Verdict>),
+}
+
+/// What the allow and deny lists of `worker` say of `peer` (nothing for an
+/// unknown peer: it is judged by the budget, as any untrusted one).
+fn judge(worker: &WorkerConfig, peer: Option<IpAddr>) -> Option<Verdict> {
+    SourceLimiter::lists_only(&worker.limit).listed(peer?)
 }
 
 /// A parsed request and the identity that answers it.
@@ -154,7 +165,9 @@ fn now_us() -> u64 {
 impl<'s> Conn<'s> {
     fn new(stream: &'s TcpStream, shared: &'s Shared, state: &'s ConnState) -> Conn<'s> {
         let config = shared.config.load_full();
-        let worker = shared.worker.load();
+        let worker = shared.worker.load_full();
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let listed = judge(&worker, peer);
         // Any complete frame fits, so a partial frame never fills the buffer.
         let size = (PACKET_HEADER + config.max_frame).max(MIN_BUFFER);
         Conn {
@@ -170,6 +183,8 @@ impl<'s> Conn<'s> {
             frames: 0,
             responder: Responder::for_stream(worker.max_batch.clamp(1, BURST), worker.options),
             greaser: Greaser::new(worker.grease_per_million),
+            peer,
+            listed: (worker, listed),
         }
     }
 
@@ -265,6 +280,14 @@ impl<'s> Conn<'s> {
         // A reload reaches open connections at their next read.
         let worker = shared.worker.load();
         self.responder.set_options(worker.options);
+        if !Arc::ptr_eq(&self.listed.0, &worker) {
+            self.listed = (Arc::clone(&worker), judge(&worker, self.peer));
+        }
+        let (denied, trusted) = match self.listed.1 {
+            Some(Verdict::Denied) => (true, false),
+            Some(Verdict::Trusted) => (false, true),
+            _ => (false, false),
+        };
         self.greaser.set_per_million(worker.grease_per_million);
         // Narrowed to what some identity held now can sign, so a request
         // offering several versions is answered in one that can be.
@@ -313,6 +336,10 @@ impl<'s> Conn<'s> {
                 frames += 1;
                 self.frames += 1;
                 bump(&counters.requests);
+                if denied {
+                    bump(&counters.drops[Drop::Denied as usize]);
+                    continue;
+                }
                 if let Some(slot) = accept(shared, &acceptors, &keys, answering, frame) {
                     slots.push(slot);
                 }
@@ -352,6 +379,16 @@ impl<'s> Conn<'s> {
                     start = end;
                     continue;
                 };
+                // One signature for the run: the budget decides whether an
+                // untrusted peer gets it.
+                if !trusted && !shared.budget.admit(&worker.limit) {
+                    for _ in start..end {
+                        bump(&counters.drops[Drop::SignatureBudget as usize]);
+                    }
+                    start = end;
+                    continue;
+                }
+                let t_run = (!trusted).then(Instant::now);
                 let mut sink = Sink {
                     out: &mut self.out,
                     len: &mut self.out_len,
@@ -360,6 +397,9 @@ impl<'s> Conn<'s> {
                     greaser: &mut self.greaser,
                 };
                 let done = self.responder.respond(&ctx, &run, &mut sink);
+                if let Some(t) = t_run {
+                    shared.budget.settle(t.elapsed().as_nanos() as u64);
+                }
                 counters
                     .signatures
                     .fetch_add(done.signatures as u64, Ordering::Relaxed);
