@@ -148,6 +148,28 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
     assert_eq!(v.profile.version, PQ);
     assert_eq!(vers(&answer), [PQ.0]);
 
+    // `gnomon inspect` decodes that answer and checks it against the
+    // request and the 1312-byte key.
+    let (req_file, resp_file) = (dir.join("pq-request.bin"), dir.join("pq-response.bin"));
+    std::fs::write(&req_file, &r).unwrap();
+    std::fs::write(&resp_file, &answer).unwrap();
+    let shown = gnomon_ok(&[
+        "inspect",
+        resp_file.to_str().unwrap(),
+        "--request",
+        req_file.to_str().unwrap(),
+        "--key",
+        &B64.encode(&pq_public),
+    ]);
+    for want in [
+        "ML-DSA-44 signature, 2420 bytes",
+        "online ML-DSA-44 key, 1312 bytes",
+        "delegation (long-term key)  ok",
+        "response (online key)       ok",
+    ] {
+        assert!(shown.contains(want), "no {want:?} in\n{shown}");
+    }
+
     // gnomon's own client, given the 1312-byte key, asks 0x90000001 over
     // TCP and verifies the answer.
     let target = tcp.to_string();
