@@ -120,6 +120,9 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
             ed_key.to_str().unwrap(),
             "--offline-dir",
             delegations.to_str().unwrap(),
+            // Pinned to the 1312-byte root: the files must be its.
+            "--offline-public-key",
+            &B64.encode(&pq_public),
             "--workers",
             "1",
             // This machine's clock may be unsynchronized, which a
@@ -206,5 +209,52 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
     );
     let (status, _, _) = s.terminate_bounded();
     assert!(status.success(), "{status}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `offline-public-key` takes an ML-DSA-44 root too: a directory of its
+/// delegations loads under its own key and is refused under another
+/// ML-DSA-44 key, naming it, before anything is served.
+#[test]
+fn an_ml_dsa_offline_directory_is_pinned_to_its_root() {
+    let dir = scratch("pin");
+    let root = dir.join("pq.key");
+    let public = keygen_ml_dsa(&root);
+    let other = keygen_ml_dsa(&dir.join("other.key"));
+    let delegations = dir.join("deleg");
+    gnomon_ok(&[
+        "delegate",
+        "--key-file",
+        root.to_str().unwrap(),
+        "--out-dir",
+        delegations.to_str().unwrap(),
+    ]);
+    let check = |pin: &[u8]| {
+        let file = dir.join("pinned.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "offline-dir = [\"{}\"]\noffline-public-key = [\"{}\"]\n",
+                delegations.display(),
+                B64.encode(pin)
+            ),
+        )
+        .unwrap();
+        Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .args(["config", "check", "--load-keys"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    let ok = check(&public);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let refused = check(&other);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(64), "{err}");
+    assert!(err.contains("not the expected"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -38,7 +38,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gnomon_protocol::{Profile, ProfileSet};
+use gnomon_protocol::{LongTermKey, Profile, ProfileSet};
 
 pub use diff::RESTART_ONLY;
 pub use error::{ConfigError, Origin};
@@ -416,14 +416,16 @@ fn nets(s: &Setting) -> Result<NetList, ConfigError> {
 }
 
 /// A list of base64 Ed25519 public keys.
-fn public_keys(s: &Setting) -> Result<Vec<[u8; 32]>, ConfigError> {
+/// Base64 long-term public keys: 32 bytes for Ed25519, 1312 for
+/// ML-DSA-44 (the scheme follows from the length).
+fn public_keys(s: &Setting) -> Result<Vec<LongTermKey>, ConfigError> {
     use base64::Engine as _;
     let mut out = Vec::new();
     for item in s.raw.strings().ok_or_else(|| invalid(s))? {
         let key = base64::engine::general_purpose::STANDARD
             .decode(item.trim())
             .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .and_then(|b| LongTermKey::from_bytes(&b))
             .ok_or_else(|| invalid_item(s, item))?;
         out.push(key);
     }
@@ -489,9 +491,9 @@ impl fmt::Display for Config {
                 IdentitySource::KeyFile(p) => keys.push(p.display().to_string()),
                 IdentitySource::OfflineDir(p, pin) => {
                     dirs.push(p.display().to_string());
-                    pins.extend(pin.map(|k| {
+                    pins.extend(pin.as_ref().map(|k| {
                         use base64::Engine as _;
-                        base64::engine::general_purpose::STANDARD.encode(k)
+                        base64::engine::general_purpose::STANDARD.encode(k.bytes())
                     }));
                 }
             }

@@ -106,7 +106,7 @@ fn check_keys(config: &Config) -> Result<(), String> {
                 );
             }
             IdentitySource::OfflineDir(dir, pin) => {
-                let store = OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
+                let store = OfflineStore::load(dir, pin.as_ref().map(|k| k.bytes()))
                     .map_err(|e| e.to_string())?;
                 let current = store.current(now_us).map_or_else(
                     || "none valid now".to_owned(),

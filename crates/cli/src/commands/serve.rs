@@ -74,7 +74,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
                 .map(KeySource::LongTerm)
                 .map_err(|e| e.to_string()),
             IdentitySource::OfflineDir(dir, pin) => {
-                OfflineStore::load(dir, pin.as_ref().map(|k| &k[..]))
+                OfflineStore::load(dir, pin.as_ref().map(|k| k.bytes()))
                     .map(|store| {
                         if let Some(host) = store.host() {
                             tracing::info!(

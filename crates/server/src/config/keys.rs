@@ -169,7 +169,7 @@ pub static KEYS: &[KeySpec] = &[
         env: "GNOMON_OFFLINE_PUBLIC_KEY",
         kind: List,
         value_name: "BASE64",
-        expected: "base64 Ed25519 public keys (32 bytes), one per offline-dir entry, in its order",
+        expected: "base64 long-term public keys (32 bytes Ed25519, 1312 ML-DSA-44), one per offline-dir entry, in its order",
         default: "[]",
         help: "Pin each offline identity's long-term public key (default: whatever key its files agree on)",
     },

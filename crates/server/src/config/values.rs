@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use gnomon_protocol::{ProfileSet, PROFILES};
+use gnomon_protocol::{LongTermKey, ProfileSet, PROFILES};
 
 /// An integer setting with inclusive bounds.
 macro_rules! bounded_int {
@@ -600,9 +600,10 @@ pub enum IdentitySource {
     KeyFile(PathBuf),
     /// A directory of offline delegations ([`crate::offline`]); the
     /// long-term key stays elsewhere. With a public key, the directory's
-    /// files must be signed by that key (`offline-public-key`), so a
-    /// directory swapped for another identity's is refused at load.
-    OfflineDir(PathBuf, Option<[u8; 32]>),
+    /// files must be signed by that key (`offline-public-key`, of either
+    /// scheme), so a directory swapped for another identity's is refused
+    /// at load.
+    OfflineDir(PathBuf, Option<LongTermKey>),
 }
 
 /// Parse a duration written as an integer and a unit: `ms`, `s`, `m`, `h`
