@@ -19,7 +19,7 @@ use gnomon_server::keys::KeySource;
 use gnomon_server::limit::LimitConfig;
 use gnomon_server::offline::{Delegation, OfflineStore};
 use gnomon_server::stats::Drop;
-use gnomon_server::tcp::TcpConfig;
+use gnomon_server::tcp::{Close, TcpConfig};
 use gnomon_server::worker::{VersLists, WorkerConfig};
 use gnomon_server::{Engine, EngineConfig};
 
@@ -44,13 +44,18 @@ fn engine(sources: Vec<KeySource>) -> Engine {
 
 /// As [`engine`], with `limit` for the allow and deny lists and the budget.
 fn engine_limited(sources: Vec<KeySource>, limit: LimitConfig) -> Engine {
+    engine_tcp(sources, limit, TcpConfig::default())
+}
+
+/// As [`engine_limited`], with `tcp` for the transport's caps and deadlines.
+fn engine_tcp(sources: Vec<KeySource>, limit: LimitConfig, tcp: TcpConfig) -> Engine {
     let worker = WorkerConfig {
         vers: VersLists::new(&ProfileSet::ALL.versions()),
         limit,
         ..worker_config(64)
     };
     let config = EngineConfig {
-        tcp: Some(TcpConfig::default()),
+        tcp: Some(tcp),
         ..config("127.0.0.1:0", worker)
     };
     Engine::start_with(config, sources).unwrap()
@@ -325,5 +330,55 @@ fn a_denied_network_gets_no_tcp_answer() {
     assert_eq!(st.open, 1, "a denied request does not close the connection");
     assert_eq!(st.drops[Drop::Denied as usize], 3);
     assert_eq!(st.signatures, 0);
+    engine.shutdown().unwrap();
+}
+
+/// A peer that pipelines ML-DSA-44 requests and never reads their 6.4 KB
+/// answers fills both socket buffers within a few dozen; the server's
+/// write then stalls and the write deadline ends the connection, counted,
+/// with the handler's memory bounded by its one output buffer.
+#[test]
+fn a_peer_that_never_reads_its_ml_dsa_answers_is_closed_by_the_write_deadline() {
+    let pq = MlDsa44KeyPair::from_seed(&[60; 32]);
+    let tcp = TcpConfig {
+        write_timeout: Duration::from_millis(300),
+        read_timeout: Duration::from_secs(60),
+        idle_timeout: Duration::from_secs(3600),
+        max_requests: 1_000_000,
+        ..TcpConfig::default()
+    };
+    let engine = engine_tcp(vec![KeySource::from(pq)], LimitConfig::default(), tcp);
+    let mut c = TcpStream::connect(engine.tcp_local()[0]).unwrap();
+    c.set_write_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let r = request(Offer::single(ml_dsa()), 1);
+    let closed = |e: &Engine| e.tcp_stats().unwrap().closed[Close::WriteTimeout as usize];
+    let started = std::time::Instant::now();
+    let mut off = 0;
+    // Bounded: the deadline ends it within a second or so of the buffers
+    // filling; PATIENCE only stops a broken server from hanging the test.
+    while closed(&engine) == 0 {
+        assert!(
+            started.elapsed() < 2 * PATIENCE,
+            "the server kept the unread connection"
+        );
+        match c.write(&r[off..]) {
+            // Whole frames only, so the stream stays well formed.
+            Ok(n) => off = (off + n) % r.len(),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            // The server shut the connection: its count follows.
+            Err(_) => std::thread::park_timeout(Duration::from_millis(5)),
+        }
+    }
+    let st = engine.tcp_stats().unwrap();
+    assert_eq!(st.closed[Close::WriteTimeout as usize], 1);
+    assert!(
+        st.responses[usize::from(ml_dsa().id.0)] >= 2,
+        "answers were written before the stall: {st:?}"
+    );
     engine.shutdown().unwrap();
 }
