@@ -143,7 +143,8 @@ pub fn parse_key_any(text: &[u8], out: &mut [u8; MAX_PUBLIC]) -> Result<usize, G
     let text = text.trim_ascii();
     let is_key_len = |n: usize| Scheme::by_public_len(n).is_some();
     let hex_len = text.len() / 2;
-    if text.len() % 2 == 0 && is_key_len(hex_len) && text.iter().all(u8::is_ascii_hexdigit) {
+    if text.len().is_multiple_of(2) && is_key_len(hex_len) && text.iter().all(u8::is_ascii_hexdigit)
+    {
         for (k, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
             *k = (hex(pair[0]) << 4) | hex(pair[1]);
         }
