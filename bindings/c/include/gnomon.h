@@ -15,6 +15,20 @@
 #define GNOMON_STD 1
 #endif
 
+// Bytes of an Ed25519 long-term public key.
+#define GNOMON_ED25519_KEY_LEN 32
+
+// Bytes of an ML-DSA-44 long-term public key (version 0x90000001).
+#define GNOMON_ML_DSA_44_KEY_LEN 1312
+
+// Longest long-term public key of any scheme: a buffer this long holds
+// whatever `gnomon_parse_public_key_any` decodes.
+#define GNOMON_MAX_KEY_LEN 1312
+
+// The experimental post-quantum version, signed with ML-DSA-44: TCP only
+// (its answers are about 6.4 KB), 1312-byte keys.
+#define GNOMON_VERSION_ML_DSA_44 2415919105
+
 // Bytes of every request libgnomon builds; the `out` buffer of the build
 // functions must hold at least this many.
 #define GNOMON_REQUEST_SIZE 1024
@@ -49,8 +63,12 @@
 #define GNOMON_MAX_TIMEOUT_MS 86400000
 
 // Most answers `gnomon_consensus` takes (it keeps what it needs on the
-// stack: about 6 KB on a 64-bit machine, 5 KB on a 32-bit one).
+// stack: about 8 KB on a 64-bit machine, 6 KB on a 32-bit one).
 #define GNOMON_MAX_ANSWERS 256
+
+// Longest key text `parse_key_any` takes: an ML-DSA-44 key is 1752
+// characters of base64 or 2624 hex digits, with room for whitespace.
+#define MAX_KEY_TEXT 4096
 
 // What a libgnomon call returns: `GNOMON_OK` (0) or why it failed. The
 // values are part of the ABI and never change; new failures get new
@@ -72,7 +90,9 @@ typedef enum gnomon_error {
   GNOMON_ERR_UNKNOWN_VERSION = 5,
   // The nonce (or chain rand) is not as long as the version requires.
   GNOMON_ERR_NONCE_LENGTH = 6,
-  // The public key is not 32 bytes of base64 (or 64 hex digits).
+  // The public key is no scheme's: its length is neither 32 (Ed25519)
+  // nor 1312 (ML-DSA-44) bytes, or its text is not base64 or hex of
+  // one (or, for the 32-byte functions, not an Ed25519 key).
   GNOMON_ERR_KEY = 7,
   // The request given to verify does not parse.
   GNOMON_ERR_REQUEST = 8,
@@ -83,8 +103,9 @@ typedef enum gnomon_error {
   GNOMON_ERR_VERSION = 10,
   // The response names a better version both sides speak: a downgrade.
   GNOMON_ERR_DOWNGRADE = 11,
-  // The delegation is not signed by this public key (wrong key, or a
-  // forged certificate).
+  // The delegation is not signed by this public key (wrong key, a key
+  // of the other scheme than the version answered, or a forged
+  // certificate).
   GNOMON_ERR_DELEGATION_SIGNATURE = 12,
   // The signed response is not signed by the delegated online key.
   GNOMON_ERR_RESPONSE_SIGNATURE = 13,
@@ -154,8 +175,9 @@ typedef struct gnomon_result {
   char message[GNOMON_MESSAGE_LEN];
 } gnomon_result;
 
-// One request/response pair of a chain, as the caller recorded it.
-typedef struct gnomon_exchange {
+// One request/response pair of a chain, as `gnomon_exchange` but with the
+// key's length, so that a chain may hold ML-DSA-44 exchanges.
+typedef struct gnomon_exchange_any_key {
   // The request as sent.
   const uint8_t *request;
   // Its length.
@@ -169,9 +191,11 @@ typedef struct gnomon_exchange {
   const uint8_t *rand;
   // Its length: the nonce length of the request's version.
   size_t rand_len;
-  // The server's long-term public key, 32 bytes.
+  // The server's long-term public key.
   const uint8_t *public_key;
-} gnomon_exchange;
+  // Its length: `GNOMON_ED25519_KEY_LEN` or `GNOMON_ML_DSA_44_KEY_LEN`.
+  size_t public_key_len;
+} gnomon_exchange_any_key;
 
 // The outcome of `gnomon_check_chain`.
 typedef struct gnomon_chain_result {
@@ -187,19 +211,18 @@ typedef struct gnomon_chain_result {
   char message[GNOMON_MESSAGE_LEN];
 } gnomon_chain_result;
 
-// One answer for `gnomon_consensus`: the server's long-term key and the
-// interval of offsets (server time − local time, µs) the answer vouches
-// for, typically midpoint − local ± (radius + round trip / 2).
-typedef struct gnomon_vouch {
-  // The server's long-term public key, 32 bytes. Votes count per
-  // distinct key: the same key under two names or addresses is one
-  // server.
+// One answer for `gnomon_consensus_any_key`: as `gnomon_vouch`, with the
+// key's length.
+typedef struct gnomon_vouch_any_key {
+  // The server's long-term public key. Votes count per distinct key.
   const uint8_t *public_key;
+  // Its length: `GNOMON_ED25519_KEY_LEN` or `GNOMON_ML_DSA_44_KEY_LEN`.
+  size_t public_key_len;
   // Smallest offset, µs.
   int64_t low_us;
   // Largest offset, µs (not below `low_us`).
   int64_t high_us;
-} gnomon_vouch;
+} gnomon_vouch_any_key;
 
 // The outcome of `gnomon_consensus`. On a failure only `code` and
 // `message` are set (the rest is 0 and false).
@@ -237,9 +260,153 @@ typedef struct gnomon_consensus_result {
   char message[GNOMON_MESSAGE_LEN];
 } gnomon_consensus_result;
 
+// One request/response pair of a chain, as the caller recorded it.
+typedef struct gnomon_exchange {
+  // The request as sent.
+  const uint8_t *request;
+  // Its length.
+  size_t request_len;
+  // The response as received.
+  const uint8_t *response;
+  // Its length.
+  size_t response_len;
+  // The rand the request's nonce was chained with
+  // (`gnomon_chain_nonce`); NULL and 0 for the first exchange.
+  const uint8_t *rand;
+  // Its length: the nonce length of the request's version.
+  size_t rand_len;
+  // The server's long-term public key, 32 bytes.
+  const uint8_t *public_key;
+} gnomon_exchange;
+
+// One answer for `gnomon_consensus`: the server's long-term key and the
+// interval of offsets (server time − local time, µs) the answer vouches
+// for, typically midpoint − local ± (radius + round trip / 2).
+typedef struct gnomon_vouch {
+  // The server's long-term public key, 32 bytes. Votes count per
+  // distinct key: the same key under two names or addresses is one
+  // server.
+  const uint8_t *public_key;
+  // Smallest offset, µs.
+  int64_t low_us;
+  // Largest offset, µs (not below `low_us`).
+  int64_t high_us;
+} gnomon_vouch;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// `gnomon_build_request` with a key of either length: with `public_key`
+// (may be NULL) of `public_key_len` bytes (32 or 1312), the request names
+// it in SRV (a hash of the whole key) where the version defines SRV, as
+// 0x90000001 does. A length of no scheme's key is `GNOMON_ERR_KEY`.
+//
+// # Safety
+// Every non-NULL pointer points to as many bytes as its length says;
+// `written` to a writable `size_t`.
+enum gnomon_error gnomon_build_request_any_key(uint32_t version,
+                                               const uint8_t *nonce,
+                                               size_t nonce_len,
+                                               const uint8_t *public_key,
+                                               size_t public_key_len,
+                                               uint8_t *out,
+                                               size_t out_len,
+                                               size_t *written);
+
+#if defined(GNOMON_STD)
+// `gnomon_build_request_any_key` with a nonce from the operating system's
+// random source (`std` builds only).
+//
+// # Safety
+// As `gnomon_build_request_any_key`.
+enum gnomon_error gnomon_build_request_random_any_key(uint32_t version,
+                                                      const uint8_t *public_key,
+                                                      size_t public_key_len,
+                                                      uint8_t *out,
+                                                      size_t out_len,
+                                                      size_t *written);
+#endif
+
+// `gnomon_verify` against a long-term `public_key` of either scheme:
+// `public_key_len` 32 (Ed25519) or 1312 (ML-DSA-44); the key's length
+// decides the scheme, and an answer signed with the other scheme fails
+// (`GNOMON_ERR_DELEGATION_SIGNATURE`). Another length is
+// `GNOMON_ERR_KEY`. An ML-DSA-44 response is about 6.4 KB.
+//
+// # Safety
+// Every non-NULL pointer points to as many bytes as its length says;
+// `result` to a writable, aligned `gnomon_result`.
+enum gnomon_error gnomon_verify_any_key(const uint8_t *request,
+                                        size_t request_len,
+                                        const uint8_t *response,
+                                        size_t response_len,
+                                        const uint8_t *public_key,
+                                        size_t public_key_len,
+                                        struct gnomon_result *result);
+
+#if defined(GNOMON_STD)
+// `gnomon_query` with a key of either scheme (`public_key_len` 32 or
+// 1312). An ML-DSA-44 key is asked in 0x90000001, over TCP (the
+// version's only transport); `GNOMON_VERSION_AUTO` offers the versions
+// of the key's scheme. `std` builds only.
+//
+// # Safety
+// `address` is NULL or a NUL-terminated string; `public_key` NULL or
+// `public_key_len` readable bytes; `result` to a writable, aligned
+// `gnomon_result`.
+enum gnomon_error gnomon_query_any_key(const char *address,
+                                       const uint8_t *public_key,
+                                       size_t public_key_len,
+                                       uint32_t version,
+                                       uint32_t timeout_ms,
+                                       struct gnomon_result *result);
+#endif
+
+// `gnomon_parse_public_key` for keys of either scheme: decode the base64
+// or hex in the NUL-terminated `text` (an ML-DSA-44 key is 1752
+// characters of base64, 2624 hex digits; at most 4096 characters are
+// taken) into `out`, which holds `out_len` bytes (`GNOMON_MAX_KEY_LEN`
+// is always enough), and store the key's length (32 or 1312) in
+// `*written`: pass both on as `public_key` and `public_key_len`.
+//
+// # Safety
+// `text` is NULL or NUL-terminated; `out` NULL or `out_len` writable
+// bytes; `written` NULL or a writable `size_t`.
+enum gnomon_error gnomon_parse_public_key_any(const char *text,
+                                              uint8_t *out,
+                                              size_t out_len,
+                                              size_t *written);
+
+// `gnomon_check_chain` over exchanges whose keys may be of either scheme
+// (each with its own `public_key_len`): a chain may mix Ed25519 and
+// ML-DSA-44 servers.
+//
+// # Safety
+// `exchanges` is NULL or points to `count` aligned
+// `gnomon_exchange_any_key` values whose pointers each satisfy
+// `gnomon_verify_any_key`'s rules; `result` to a writable, aligned
+// `gnomon_chain_result`.
+enum gnomon_error gnomon_check_chain_any_key(const struct gnomon_exchange_any_key *exchanges,
+                                             size_t count,
+                                             struct gnomon_chain_result *result);
+
+// `gnomon_consensus` over answers whose keys may be of either scheme
+// (each with its own `public_key_len`). Keys of different lengths are
+// always different keys.
+//
+// # Safety
+// `answers` is NULL or points to `count` aligned `gnomon_vouch_any_key`
+// values, each with a `public_key` that is NULL or points to
+// `public_key_len` readable bytes; `verdicts` is NULL or points to
+// `count` writable, aligned `gnomon_verdict` values; `result` to a
+// writable, aligned `gnomon_consensus_result`. None of them changes
+// during the call.
+enum gnomon_error gnomon_consensus_any_key(const struct gnomon_vouch_any_key *answers,
+                                           size_t count,
+                                           size_t quorum,
+                                           enum gnomon_verdict *verdicts,
+                                           struct gnomon_consensus_result *result);
 
 // A fixed sentence for `code`, NUL-terminated, never NULL. Values that
 // are no code give "unknown error code". The string is static: do not
@@ -258,6 +425,7 @@ enum gnomon_error gnomon_nonce_length(uint32_t version, size_t *nonce_len);
 // hardware random source, or `gnomon_chain_nonce`) into `out`, and store
 // its length in `*written`. With `public_key` (32 bytes, may be NULL) the
 // request names the server's key in SRV where the version defines it.
+// Ed25519 keys only: `gnomon_build_request_any_key` takes ML-DSA-44's.
 //
 // # Safety
 // Every non-NULL pointer points to as many bytes as its length says
@@ -273,6 +441,8 @@ enum gnomon_error gnomon_build_request(uint32_t version,
 #if defined(GNOMON_STD)
 // `gnomon_build_request` with a nonce from the operating system's
 // random source (`std` builds only).
+// Ed25519 keys only: `gnomon_build_request_random_any_key` takes
+// ML-DSA-44's.
 //
 // # Safety
 // As `gnomon_build_request`.
@@ -308,6 +478,7 @@ enum gnomon_error gnomon_chain_nonce(uint32_t version,
 // version negotiation (no downgrade), the midpoint inside the delegation.
 // Fills `*result` on every path where `result` is usable and returns the
 // same code. What the caller must still do: see docs/C.md.
+// Ed25519 keys only: `gnomon_verify_any_key` verifies ML-DSA-44 answers.
 //
 // # Safety
 // Every non-NULL pointer points to as many bytes as its length says
@@ -326,6 +497,7 @@ enum gnomon_error gnomon_verify(const uint8_t *request,
 // against the 32-byte `public_key`, and fill `*result`. Blocks at most
 // `timeout_ms` (1 ms to one day), name resolution included. `std` builds
 // only.
+// Ed25519 keys only: `gnomon_query_any_key` takes ML-DSA-44's.
 //
 // # Safety
 // `address` is NULL or a NUL-terminated string; `public_key` NULL or 32
@@ -340,6 +512,9 @@ enum gnomon_error gnomon_query(const char *address,
 // Decode a long-term public key written in base64 (as server lists and
 // `gnomon keygen` print it) or as 64 hex digits, from the NUL-terminated
 // `text` into the 32 bytes at `out`.
+// Ed25519 keys only (other text is `GNOMON_ERR_KEY`, or
+// `GNOMON_ERR_TOO_LONG` past 1024 characters):
+// `gnomon_parse_public_key_any` decodes ML-DSA-44's too.
 //
 // # Safety
 // `text` is NULL or NUL-terminated; `out` NULL or 32 writable bytes.
@@ -352,6 +527,8 @@ enum gnomon_error gnomon_parse_public_key(const char *text, uint8_t *out);
 // and no two responses may contradict each other (the earlier one's
 // midpoint − radius after the later one's midpoint + radius). Stops at
 // the first failure and says which exchange in `*result`.
+// Ed25519 keys only: `gnomon_check_chain_any_key` takes
+// `gnomon_exchange_any_key`, which carries each key's length.
 //
 // # Safety
 // `exchanges` is NULL or points to `count` aligned `gnomon_exchange`
@@ -371,6 +548,8 @@ enum gnomon_error gnomon_check_chain(const struct gnomon_exchange *exchanges,
 // when `verdicts` is not NULL, `verdicts[i]` for each answer. Returns
 // `GNOMON_OK` whenever the answers could be judged, consensus or not.
 // Allocates nothing (also in the `no_std` build).
+// Ed25519 keys only: `gnomon_consensus_any_key` takes
+// `gnomon_vouch_any_key`, which carries each key's length.
 //
 // # Safety
 // `answers` is NULL or points to `count` aligned `gnomon_vouch` values,

@@ -25,7 +25,9 @@ pub enum GnomonError {
     GnomonErrUnknownVersion = 5,
     /// The nonce (or chain rand) is not as long as the version requires.
     GnomonErrNonceLength = 6,
-    /// The public key is not 32 bytes of base64 (or 64 hex digits).
+    /// The public key is no scheme's: its length is neither 32 (Ed25519)
+    /// nor 1312 (ML-DSA-44) bytes, or its text is not base64 or hex of
+    /// one (or, for the 32-byte functions, not an Ed25519 key).
     GnomonErrKey = 7,
     /// The request given to verify does not parse.
     GnomonErrRequest = 8,
@@ -36,8 +38,9 @@ pub enum GnomonError {
     GnomonErrVersion = 10,
     /// The response names a better version both sides speak: a downgrade.
     GnomonErrDowngrade = 11,
-    /// The delegation is not signed by this public key (wrong key, or a
-    /// forged certificate).
+    /// The delegation is not signed by this public key (wrong key, a key
+    /// of the other scheme than the version answered, or a forged
+    /// certificate).
     GnomonErrDelegationSignature = 12,
     /// The signed response is not signed by the delegated online key.
     GnomonErrResponseSignature = 13,
@@ -121,7 +124,7 @@ impl GnomonError {
             GnomonErrBufferTooSmall => "the output buffer is too small\0",
             GnomonErrUnknownVersion => "unknown protocol version\0",
             GnomonErrNonceLength => "the nonce or rand has the wrong length for this version\0",
-            GnomonErrKey => "the public key is not 32 bytes in base64 or hex\0",
+            GnomonErrKey => "the public key is not 32 or 1312 bytes (in base64 or hex)\0",
             GnomonErrRequest => "the request does not parse\0",
             GnomonErrMalformed => "the response is malformed\0",
             GnomonErrVersion => "the response's version is unknown, not offered or misplaced\0",
@@ -157,7 +160,11 @@ pub fn of_verify(e: &VerifyError) -> GnomonError {
         VerifyError::Request(_) => GnomonErrRequest,
         VerifyError::Framing(_) | VerifyError::Message(_) => GnomonErrMalformed,
         VerifyError::Downgrade { .. } => GnomonErrDowngrade,
-        VerifyError::DelegationSignature => GnomonErrDelegationSignature,
+        // A key of the other scheme cannot have signed the delegation: to
+        // the caller, a wrong key (the message names both schemes).
+        VerifyError::DelegationSignature | VerifyError::KeyScheme { .. } => {
+            GnomonErrDelegationSignature
+        }
         VerifyError::ResponseSignature => GnomonErrResponseSignature,
         VerifyError::NonceMismatch | VerifyError::NonceMissing => GnomonErrNonce,
         VerifyError::Path(_) | VerifyError::Root => GnomonErrMerkle,

@@ -1,4 +1,6 @@
-//! The C ABI: the only module with `unsafe`. Each entry point checks its
+//! The C ABI (with `any_key.rs`, the only modules with `unsafe`): the
+//! types, the argument checks, and the entry points of the first API,
+//! whose keys are 32 bytes. Each entry point checks its
 //! pointers and lengths, turns them into slices, calls `core` (or `query`)
 //! inside `guard`, and writes its results through `ptr::write`, so no
 //! Rust reference to caller memory outlives the call and none is made to
@@ -9,8 +11,14 @@
 use core::ffi::c_char;
 use core::slice;
 
+use crate::any_key::{
+    array, check_chain_with, consensus_with, gnomon_build_request_any_key, gnomon_verify_any_key,
+    GnomonExchangeAnyKey, GnomonVouchAnyKey, GNOMON_ED25519_KEY_LEN,
+};
+#[cfg(feature = "std")]
+use crate::any_key::{gnomon_build_request_random_any_key, gnomon_query_any_key};
 use crate::error::GnomonError;
-use crate::logic::{self, Link, MAX_INPUT, MESSAGE_LEN};
+use crate::logic::{self, MAX_INPUT, MESSAGE_LEN};
 
 /// Bytes of every request libgnomon builds; the `out` buffer of the build
 /// functions must hold at least this many.
@@ -36,7 +44,7 @@ pub const GNOMON_VERSION_AUTO: u32 = 0;
 /// Longest timeout `gnomon_query` takes, ms (one day).
 pub const GNOMON_MAX_TIMEOUT_MS: u32 = 86_400_000;
 /// Most answers `gnomon_consensus` takes (it keeps what it needs on the
-/// stack: about 6 KB on a 64-bit machine, 5 KB on a 32-bit one).
+/// stack: about 8 KB on a 64-bit machine, 6 KB on a 32-bit one).
 pub const GNOMON_MAX_ANSWERS: usize = 256;
 
 const _: () = {
@@ -221,12 +229,12 @@ pub fn guard(f: impl FnOnce() -> GnomonError) -> GnomonError {
     f()
 }
 
-fn c_message(text: &[u8; MESSAGE_LEN]) -> [c_char; GNOMON_MESSAGE_LEN] {
+pub(crate) fn c_message(text: &[u8; MESSAGE_LEN]) -> [c_char; GNOMON_MESSAGE_LEN] {
     // Byte for byte; c_char's sign does not matter to C string functions.
     text.map(|b| b as c_char)
 }
 
-fn message_or_text(message: &mut [u8; MESSAGE_LEN], code: GnomonError) {
+pub(crate) fn message_or_text(message: &mut [u8; MESSAGE_LEN], code: GnomonError) {
     if message[0] == 0 {
         logic::write_message(message, format_args!("{}", logic::text(code)));
     }
@@ -237,7 +245,7 @@ fn message_or_text(message: &mut [u8; MESSAGE_LEN], code: GnomonError) {
 /// # Safety
 /// If `ptr` is not NULL it must point to `len` readable bytes that stay
 /// unchanged during the call.
-unsafe fn input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError> {
+pub(crate) unsafe fn input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError> {
     if ptr.is_null() {
         Err(GnomonError::GnomonErrNull)
     } else if len == 0 {
@@ -256,7 +264,11 @@ unsafe fn input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError>
 /// # Safety
 /// If `ptr` is not NULL it must point to `len` writable bytes not read or
 /// written by anyone else during the call.
-unsafe fn output<'a>(ptr: *mut u8, len: usize, need: usize) -> Result<&'a mut [u8], GnomonError> {
+pub(crate) unsafe fn output<'a>(
+    ptr: *mut u8,
+    len: usize,
+    need: usize,
+) -> Result<&'a mut [u8], GnomonError> {
     if ptr.is_null() {
         Err(GnomonError::GnomonErrNull)
     } else if len < need {
@@ -268,25 +280,8 @@ unsafe fn output<'a>(ptr: *mut u8, len: usize, need: usize) -> Result<&'a mut [u
     }
 }
 
-/// A 32-byte public key.
-///
-/// The C ABI takes Ed25519 keys only (32 bytes). ML-DSA-44 keys (1312
-/// bytes, version 0x90000001) are not reachable from C yet: that needs a
-/// key length in the ABI, a later change (docs/C.md says so).
-///
-/// # Safety
-/// If `ptr` is not NULL it must point to 32 readable bytes.
-unsafe fn key<'a>(ptr: *const u8) -> Result<&'a [u8; 32], GnomonError> {
-    if ptr.is_null() {
-        return Err(GnomonError::GnomonErrNull);
-    }
-    // SAFETY: non-NULL, 32 readable bytes by the caller's promise, and
-    // [u8; 32] has alignment 1.
-    Ok(unsafe { &*ptr.cast::<[u8; 32]>() })
-}
-
 /// Check a pointer the call writes one `T` through.
-fn writable<T>(ptr: *mut T) -> Result<(), GnomonError> {
+pub(crate) fn writable<T>(ptr: *mut T) -> Result<(), GnomonError> {
     if ptr.is_null() {
         Err(GnomonError::GnomonErrNull)
     } else if !ptr.is_aligned() {
@@ -301,7 +296,7 @@ fn writable<T>(ptr: *mut T) -> Result<(), GnomonError> {
 /// # Safety
 /// `written` was accepted by `writable` and points to a `size_t` the
 /// caller owns.
-unsafe fn store_len(r: Result<usize, GnomonError>, written: *mut usize) -> GnomonError {
+pub(crate) unsafe fn store_len(r: Result<usize, GnomonError>, written: *mut usize) -> GnomonError {
     match r {
         Ok(n) => {
             // SAFETY: non-NULL and aligned (checked by `writable`), owned
@@ -310,19 +305,6 @@ unsafe fn store_len(r: Result<usize, GnomonError>, written: *mut usize) -> Gnomo
             GnomonError::GnomonOk
         }
         Err(e) => e,
-    }
-}
-
-/// An optional 32-byte key: NULL is none.
-///
-/// # Safety
-/// As `key`.
-unsafe fn optional_key<'a>(ptr: *const u8) -> Result<Option<&'a [u8; 32]>, GnomonError> {
-    if ptr.is_null() {
-        Ok(None)
-    } else {
-        // SAFETY: the caller's promise, passed on.
-        unsafe { key(ptr) }.map(Some)
     }
 }
 
@@ -356,6 +338,7 @@ pub unsafe extern "C" fn gnomon_nonce_length(version: u32, nonce_len: *mut usize
 /// hardware random source, or `gnomon_chain_nonce`) into `out`, and store
 /// its length in `*written`. With `public_key` (32 bytes, may be NULL) the
 /// request names the server's key in SRV where the version defines it.
+/// Ed25519 keys only: `gnomon_build_request_any_key` takes ML-DSA-44's.
 ///
 /// # Safety
 /// Every non-NULL pointer points to as many bytes as its length says
@@ -370,30 +353,25 @@ pub unsafe extern "C" fn gnomon_build_request(
     out_len: usize,
     written: *mut usize,
 ) -> GnomonError {
-    if let Err(e) = writable(written) {
-        return e;
+    // SAFETY: the caller's promises, with `public_key` 32 bytes long.
+    unsafe {
+        gnomon_build_request_any_key(
+            version,
+            nonce,
+            nonce_len,
+            public_key,
+            GNOMON_ED25519_KEY_LEN,
+            out,
+            out_len,
+            written,
+        )
     }
-    guard(|| {
-        // SAFETY: the caller's promises above, checked for NULL inside.
-        let args = unsafe {
-            (|| {
-                let nonce = input(nonce, nonce_len)?;
-                let key = optional_key(public_key)?;
-                let out = output(out, out_len, GNOMON_REQUEST_SIZE)?;
-                Ok((nonce, key, out))
-            })()
-        };
-        let (nonce, key, out) = match args {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        // SAFETY: `written` checked by `writable` above.
-        unsafe { store_len(logic::build(version, nonce, key, out), written) }
-    })
 }
 
 /// `gnomon_build_request` with a nonce from the operating system's
 /// random source (`std` builds only).
+/// Ed25519 keys only: `gnomon_build_request_random_any_key` takes
+/// ML-DSA-44's.
 ///
 /// # Safety
 /// As `gnomon_build_request`.
@@ -406,24 +384,17 @@ pub unsafe extern "C" fn gnomon_build_request_random(
     out_len: usize,
     written: *mut usize,
 ) -> GnomonError {
-    if let Err(e) = writable(written) {
-        return e;
+    // SAFETY: the caller's promises, with `public_key` 32 bytes long.
+    unsafe {
+        gnomon_build_request_random_any_key(
+            version,
+            public_key,
+            GNOMON_ED25519_KEY_LEN,
+            out,
+            out_len,
+            written,
+        )
     }
-    guard(|| {
-        // SAFETY: the caller's promises, checked for NULL inside.
-        let args = unsafe {
-            (|| {
-                let key = optional_key(public_key)?;
-                Ok::<_, GnomonError>((key, output(out, out_len, GNOMON_REQUEST_SIZE)?))
-            })()
-        };
-        let (key, out) = match args {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        // SAFETY: `written` checked by `writable` above.
-        unsafe { store_len(crate::query::build_os_random(version, key, out), written) }
-    })
 }
 
 /// The nonce of the next request of a measurement sequence (RFC 10049
@@ -480,6 +451,7 @@ pub unsafe extern "C" fn gnomon_chain_nonce(
 /// version negotiation (no downgrade), the midpoint inside the delegation.
 /// Fills `*result` on every path where `result` is usable and returns the
 /// same code. What the caller must still do: see docs/C.md.
+/// Ed25519 keys only: `gnomon_verify_any_key` verifies ML-DSA-44 answers.
 ///
 /// # Safety
 /// Every non-NULL pointer points to as many bytes as its length says
@@ -493,36 +465,18 @@ pub unsafe extern "C" fn gnomon_verify(
     public_key: *const u8,
     result: *mut GnomonResult,
 ) -> GnomonError {
-    if let Err(e) = writable(result) {
-        return e;
+    // SAFETY: the caller's promises, with `public_key` 32 bytes long.
+    unsafe {
+        gnomon_verify_any_key(
+            request,
+            request_len,
+            response,
+            response_len,
+            public_key,
+            GNOMON_ED25519_KEY_LEN,
+            result,
+        )
     }
-    let mut out = Outcome::default();
-    let code = guard(|| {
-        // SAFETY: the caller's promises, checked for NULL inside.
-        let args = unsafe {
-            (|| {
-                Ok::<_, GnomonError>((
-                    input(request, request_len)?,
-                    input(response, response_len)?,
-                    key(public_key)?,
-                ))
-            })()
-        };
-        let (request, response, key) = match args {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        match logic::verify(request, response, key, &mut out.message) {
-            Ok(v) => {
-                out.verified(&v);
-                GnomonError::GnomonOk
-            }
-            Err(e) => e,
-        }
-    });
-    // SAFETY: `result` checked by `writable` above.
-    unsafe { result.write(out.finish(code)) };
-    code
 }
 
 /// Ask `address` ("host:port", NUL-terminated; IPv6 as "[::1]:port")
@@ -531,6 +485,7 @@ pub unsafe extern "C" fn gnomon_verify(
 /// against the 32-byte `public_key`, and fill `*result`. Blocks at most
 /// `timeout_ms` (1 ms to one day), name resolution included. `std` builds
 /// only.
+/// Ed25519 keys only: `gnomon_query_any_key` takes ML-DSA-44's.
 ///
 /// # Safety
 /// `address` is NULL or a NUL-terminated string; `public_key` NULL or 32
@@ -544,47 +499,25 @@ pub unsafe extern "C" fn gnomon_query(
     timeout_ms: u32,
     result: *mut GnomonResult,
 ) -> GnomonError {
-    if let Err(e) = writable(result) {
-        return e;
+    // SAFETY: the caller's promises, with `public_key` 32 bytes long.
+    unsafe {
+        gnomon_query_any_key(
+            address,
+            public_key,
+            GNOMON_ED25519_KEY_LEN,
+            version,
+            timeout_ms,
+            result,
+        )
     }
-    let mut out = Outcome::default();
-    let code = guard(|| {
-        if address.is_null() {
-            return GnomonError::GnomonErrNull;
-        }
-        // SAFETY: non-NULL and NUL-terminated by the caller's promise.
-        let address = unsafe { core::ffi::CStr::from_ptr(address) };
-        // SAFETY: the caller's promise, checked for NULL inside.
-        let key = match unsafe { key(public_key) } {
-            Ok(k) => *k,
-            Err(e) => return e,
-        };
-        let Ok(address) = address.to_str() else {
-            return GnomonError::GnomonErrArgument;
-        };
-        if address.is_empty() {
-            return GnomonError::GnomonErrEmpty;
-        }
-        if address.len() > 1024 {
-            return GnomonError::GnomonErrTooLong;
-        }
-        let entropy = crate::query::os_entropy();
-        match crate::query::query(address, key, version, timeout_ms, entropy, &mut out.message) {
-            Ok(v) => {
-                out.verified(&v);
-                GnomonError::GnomonOk
-            }
-            Err(e) => e,
-        }
-    });
-    // SAFETY: `result` checked by `writable` above.
-    unsafe { result.write(out.finish(code)) };
-    code
 }
 
 /// Decode a long-term public key written in base64 (as server lists and
 /// `gnomon keygen` print it) or as 64 hex digits, from the NUL-terminated
 /// `text` into the 32 bytes at `out`.
+/// Ed25519 keys only (other text is `GNOMON_ERR_KEY`, or
+/// `GNOMON_ERR_TOO_LONG` past 1024 characters):
+/// `gnomon_parse_public_key_any` decodes ML-DSA-44's too.
 ///
 /// # Safety
 /// `text` is NULL or NUL-terminated; `out` NULL or 32 writable bytes.
@@ -621,6 +554,8 @@ pub unsafe extern "C" fn gnomon_parse_public_key(text: *const c_char, out: *mut 
 /// and no two responses may contradict each other (the earlier one's
 /// midpoint − radius after the later one's midpoint + radius). Stops at
 /// the first failure and says which exchange in `*result`.
+/// Ed25519 keys only: `gnomon_check_chain_any_key` takes
+/// `gnomon_exchange_any_key`, which carries each key's length.
 ///
 /// # Safety
 /// `exchanges` is NULL or points to `count` aligned `gnomon_exchange`
@@ -632,112 +567,26 @@ pub unsafe extern "C" fn gnomon_check_chain(
     count: usize,
     result: *mut GnomonChainResult,
 ) -> GnomonError {
-    if let Err(e) = writable(result) {
-        return e;
-    }
-    let mut message = [0u8; MESSAGE_LEN];
-    let mut at = (0, 0);
-    let code = guard(|| {
-        if exchanges.is_null() {
-            return GnomonError::GnomonErrNull;
+    let read = |i: usize| {
+        // SAFETY: i < count (check_chain never asks past it, and refuses
+        // count > GNOMON_MAX_CHAIN first); non-NULL and aligned (checked
+        // by `array` before any read), and `count` readable values by the
+        // caller's promise.
+        let e = unsafe { exchanges.add(i).read() };
+        GnomonExchangeAnyKey {
+            request: e.request,
+            request_len: e.request_len,
+            response: e.response,
+            response_len: e.response_len,
+            rand: e.rand,
+            rand_len: e.rand_len,
+            public_key: e.public_key,
+            public_key_len: GNOMON_ED25519_KEY_LEN,
         }
-        if !exchanges.is_aligned() {
-            return GnomonError::GnomonErrArgument;
-        }
-        let link = |i: usize| {
-            // SAFETY: i < count (check_chain never asks past it, and
-            // refuses count > GNOMON_MAX_CHAIN first); aligned, and
-            // `count` readable values by the caller's promise.
-            let e = unsafe { exchanges.add(i).read() };
-            // SAFETY: the caller's promises for each exchange's pointers,
-            // checked for NULL inside.
-            unsafe {
-                Ok(Link {
-                    request: input(e.request, e.request_len)?,
-                    response: input(e.response, e.response_len)?,
-                    rand: if i == 0 {
-                        &[]
-                    } else {
-                        input(e.rand, e.rand_len)?
-                    },
-                    key: key(e.public_key)?,
-                })
-            }
-        };
-        match logic::check_chain(count, link, &mut message) {
-            Ok(()) => GnomonError::GnomonOk,
-            Err(f) => {
-                at = (f.index, f.other);
-                f.code
-            }
-        }
-    });
-    if code == GnomonError::GnomonErrInternal {
-        message = [0; MESSAGE_LEN];
-        at = (0, 0);
-    }
-    message_or_text(&mut message, code);
-    let r = GnomonChainResult {
-        code,
-        index: at.0,
-        other: at.1,
-        message: c_message(&message),
     };
-    // SAFETY: `result` checked by `writable` above.
-    unsafe { result.write(r) };
-    code
-}
-
-/// A result being filled.
-struct Outcome {
-    version: u32,
-    midpoint_us: u64,
-    radius_us: u64,
-    message: [u8; MESSAGE_LEN],
-}
-
-impl Default for Outcome {
-    fn default() -> Self {
-        Outcome {
-            version: 0,
-            midpoint_us: 0,
-            radius_us: 0,
-            message: [0; MESSAGE_LEN],
-        }
-    }
-}
-
-impl Outcome {
-    fn verified(&mut self, v: &gnomon_protocol::Verified) {
-        self.version = v.profile.version.0;
-        self.midpoint_us = v.midpoint_us;
-        self.radius_us = v.radius_us;
-    }
-
-    fn finish(mut self, code: GnomonError) -> GnomonResult {
-        if code != GnomonError::GnomonOk {
-            // Nothing half-filled: a failure carries no time.
-            let message = if code == GnomonError::GnomonErrInternal {
-                [0; MESSAGE_LEN]
-            } else {
-                self.message
-            };
-            self = Outcome {
-                message,
-                ..Outcome::default()
-            };
-        } else {
-            self.message = [0; MESSAGE_LEN];
-        }
-        message_or_text(&mut self.message, code);
-        GnomonResult {
-            code,
-            version: self.version,
-            midpoint_us: self.midpoint_us,
-            radius_us: self.radius_us,
-            message: c_message(&self.message),
-        }
-    }
+    // SAFETY: the caller's promises for each exchange's pointers, keys
+    // 32 bytes long.
+    unsafe { check_chain_with(count, array(exchanges), result, read) }
 }
 
 /// The majority rule over `answers[0..count]` (at most
@@ -750,6 +599,8 @@ impl Outcome {
 /// when `verdicts` is not NULL, `verdicts[i]` for each answer. Returns
 /// `GNOMON_OK` whenever the answers could be judged, consensus or not.
 /// Allocates nothing (also in the `no_std` build).
+/// Ed25519 keys only: `gnomon_consensus_any_key` takes
+/// `gnomon_vouch_any_key`, which carries each key's length.
 ///
 /// # Safety
 /// `answers` is NULL or points to `count` aligned `gnomon_vouch` values,
@@ -765,83 +616,19 @@ pub unsafe extern "C" fn gnomon_consensus(
     verdicts: *mut GnomonVerdict,
     result: *mut GnomonConsensusResult,
 ) -> GnomonError {
-    if let Err(e) = writable(result) {
-        return e;
-    }
-    let mut message = [0u8; MESSAGE_LEN];
-    let mut tally = None;
-    let code = guard(|| {
-        if answers.is_null() {
-            return GnomonError::GnomonErrNull;
+    let read = |i: usize| {
+        // SAFETY: i < count ≤ GNOMON_MAX_ANSWERS (consensus checks the
+        // bound before asking for any answer, and never asks past it);
+        // non-NULL and aligned (checked by `array` first), and `count`
+        // readable values by the caller's promise.
+        let v = unsafe { answers.add(i).read() };
+        GnomonVouchAnyKey {
+            public_key: v.public_key,
+            public_key_len: GNOMON_ED25519_KEY_LEN,
+            low_us: v.low_us,
+            high_us: v.high_us,
         }
-        if !answers.is_aligned() || (!verdicts.is_null() && !verdicts.is_aligned()) {
-            return GnomonError::GnomonErrArgument;
-        }
-        let answer = |i: usize| {
-            // SAFETY: i < count ≤ GNOMON_MAX_ANSWERS (consensus checks the
-            // bound before asking for any answer, and never asks past
-            // it); aligned, and `count` readable values by the caller's
-            // promise.
-            let v = unsafe { answers.add(i).read() };
-            Ok(logic::Answer {
-                // SAFETY: NULL or 32 readable bytes by the caller's
-                // promise, checked for NULL inside.
-                key: unsafe { key(v.public_key) }?,
-                low_us: v.low_us,
-                high_us: v.high_us,
-            })
-        };
-        let verdict = |i: usize, v: logic::Verdict| {
-            if !verdicts.is_null() {
-                // SAFETY: i < count; non-NULL, aligned (checked above) and
-                // `count` writable values by the caller's promise.
-                unsafe { verdicts.add(i).write(v.into()) };
-            }
-        };
-        match logic::consensus(count, answer, quorum, verdict, &mut message) {
-            Ok(t) => {
-                tally = Some(t);
-                GnomonError::GnomonOk
-            }
-            Err(e) => e,
-        }
-    });
-    if code != GnomonError::GnomonOk {
-        tally = None;
-    }
-    if code == GnomonError::GnomonErrInternal {
-        message = [0; MESSAGE_LEN];
-    }
-    message_or_text(&mut message, code);
-    let hull = tally.and_then(|t| t.hull);
-    // A hull lies between two of the given int64 offsets, and so do its
-    // middle and half its width.
-    let narrow = |x: i128| x as i64;
-    let t = tally.unwrap_or(logic::Tally {
-        hull: None,
-        voting_keys: 0,
-        agreeing_keys: 0,
-        outside_keys: 0,
-        contradicting_keys: 0,
-        regions: 0,
-        quorum_met: false,
-    });
-    let r = GnomonConsensusResult {
-        code,
-        has_consensus: hull.is_some(),
-        quorum_met: t.quorum_met,
-        low_us: hull.map_or(0, |h| narrow(h.low)),
-        high_us: hull.map_or(0, |h| narrow(h.high)),
-        midpoint_us: hull.map_or(0, |h| narrow(h.midpoint())),
-        radius_us: hull.map_or(0, |h| narrow(h.radius())),
-        voting_keys: t.voting_keys,
-        agreeing_keys: t.agreeing_keys,
-        outside_keys: t.outside_keys,
-        contradicting_keys: t.contradicting_keys,
-        regions: t.regions,
-        message: c_message(&message),
     };
-    // SAFETY: `result` checked by `writable` above.
-    unsafe { result.write(r) };
-    code
+    // SAFETY: the caller's promises, keys 32 bytes long.
+    unsafe { consensus_with(count, array(answers), quorum, verdicts, result, read) }
 }

@@ -8,7 +8,8 @@
 //! call. docs/C.md is the guide.
 //!
 //! ```text
-//!  C caller ──▶ ffi.rs (the only unsafe: pointers → slices, catch_unwind)
+//!  C caller ──▶ ffi.rs, any_key.rs (the only unsafe: pointers → slices,
+//!                 │              catch_unwind; any_key: keys of either scheme)
 //!                 ├─▶ logic.rs  build, verify, chain, consensus (no_std, no allocation)
 //!                 └─▶ query.rs  blocking query, OS randomness (std)
 //!                       └─▶ gnomon-client ─▶ gnomon-protocol
@@ -25,12 +26,14 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod any_key;
 pub mod error;
 pub mod ffi;
 pub mod logic;
 #[cfg(feature = "std")]
 pub mod query;
 
+pub use any_key::*;
 pub use error::GnomonError;
 pub use ffi::*;
 

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use gnomon_protocol::chain::MAX_NONCE_LEN;
 use gnomon_protocol::majority::{self, Span};
 use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
+use gnomon_protocol::scheme::{PublicKey, Scheme, MAX_PUBLIC};
 use gnomon_protocol::verify::SentRequest;
 use gnomon_protocol::{
     chain_nonce, verify_response, Offer, Profile, Verified, VerifyError, Version,
@@ -49,12 +50,23 @@ pub fn nonce_len(version: u32) -> Result<usize, GnomonError> {
     Ok(profile_for(version)?.nonce_len)
 }
 
+/// Longest key text `parse_key_any` takes: an ML-DSA-44 key is 1752
+/// characters of base64 or 2624 hex digits, with room for whitespace.
+pub const MAX_KEY_TEXT: usize = 4096;
+
+/// A long-term public key of some scheme, told by its length (32:
+/// Ed25519, 1312: ML-DSA-44); `GnomonErrKey` for any other length.
+pub fn public_key(bytes: &[u8]) -> Result<PublicKey<'_>, GnomonError> {
+    PublicKey::from_bytes(bytes).ok_or(GnomonError::GnomonErrKey)
+}
+
 /// Build a `REQUEST_SIZE`-byte request for `version` into `out`; with a
-/// key, SRV names it where the version defines SRV.
+/// key, SRV names it where the version defines SRV (SRV hashes the whole
+/// key, whatever its scheme).
 pub fn build(
     version: u32,
     nonce: &[u8],
-    key: Option<&[u8; 32]>,
+    key: Option<PublicKey<'_>>,
     out: &mut [u8],
 ) -> Result<usize, GnomonError> {
     let profile = profile_for(version)?;
@@ -64,7 +76,7 @@ pub fn build(
     if out.len() < REQUEST_SIZE {
         return Err(GnomonError::GnomonErrBufferTooSmall);
     }
-    let srv = key.map(|k| srv_for(k));
+    let srv = key.map(|k| srv_for(k.bytes()));
     Offer::single(profile)
         .build(nonce, srv.as_ref(), REQUEST_SIZE, out)
         // Lengths were checked above; a build error here is a bug.
@@ -92,7 +104,7 @@ pub fn next_nonce(
 pub fn verify(
     request: &[u8],
     response: &[u8],
-    key: &[u8; 32],
+    key: PublicKey<'_>,
     message: &mut [u8; MESSAGE_LEN],
 ) -> Result<Verified, GnomonError> {
     verify_response(request, response, key).map_err(|e| verify_failure(&e, None, message))
@@ -116,26 +128,40 @@ pub fn verify_failure(
     code
 }
 
-/// A long-term public key in base64 (padded or not) or 64 hex digits.
+/// An Ed25519 long-term public key in base64 (padded or not) or 64 hex
+/// digits; any other key, ML-DSA-44's included, is `GnomonErrKey`.
 pub fn parse_key(text: &[u8]) -> Result<[u8; 32], GnomonError> {
+    let mut buf = [0u8; MAX_PUBLIC];
+    let n = parse_key_any(text, &mut buf)?;
+    buf[..n].try_into().map_err(|_| GnomonError::GnomonErrKey)
+}
+
+/// A long-term public key of any scheme in base64 (padded or not) or hex,
+/// decoded into `out`; its length (32 or 1312). Hex is tried first: 64
+/// hex digits are also valid base64, of 48 bytes.
+pub fn parse_key_any(text: &[u8], out: &mut [u8; MAX_PUBLIC]) -> Result<usize, GnomonError> {
     let text = text.trim_ascii();
-    let mut key = [0u8; 32];
-    if text.len() == 64 && text.iter().all(u8::is_ascii_hexdigit) {
-        for (k, pair) in key.iter_mut().zip(text.chunks_exact(2)) {
+    let is_key_len = |n: usize| Scheme::by_public_len(n).is_some();
+    let hex_len = text.len() / 2;
+    if text.len().is_multiple_of(2) && is_key_len(hex_len) && text.iter().all(u8::is_ascii_hexdigit)
+    {
+        for (k, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
             *k = (hex(pair[0]) << 4) | hex(pair[1]);
         }
-        return Ok(key);
+        return Ok(hex_len);
     }
     // Room for one byte too many, so a longer key is seen as too long.
-    let mut buf = [0u8; 33];
+    let mut buf = [0u8; MAX_PUBLIC + 1];
     let engines = [
         base64::engine::general_purpose::STANDARD,
         base64::engine::general_purpose::STANDARD_NO_PAD,
     ];
     for engine in engines {
-        if let Ok(32) = engine.decode_slice(text, &mut buf) {
-            key.copy_from_slice(&buf[..32]);
-            return Ok(key);
+        if let Ok(n) = engine.decode_slice(text, &mut buf) {
+            if is_key_len(n) {
+                out[..n].copy_from_slice(&buf[..n]);
+                return Ok(n);
+            }
         }
     }
     Err(GnomonError::GnomonErrKey)
@@ -159,7 +185,7 @@ pub struct Link<'a> {
     /// The rand the request's nonce was chained with (ignored for the first).
     pub rand: &'a [u8],
     /// The server's long-term public key.
-    pub key: &'a [u8; 32],
+    pub key: PublicKey<'a>,
 }
 
 /// Where a chain check stopped.
@@ -330,15 +356,16 @@ fn end_with_ellipsis(buf: &mut [u8; MESSAGE_LEN], len: usize) {
 
 /// Most answers one `consensus` call takes. What it keeps per distinct
 /// key lives on the stack (no allocation), so this bounds the stack it
-/// uses: about 6 KB on a 64-bit machine, 5 KB on a 32-bit one.
+/// uses: about 8 KB on a 64-bit machine, 6 KB on a 32-bit one.
 pub const MAX_ANSWERS: usize = 256;
 
 /// One answer, as the caller gives it: the server's long-term key and the
 /// offsets (server − local, µs) it vouches for.
 #[derive(Clone, Copy, Debug)]
 pub struct Answer<'a> {
-    /// The server's long-term public key: votes count per distinct key.
-    pub key: &'a [u8; 32],
+    /// The server's long-term public key, of either length: votes count
+    /// per distinct key.
+    pub key: &'a [u8],
     /// Smallest offset.
     pub low_us: i64,
     /// Largest offset.
@@ -382,13 +409,13 @@ pub struct Tally {
 /// answers. An intersection with `low > high` is empty: that key
 /// contradicted itself (intersecting more keeps it empty).
 struct Keys<'a> {
-    keys: [&'a [u8; 32]; MAX_ANSWERS],
+    keys: [&'a [u8]; MAX_ANSWERS],
     spans: [(i64, i64); MAX_ANSWERS],
     len: usize,
 }
 
 impl<'a> Keys<'a> {
-    fn find(&self, key: &[u8; 32]) -> Option<usize> {
+    fn find(&self, key: &[u8]) -> Option<usize> {
         self.keys[..self.len].iter().position(|k| *k == key)
     }
 

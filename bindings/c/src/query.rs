@@ -7,6 +7,7 @@ use std::string::ToString as _;
 use std::time::Duration;
 
 use gnomon_client::{Client, Config, Entropy, OsEntropy, QueryError, Rejection, Server};
+use gnomon_protocol::scheme::PublicKey;
 use gnomon_protocol::serverlist::Transport;
 use gnomon_protocol::Verified;
 
@@ -19,7 +20,7 @@ pub const MAX_TIMEOUT_MS: u32 = 86_400_000;
 /// Build a request with a nonce from `entropy`.
 pub fn build_random(
     version: u32,
-    key: Option<&[u8; 32]>,
+    key: Option<PublicKey<'_>>,
     out: &mut [u8],
     entropy: &mut dyn Entropy,
 ) -> Result<usize, GnomonError> {
@@ -38,17 +39,19 @@ pub fn build_random(
 /// [`build_random`] from the operating system.
 pub fn build_os_random(
     version: u32,
-    key: Option<&[u8; 32]>,
+    key: Option<PublicKey<'_>>,
     out: &mut [u8],
 ) -> Result<usize, GnomonError> {
     build_random(version, key, out, &mut OsEntropy)
 }
 
-/// Ask `address` (HOST:PORT) once, verified against `key`, in `version`
-/// (0: the newest the server speaks), giving up after `timeout_ms`.
+/// Ask `address` (HOST:PORT) once, verified against `key` (of either
+/// scheme: the client offers the versions of the key's scheme), in
+/// `version` (0: the newest the server speaks), giving up after
+/// `timeout_ms`.
 pub fn query(
     address: &str,
-    key: [u8; 32],
+    key: PublicKey<'_>,
     version: u32,
     timeout_ms: u32,
     entropy: impl Entropy + Send + 'static,

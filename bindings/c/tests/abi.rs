@@ -372,8 +372,15 @@ fn every_error_code_is_produced() {
     // No random bytes: the query fails locally (injected through the safe
     // layer the C function calls; the OS source cannot be made to fail).
     let mut m = [0u8; GNOMON_MESSAGE_LEN];
-    let code =
-        query::query(&honest.addr().to_string(), key, 0, 5000, NoEntropy, &mut m).unwrap_err();
+    let code = query::query(
+        &honest.addr().to_string(),
+        (&key).into(),
+        0,
+        5000,
+        NoEntropy,
+        &mut m,
+    )
+    .unwrap_err();
     saw(code, GnomonErrLocal, "the random source failed");
     // A panic inside an entry point's body: the guard every entry point
     // runs its body in turns it into a code.

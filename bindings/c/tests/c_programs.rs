@@ -3,8 +3,8 @@
 //! libraries scripts/build-libgnomon makes (the build docs/C.md
 //! documents), and tests/c/panic.c against the debug
 //! build's static library (its test hook); each run against a real
-//! `gnomon serve` on loopback. tests/c/consensus.c needs no server, and
-//! runs against the `c-lib` library and the no_std one.
+//! `gnomon serve` on loopback. tests/c/consensus.c and tests/c/ml_dsa.c
+//! need no server, and run against the `c-lib` library and the no_std one.
 
 use gnomon_testkit::Reaped;
 use std::io::{BufRead, BufReader, Read};
@@ -470,10 +470,11 @@ fn the_c_lib_build_carries_no_debug_information() {
     }
 }
 
-/// Run `exe` with no arguments, bounded: a no_std library that asked its
+/// Run `exe` with `args`, bounded: a no_std library that asked its
 /// allocator would spin in its panic handler forever.
-fn run_bounded(exe: &Path) -> Output {
+fn run_bounded(exe: &Path, args: &[PathBuf]) -> Output {
     let mut child: Reaped = Command::new(exe)
+        .args(args)
         .env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
         .env("UBSAN_OPTIONS", "print_stacktrace=1")
         .stdout(Stdio::piped())
@@ -522,7 +523,7 @@ fn consensus_test(name: &str, link: Link, lib_dir: &Path) {
         }
         Err(e) => panic!("{name}: {e}"),
     };
-    let out = run_bounded(&exe);
+    let out = run_bounded(&exe, &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{name}: {stdout}{stderr}");
@@ -545,4 +546,47 @@ fn consensus_from_c_under_asan_and_ubsan() {
 #[test]
 fn consensus_from_c_in_the_no_std_build_with_no_heap() {
     consensus_test("consensus_no_std", Link::NoStd, no_std_dir());
+}
+
+/// The exchange captured from tannerryan/roughtime's ML-DSA-44 server.
+fn ml_dsa_vectors() -> [PathBuf; 3] {
+    let dir = repo().join("tests/external-vectors/tannerryan-ml-dsa-44");
+    ["request.bin", "response.bin", "root-public-key.hex"].map(|f| dir.join(f))
+}
+
+fn ml_dsa_test(name: &str, link: Link, lib_dir: &Path) {
+    let Some(cc) = cc() else {
+        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    };
+    let source = repo().join("bindings/c/tests/c/ml_dsa.c");
+    let exe = match compile_with(cc, &source, name, link, lib_dir, TESTS_C) {
+        Ok(exe) => exe,
+        Err(e) if link == Link::Sanitized && e.contains("sanitize") => {
+            return gnomon_testkit::skip(name, &format!("cc cannot build with ASan/UBSan: {e}"));
+        }
+        Err(e) => panic!("{name}: {e}"),
+    };
+    let out = run_bounded(&exe, &ml_dsa_vectors());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stdout}{stderr}");
+    assert!(stdout.starts_with("ok "), "{stdout}");
+    assert!(!stderr.contains("runtime error"), "{stderr}");
+}
+
+/// docs/C.md, "Post-quantum keys": a C program verifies the captured
+/// ML-DSA-44 exchange with its 1312-byte key (parsed from hex), and gets
+/// the codes for a changed byte, a cut response and a key of the wrong
+/// length, under ASan and UBSan.
+#[test]
+fn ml_dsa_answer_verified_from_c_under_asan_and_ubsan() {
+    ml_dsa_test("ml_dsa_sanitized", Link::Sanitized, c_lib_dir());
+}
+
+/// The same program against the no_std build, whose allocator refuses
+/// everything: ML-DSA-44 verification links and runs there without a
+/// heap (libcrux-ml-dsa keeps its work on the stack).
+#[test]
+fn ml_dsa_answer_verified_from_c_in_the_no_std_build_with_no_heap() {
+    ml_dsa_test("ml_dsa_no_std", Link::NoStd, no_std_dir());
 }

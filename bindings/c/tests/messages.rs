@@ -12,7 +12,7 @@ use gnomon::GnomonError;
 use gnomon_client::{discovery, QueryError, Rejection};
 use gnomon_protocol::merkle::PathError;
 use gnomon_protocol::serverlist::Transport;
-use gnomon_protocol::{ProfileSet, Tag, VerifyError, Version, WireError, PROFILES};
+use gnomon_protocol::{ProfileSet, Scheme, Tag, VerifyError, Version, WireError, PROFILES};
 
 /// The text of a message buffer, checked to be a C string of UTF-8.
 fn text(buf: &[u8; MESSAGE_LEN]) -> String {
@@ -127,6 +127,10 @@ fn every_verify_error() -> Vec<VerifyError> {
         VerifyError::Time,
         VerifyError::OutsideDelegation,
         VerifyError::ZeroRadius,
+        VerifyError::KeyScheme {
+            key: Scheme::Ed25519,
+            answered: Scheme::MlDsa44,
+        },
     ]);
     all
 }
