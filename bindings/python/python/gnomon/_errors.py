@@ -1,6 +1,6 @@
 """The exceptions gnomon raises. Mistakes in the call itself (a key that is
-not base64 or not 32 bytes, an unknown version, a wrong type) raise the
-built-in ValueError and TypeError instead."""
+not base64 or hex, or not 32 or 1312 bytes; an unknown version; a wrong
+type) raise the built-in ValueError and TypeError instead."""
 
 from __future__ import annotations
 
