@@ -63,7 +63,8 @@ pub struct Status {
     pub versions_answered: Vec<String>,
     /// Each family offered alone.
     pub families: Vec<Family>,
-    /// Answered over UDP (None: not asked).
+    /// Answered over UDP (None: not asked, as for a version that is never
+    /// served over UDP).
     pub udp: Option<bool>,
     /// Answered over TCP (None: the version defines no TCP, or the list
     /// gives no TCP address).
@@ -86,7 +87,9 @@ pub struct Status {
     pub legacy_context: bool,
     /// Request bytes sent.
     pub request_len: Option<usize>,
-    /// Response bytes received (more than the request: amplification).
+    /// Response bytes received (more than the request over UDP:
+    /// amplification; over TCP the handshake proves the source, and an
+    /// ML-DSA-44 answer is always larger).
     pub response_len: Option<usize>,
     /// The burst.
     pub batch: Option<Batch>,
@@ -211,8 +214,47 @@ pub fn failure_reasons(s: &Status) -> Vec<&'static str> {
     if s.flagged.is_some() {
         out.push("outside_consensus");
     }
-    if matches!((s.request_len, s.response_len), (Some(q), Some(r)) if r > q) {
+    if amplifies(s) {
         out.push("amplification");
     }
     out
+}
+
+/// Whether the answer was a datagram larger than its request: what lets a
+/// forged source turn the server into an amplifier. Only the main answer's
+/// sizes are kept, and it came over UDP exactly when UDP answered.
+pub fn amplifies(s: &Status) -> bool {
+    s.udp == Some(true) && matches!((s.request_len, s.response_len), (Some(q), Some(r)) if r > q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sized(udp: Option<bool>, tcp: Option<bool>, request: usize, response: usize) -> Status {
+        Status {
+            udp,
+            tcp,
+            request_len: Some(request),
+            response_len: Some(response),
+            ..Status::default()
+        }
+    }
+
+    #[test]
+    fn only_a_datagram_larger_than_its_request_amplifies() {
+        let udp = sized(Some(true), None, 1024, 1100);
+        assert!(amplifies(&udp));
+        assert_eq!(failure_reasons(&udp), ["amplification"]);
+        // The same sizes over TCP (UDP silent), or a TCP-only version's
+        // 6.4 KB answer (UDP not asked): the handshake proved the source.
+        for s in [
+            sized(Some(false), Some(true), 1024, 1100),
+            sized(None, Some(true), 1024, 6408),
+        ] {
+            assert!(!amplifies(&s), "{s:?}");
+            assert!(!failure_reasons(&s).contains(&"amplification"));
+        }
+        assert!(!amplifies(&sized(Some(true), None, 1024, 1024)));
+    }
 }

@@ -107,7 +107,9 @@ pub(crate) fn probe(server: &Server, settings: &Settings) -> (Option<Answer>, St
         }
         Transport::Tcp => {
             s.tcp = Some(true);
-            s.udp = Some(false);
+            // A version that never goes over UDP (ML-DSA-44: its answer
+            // is far larger than any request) was not asked there.
+            s.udp = v.profile.udp.then_some(false);
         }
     }
     if s.udp == Some(true) {

@@ -188,8 +188,11 @@ pub fn cells(s: &Status, limits: &Limits) -> Vec<Cell> {
         _ => none("agreement"),
     });
     out.push(match (s.request_len, s.response_len) {
-        (Some(q), Some(r)) if r > q => cell("size", "fail", format!("AMPLIFIES: {r} B for {q} B")),
-        (Some(q), Some(r)) => cell("size", "ok", format!("{r} B for {q} B")),
+        (Some(q), Some(r)) if crate::state::amplifies(s) => {
+            cell("size", "fail", format!("AMPLIFIES: {r} B for {q} B"))
+        }
+        (Some(q), Some(r)) if s.udp == Some(true) => cell("size", "ok", format!("{r} B for {q} B")),
+        (Some(q), Some(r)) => cell("size", "ok", format!("{r} B for {q} B over TCP")),
         _ => none("size"),
     });
     out
