@@ -6,6 +6,9 @@
  *      -Wl,--gc-sections -lpthread -ldl -lm -o query
  *   ./query roughtime.example.net:2002 'iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA='
  *
+ * The key is base64 or hex: 32 bytes for Ed25519, or 1312 for the
+ * post-quantum ML-DSA-44 variant, which is asked over TCP (docs/PQ.md).
+ *
  * Prints the server's time (UTC) and the radius it vouches for, then the
  * same as numbers. Exit status: 0 the time, 1 an answer that failed
  * verification (a forgery), 2 bad arguments, 3 no answer (timeout,
@@ -21,18 +24,19 @@
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s HOST:PORT PUBKEY_BASE64\n", argv[0]);
+    fprintf(stderr, "usage: %s HOST:PORT PUBKEY\n", argv[0]);
     return 2;
   }
-  uint8_t key[32];
-  gnomon_error err = gnomon_parse_public_key(argv[2], key);
+  static uint8_t key[GNOMON_MAX_KEY_LEN];
+  size_t key_len = 0;
+  gnomon_error err = gnomon_parse_public_key_any(argv[2], key, sizeof key, &key_len);
   if (err != GNOMON_OK) {
     fprintf(stderr, "query: %s\n", gnomon_error_string(err));
     return 2;
   }
 
   gnomon_result r;
-  err = gnomon_query(argv[1], key, GNOMON_VERSION_AUTO, 5000, &r);
+  err = gnomon_query_any_key(argv[1], key, key_len, GNOMON_VERSION_AUTO, 5000, &r);
   switch (err) {
   case GNOMON_OK:
     break;
