@@ -158,6 +158,39 @@ fn bad_arguments_are_refused_by_name() {
     );
 }
 
+#[test]
+fn ml_dsa_keys_load_over_tcp_only() {
+    // A closed port: the run gets no answer (exit 1) but only once the
+    // 1312-byte key and --tcp were accepted (64 otherwise).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    let pq = gnomon_protocol::MlDsa44KeyPair::from_seed(&[5; 32]);
+    let key = base64::engine::general_purpose::STANDARD.encode(pq.public());
+    let base = format!("bench load --target {addr} --key {key} --version ml-dsa-44");
+    let out = gnomon(&format!(
+        "{base} --tcp --max --count 4 --duration 300ms --timeout 100ms --json"
+    ));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v = json(&out);
+    assert_eq!(
+        (&v["transport"], &v["answered"]),
+        (&"tcp".into(), &0.into()),
+        "{v}"
+    );
+    for (extra, needle) in [
+        // ML-DSA-44 answers are too large for datagrams.
+        ("--max", "TCP only"),
+        // TCP load is closed-loop.
+        ("--tcp --rate 10", "--max"),
+    ] {
+        let out = gnomon(&format!("{base} {extra}"));
+        assert_eq!(out.status.code(), Some(64), "{extra}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{extra}: {err}");
+    }
+}
+
 struct NullProcess {
     child: Child,
     addr: SocketAddr,

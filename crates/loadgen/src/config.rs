@@ -4,7 +4,7 @@ use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use gnomon_protocol::Profile;
+use gnomon_protocol::{LongTermKey, Profile};
 
 /// Longest run allowed: the tool measures, it does not soak.
 pub const MAX_DURATION: Duration = Duration::from_secs(300);
@@ -24,6 +24,27 @@ pub const MAX_REQUEST_SIZE: usize = 1472;
 /// Highest total rate accepted in rate mode, per second.
 pub const MAX_RATE: f64 = 10_000_000.0;
 
+/// How requests reach the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Datagrams, paced by `Mode`.
+    Udp,
+    /// One connection per worker, closed loop: `window` requests written
+    /// together, the next burst when all are answered (`Mode::Max` only).
+    /// The only transport of versions not served over UDP (ML-DSA-44).
+    Tcp,
+}
+
+impl Transport {
+    /// The name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
 /// How sends are paced.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mode {
@@ -42,12 +63,14 @@ pub struct LoadConfig {
     pub target: String,
     /// Whether a target outside 127.0.0.0/8 and ::1 is allowed.
     pub allow_remote: bool,
-    /// The server's long-term public key.
-    pub key: [u8; 32],
+    /// The server's long-term public key, of the profile's scheme.
+    pub key: LongTermKey,
     /// The version to request.
     pub profile: &'static Profile,
     /// Pacing.
     pub mode: Mode,
+    /// Datagrams or connections.
+    pub transport: Transport,
     /// How long to send.
     pub duration: Duration,
     /// Stop sending after this many requests in total, if sooner.
@@ -75,13 +98,18 @@ pub struct LoadConfig {
 
 impl LoadConfig {
     /// A run against `target` with the defaults of `gnomon bench load`.
-    pub fn new(target: impl Into<String>, key: [u8; 32], profile: &'static Profile) -> Self {
+    pub fn new(
+        target: impl Into<String>,
+        key: impl Into<LongTermKey>,
+        profile: &'static Profile,
+    ) -> Self {
         LoadConfig {
             target: target.into(),
             allow_remote: false,
-            key,
+            key: key.into(),
             profile,
             mode: Mode::Max,
+            transport: Transport::Udp,
             duration: Duration::from_secs(10),
             count: None,
             workers: 4,
@@ -175,6 +203,42 @@ impl LoadConfig {
                 format!(
                     "{} cannot hold a {} request",
                     self.request_size, self.profile.name
+                ),
+            );
+        }
+        match self.transport {
+            Transport::Udp if !self.profile.udp => {
+                return bad(
+                    "version",
+                    format!("{} is served over TCP only: pass --tcp", self.profile.name),
+                );
+            }
+            Transport::Tcp if !self.profile.tcp => {
+                return bad(
+                    "version",
+                    format!("{} is not served over TCP", self.profile.name),
+                );
+            }
+            // Closed loop: the server's speed sets the rate, as with --max.
+            Transport::Tcp if self.mode != Mode::Max => {
+                return bad("rate", "TCP load is closed-loop: use --max".into());
+            }
+            // Replies on a stream are matched by their order and framing.
+            Transport::Tcp if self.any_reply => {
+                return bad("any-reply", "is for UDP baselines only".into());
+            }
+            _ => {}
+        }
+        // A key of the wrong scheme would fail every verification, which
+        // reads as a broken server rather than a mistyped command.
+        if !self.any_reply && self.key.scheme() != self.profile.scheme {
+            return bad(
+                "key",
+                format!(
+                    "is an {} key; {} is signed with {}",
+                    self.key.scheme(),
+                    self.profile.name,
+                    self.profile.scheme
                 ),
             );
         }

@@ -11,6 +11,10 @@
 //!  Report: sent, answered, valid, invalid, lost, latency percentiles ─▶ text | JSON
 //! ```
 //!
+//! With `Transport::Tcp` each worker is a connection driven closed-loop
+//! instead (`tcp`): the transport of ML-DSA-44, whose answers no datagram
+//! may carry.
+//!
 //! Only `sys` contains `unsafe` (the batched socket calls, socket options,
 //! `ppoll`, `getrusage`, the signal handler, and the io_uring backend in
 //! `sys::uring`).
@@ -23,6 +27,7 @@ mod report;
 mod ring;
 mod stats;
 mod sys;
+mod tcp;
 mod worker;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -32,8 +37,8 @@ use std::time::Instant;
 use socket2::{Domain, Protocol, Socket, Type};
 
 pub use config::{
-    LoadConfig, LoadError, Mode, DEFAULT_RATE_WINDOW, MAX_DURATION, MAX_RATE, MAX_REQUEST_SIZE,
-    MAX_TIMEOUT, MAX_WINDOW, MAX_WORKERS,
+    LoadConfig, LoadError, Mode, Transport, DEFAULT_RATE_WINDOW, MAX_DURATION, MAX_RATE,
+    MAX_REQUEST_SIZE, MAX_TIMEOUT, MAX_WINDOW, MAX_WORKERS,
 };
 pub use null_server::{Backend, NullConfig, NullServer, NullStats, MAX_REPLY_SIZE};
 pub use report::{Latency, Report};
@@ -49,6 +54,9 @@ const SOCKET_BUFFER: usize = 4 << 20;
 /// report covers what was done until then.
 pub fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<Report, LoadError> {
     let target = cfg.check()?;
+    if cfg.transport == Transport::Tcp {
+        return Ok(tcp::run_all(cfg, target, stop));
+    }
     let sockets = (0..cfg.workers)
         .map(|_| open(target))
         .collect::<Result<Vec<_>, _>>()
@@ -80,6 +88,7 @@ pub fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<Report, LoadError> {
     });
     let info = RunInfo {
         target,
+        transport: cfg.transport,
         version: cfg.profile.name,
         mode: cfg.mode,
         workers: cfg.workers,

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use serde_json::{json, Value};
 
-use crate::config::Mode;
+use crate::config::{Mode, Transport};
 use crate::histogram::Histogram;
 use crate::stats::{WorkerStats, REASONS};
 
@@ -31,6 +31,8 @@ pub struct Latency {
 pub struct Report {
     /// Address loaded.
     pub target: SocketAddr,
+    /// Datagrams or connections.
+    pub transport: Transport,
     /// Profile name requested.
     pub version: &'static str,
     /// Pacing.
@@ -85,6 +87,7 @@ pub struct Report {
 /// Everything a report is made from besides the counters.
 pub(crate) struct RunInfo {
     pub(crate) target: SocketAddr,
+    pub(crate) transport: Transport,
     pub(crate) version: &'static str,
     pub(crate) mode: Mode,
     pub(crate) workers: usize,
@@ -100,6 +103,7 @@ impl Report {
     pub(crate) fn new(info: RunInfo, st: &WorkerStats) -> Report {
         Report {
             target: info.target,
+            transport: info.transport,
             version: info.version,
             mode: info.mode,
             workers: info.workers,
@@ -169,6 +173,7 @@ impl Report {
         });
         json!({
             "target": self.target.to_string(),
+            "transport": self.transport.name(),
             "version": self.version,
             "mode": mode,
             "rate": rate,
@@ -207,9 +212,13 @@ impl Report {
             Mode::Max => format!("max, window {}", self.window),
             Mode::Rate(r) => format!("rate {r}/s"),
         };
+        let sockets = match self.transport {
+            Transport::Udp => "sockets",
+            Transport::Tcp => "TCP connections",
+        };
         let _ = writeln!(
             s,
-            "{} {}, {} B requests, {} sockets, {pacing}, {:.2} s",
+            "{} {}, {} B requests, {} {sockets}, {pacing}, {:.2} s",
             self.target, self.version, self.request_size, self.workers, self.send_secs
         );
         let _ = writeln!(

@@ -15,7 +15,7 @@
 use gnomon_protocol::merkle::{self, Orientation, MAX_DEPTH};
 use gnomon_protocol::profile::{Framing, LeafInput};
 use gnomon_protocol::wire::{self, Message};
-use gnomon_protocol::{Offer, Profile, Tag};
+use gnomon_protocol::{LongTermKey, Offer, Profile, Tag};
 
 /// Bytes of the nonce that identify a request: sequence number (8, LE) and
 /// run tag (8). The rest of the nonce is filler derived from the tag.
@@ -91,7 +91,7 @@ impl Ring {
         size: usize,
         profile: &'static Profile,
         tag: u64,
-        key: &[u8; 32],
+        key: &LongTermKey,
     ) -> Ring {
         debug_assert!(len.is_power_of_two());
         let mut nonce = [0u8; 64];
@@ -117,7 +117,7 @@ impl Ring {
             nonce,
             nonce_len: profile.nonce_len,
             offer: Offer::single(profile),
-            srv: gnomon_protocol::request::srv_for(key),
+            srv: key.srv(),
             profile,
             last: None,
             full_climbs: 0,
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn google_answers_are_found_by_proof_climbing_to_the_root_once_a_batch() {
         let p = Profile::google();
-        let mut ring = Ring::new(256, 1024, p, 7, &[9; 32]);
+        let mut ring = Ring::new(256, 1024, p, 7, &[9; 32].into());
         for seq in 0..128 {
             assert!(ring.build(seq));
             ring.sent(seq, 0);
@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(ring.full_climbs, 2 + 128);
 
         // Another generator's requests, and one of ours a batch did not hold.
-        let mut other = Ring::new(256, 1024, p, 8, &[9; 32]);
+        let mut other = Ring::new(256, 1024, p, 8, &[9; 32].into());
         for seq in 0..2 {
             assert!(other.build(seq));
         }

@@ -43,7 +43,7 @@ pub(crate) struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
     }
 }
@@ -294,6 +294,6 @@ pub(crate) fn run(
 
 /// Whether the response to the request tagged `x` is verified, for a
 /// fraction `f` of requests spread evenly over the run.
-fn sampled(x: u64, f: f64) -> bool {
+pub(crate) fn sampled(x: u64, f: f64) -> bool {
     ((splitmix(x) >> 11) as f64 / (1u64 << 53) as f64) < f
 }

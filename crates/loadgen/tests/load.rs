@@ -113,7 +113,7 @@ fn bad_signatures_are_counted_invalid_by_reason() {
 fn a_wrong_key_makes_every_response_invalid() {
     let r = TestResponder::start(Behaviour::Honest);
     let mut cfg = config(&r, "google");
-    cfg.key = [9; 32];
+    cfg.key = [9; 32].into();
     cfg.mode = Mode::Max;
     cfg.window = Some(8);
     cfg.count = Some(100);

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use base64::Engine as _;
-use gnomon_loadgen::{Backend, LoadConfig, LoadError, Mode, NullConfig, NullServer};
-use gnomon_protocol::Profile;
+use gnomon_loadgen::{Backend, LoadConfig, LoadError, Mode, NullConfig, NullServer, Transport};
+use gnomon_protocol::{LongTermKey, Profile};
 
 use super::client_out::parse_duration;
 
@@ -26,7 +26,8 @@ enum BenchCommand {
     /// Each socket (one thread) keeps its sent requests in a ring, matches
     /// each response to the request it answers and verifies it fully
     /// (signatures, Merkle proof, nonce, version, delegation window). Only
-    /// loopback targets are allowed unless --allow-remote is given.
+    /// loopback targets are allowed unless --allow-remote is given. With
+    /// --tcp each socket is a connection loaded closed-loop instead.
     ///
     /// Exit status (as for `gnomon query`): 0 when every verified response
     /// was valid, 1 when nothing was answered, 2 when any response was
@@ -54,7 +55,8 @@ pub(crate) struct LoadArgs {
     /// traffic: use this only against servers you run.
     #[arg(long)]
     allow_remote: bool,
-    /// The server's long-term public key, base64 (or 64 hex digits).
+    /// The server's long-term public key, base64 or hex: Ed25519 (32 bytes)
+    /// or ML-DSA-44 (1312 bytes), as the version requested is signed.
     #[arg(long, value_name = "B64", required_unless_present = "any_reply")]
     key: Option<String>,
     /// Version to request: a name (google, draft-07, rfc-10049) or number
@@ -73,6 +75,11 @@ pub(crate) struct LoadArgs {
     /// in flight per socket.
     #[arg(long)]
     max: bool,
+    /// Load over TCP (needs --max; the only transport of ml-dsa-44): one
+    /// connection per worker, each writing --window requests at once and
+    /// waiting for all their answers before the next burst.
+    #[arg(long, requires = "max", conflicts_with = "any_reply")]
+    tcp: bool,
     /// How long to send (at most 5m): 30s, 1.5m, 500ms; a bare number is
     /// seconds. The run then waits up to --timeout for the last responses.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -161,18 +168,24 @@ fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn parse_key(s: &str) -> Result<[u8; 32], String> {
+fn parse_key(s: &str) -> Result<LongTermKey, String> {
     let s = s.trim();
-    let bytes = if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let hex_len = |n: usize| s.len() == 2 * n;
+    let bytes = if (hex_len(32) || hex_len(gnomon_protocol::Scheme::MlDsa44.public_len()))
+        && s.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         hex::decode(s).map_err(|e| e.to_string())?
     } else {
         base64::engine::general_purpose::STANDARD
             .decode(s)
             .map_err(|e| format!("bad --key: not base64 or hex ({e})"))?
     };
-    bytes
-        .try_into()
-        .map_err(|b: Vec<u8>| format!("bad --key: {} bytes, an Ed25519 key has 32", b.len()))
+    LongTermKey::from_bytes(&bytes).ok_or_else(|| {
+        format!(
+            "bad --key: {} bytes, an Ed25519 key has 32 and an ML-DSA-44 key 1312",
+            bytes.len()
+        )
+    })
 }
 
 fn load(a: LoadArgs) -> ExitCode {
@@ -188,7 +201,7 @@ fn load(a: LoadArgs) -> ExitCode {
         );
     };
     let key = match a.key.as_deref().map(parse_key).transpose() {
-        Ok(k) => k.unwrap_or([0; 32]),
+        Ok(k) => k.unwrap_or_else(|| LongTermKey::from([0; 32])),
         Err(e) => return fail(EXIT_USAGE, e),
     };
     let mut cfg = LoadConfig::new(a.target, key, profile);
@@ -197,6 +210,9 @@ fn load(a: LoadArgs) -> ExitCode {
         Some(r) => Mode::Rate(r),
         None => Mode::Max,
     };
+    if a.tcp {
+        cfg.transport = Transport::Tcp;
+    }
     cfg.duration = a.duration;
     cfg.timeout = a.timeout;
     cfg.count = a.count;
