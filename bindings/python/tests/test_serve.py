@@ -358,10 +358,16 @@ def test_measure_quorum_not_met_is_no_answer_with_the_consensus(gnomon, honest):
 
 def interrupted_after(delay: float, call):
     """Run `call` with a SIGINT sent to this process after `delay` s: the
-    seconds until KeyboardInterrupt arrived (it must)."""
+    seconds until KeyboardInterrupt arrived (it must).
+
+    Python turns SIGINT into KeyboardInterrupt only if SIGINT was not
+    ignored when it started, and a suite started in the background
+    (`nohup`, `cmd &` without job control) inherits it ignored: the
+    handler a terminal's Ctrl-C meets is installed here for the call."""
     import os
     import signal
 
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.monotonic()
     timer.start()
@@ -370,6 +376,7 @@ def interrupted_after(delay: float, call):
             call()
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, before)
     return time.monotonic() - start
 
 
