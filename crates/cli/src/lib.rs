@@ -7,6 +7,7 @@
 
 mod commands;
 pub mod exit;
+mod pkcs11;
 
 use std::process::ExitCode;
 

@@ -52,6 +52,7 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
+use gnomon_protocol::cert::Sign;
 use gnomon_protocol::verify::check_certificate;
 use gnomon_protocol::{Certificate, CertificateSet, LongTermKey, PROFILES};
 
@@ -103,11 +104,24 @@ impl Delegation {
         maxt_us: u64,
     ) -> Self {
         let long_term: SecretKey = long_term.clone().into();
+        let public = long_term.public_key().clone();
+        Self::mint_with(&long_term, public, online_seed, mint_us, maxt_us)
+    }
+
+    /// [`Self::mint`] with a signer that holds no seed here (a key inside
+    /// a PKCS#11 token), whose public key is `long_term_public`.
+    pub fn mint_with(
+        long_term: &dyn Sign,
+        long_term_public: LongTermKey,
+        online_seed: &[u8; 32],
+        mint_us: u64,
+        maxt_us: u64,
+    ) -> Self {
         let online = SecretKey::from_seed(long_term.scheme(), online_seed);
-        let certs = CertificateSet::mint_all(&long_term, &online.public(), mint_us, maxt_us);
+        let certs = CertificateSet::mint_all(long_term, &online.public(), mint_us, maxt_us);
         let (mint_us, maxt_us) = effective_window(&certs);
         Delegation {
-            long_term_public: long_term.public_key().clone(),
+            long_term_public,
             online,
             certs,
             mint_us,

@@ -8,6 +8,9 @@
 //! uses (a response's delegation names its online key, so the manifest
 //! tells which host answered). `--start continue` renews a set where it
 //! ends, so a fleet is renewed by running the same command again.
+//!
+//! The long-term key is a key file or, with `--pkcs11-*`, a key inside a
+//! PKCS#11 token that signs every DELE there (crate::pkcs11).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -18,6 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
+use gnomon_protocol::{LongTermKey, Sign};
 use gnomon_server::config::parse_duration;
 use gnomon_server::keyfile;
 use gnomon_server::keys::random_seed;
@@ -25,6 +29,8 @@ use gnomon_server::keys::SecretKey;
 use gnomon_server::offline::{
     check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
 };
+
+use crate::pkcs11::{read_pin, Token, TokenArgs, TokenSigner};
 
 use crate::exit::{CANT_CREATE, DATA_ERR, IO_ERROR, NO_INPUT, OS_ERROR, USAGE};
 
@@ -40,9 +46,17 @@ pub(crate) const MANIFEST: &str = "MANIFEST";
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The long-term key file (stays on this machine).
-    #[arg(long, value_name = "FILE")]
-    key_file: PathBuf,
+    /// The long-term key file (stays on this machine). Or the --pkcs11-*
+    /// options: a key inside a PKCS#11 token, which signs there.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "pkcs11_module",
+        conflicts_with = "pkcs11_module"
+    )]
+    key_file: Option<PathBuf>,
+    #[command(flatten)]
+    token: TokenArgs,
     /// Directory to write `*.delegation` files into (created 0700 if missing).
     /// Copy it to the server and name it in `offline-dir`. With hosts, one
     /// subdirectory per host, and a MANIFEST saying what goes where.
@@ -138,7 +152,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
     if args.cover.is_some() && !matches!(args.start, Start::Continue) {
         return Err(usage("--cover renews: it needs --start continue"));
     }
-    let long_term = keyfile::load(&args.key_file).map_err(|e| (NO_INPUT, e.to_string()))?;
+    let long_term = RootKey::open(args)?;
     let mut targets: Vec<Target> = if hosts.is_empty() {
         vec![Target {
             host: None,
@@ -173,6 +187,8 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             windows = until_covered(&windows, covered, goal);
         }
         t.made = mint(&long_term, &windows, t.host.as_deref())?;
+        // A token that failed midway fails the run here, before any file.
+        long_term.check()?;
     }
     // Every window of every host is minted before any is written, so that
     // a name clash leaves every directory as it was.
@@ -234,6 +250,10 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             );
         }
     }
+    let stays = match &long_term {
+        RootKey::File(_) => "the key file stays here",
+        RootKey::Token(_) => "the key never left its token",
+    };
     let ship = if hosts.is_empty() {
         format!("Ship {} to the server", args.out_dir.display())
     } else {
@@ -244,7 +264,7 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         )
     };
     eprintln!(
-        "gnomon delegate: long-term key {}. {ship}; the key file stays here.",
+        "gnomon delegate: long-term key {}. {ship}; {stays}.",
         B64.encode(long_term.public()),
     );
     Ok(())
@@ -277,9 +297,49 @@ fn create_private_dir(dir: &Path) -> Result<(), Failure> {
         .map_err(|e| (CANT_CREATE, format!("cannot create {}: {e}", dir.display())))
 }
 
+/// The long-term key: a key file's, or one held by a token.
+enum RootKey {
+    File(SecretKey),
+    Token(TokenSigner),
+}
+
+impl RootKey {
+    fn open(args: &Args) -> Result<RootKey, Failure> {
+        let Some(key) = args.token.key_ref() else {
+            let path = args
+                .key_file
+                .as_deref()
+                .ok_or_else(|| (USAGE, "give --key-file or --pkcs11-module".to_owned()))?;
+            return keyfile::load(path)
+                .map(RootKey::File)
+                .map_err(|e| (NO_INPUT, e.to_string()));
+        };
+        let fail = |e: crate::pkcs11::TokenError| (e.exit_code(), e.to_string());
+        let pin = read_pin(args.token.pkcs11_pin_file.as_deref()).map_err(fail)?;
+        let token = Token::open(&key.module, &key.token, false).map_err(fail)?;
+        token.login(&pin).map_err(fail)?;
+        token.signer(&key.key).map(RootKey::Token).map_err(fail)
+    }
+
+    fn public(&self) -> Vec<u8> {
+        match self {
+            RootKey::File(k) => k.public().to_vec(),
+            RootKey::Token(t) => t.public().to_vec(),
+        }
+    }
+
+    /// The first signing failure, if any.
+    fn check(&self) -> Result<(), Failure> {
+        match self {
+            RootKey::File(_) => Ok(()),
+            RootKey::Token(t) => t.check().map_err(|e| (e.exit_code(), e.to_string())),
+        }
+    }
+}
+
 /// Fresh online keys for every window.
 fn mint(
-    long_term: &SecretKey,
+    long_term: &RootKey,
     windows: &[(u64, u64)],
     host: Option<&str>,
 ) -> Result<Vec<Delegation>, Failure> {
@@ -288,7 +348,16 @@ fn mint(
         .map(|&(mint, maxt)| {
             let seed = random_seed()
                 .map_err(|e| (OS_ERROR, format!("no random bytes from the OS: {e}")))?;
-            let d = Delegation::mint(long_term, &seed, mint, maxt);
+            let d = match long_term {
+                RootKey::File(k) => Delegation::mint(k, &seed, mint, maxt),
+                RootKey::Token(t) => Delegation::mint_with(
+                    t as &dyn Sign,
+                    LongTermKey::from(t.public()),
+                    &seed,
+                    mint,
+                    maxt,
+                ),
+            };
             Ok(match host {
                 Some(h) => d.for_host(h),
                 None => d,

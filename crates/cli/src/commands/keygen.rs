@@ -1,4 +1,4 @@
-//! `gnomon keygen`: a new long-term key file.
+//! `gnomon keygen`: a new long-term key, in a file or in a PKCS#11 token.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,19 +9,33 @@ use gnomon_protocol::Scheme;
 use gnomon_server::keyfile::{self, KeyFileError};
 use gnomon_server::keys::{random_seed, SecretKey};
 
+use crate::pkcs11::{read_pin, KeyRef, Token, TokenArgs, TokenError};
+
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Where to write the key (created with mode 0600).
-    #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "pkcs11_module",
+        conflicts_with = "pkcs11_module"
+    )]
+    out: Option<PathBuf>,
     /// Replace an existing file at FILE (the old key is lost).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pkcs11_module")]
     force: bool,
     /// Signature scheme: ed25519, or ml-dsa-44 for the experimental
-    /// post-quantum version 0x90000001 (TCP only; docs/PQ.md).
+    /// post-quantum version 0x90000001 (TCP only; docs/PQ.md). A token key
+    /// is always ed25519.
     #[arg(long, value_name = "SCHEME", default_value = "ed25519", value_parser = parse_scheme)]
     scheme: Scheme,
+    #[command(flatten)]
+    token: TokenArgs,
+    /// Make nothing: print the public key of the existing token key
+    /// (--pkcs11-key). Needs no PIN unless the token hides public objects.
+    #[arg(long, requires = "pkcs11_module")]
+    public_only: bool,
 }
 
 fn parse_scheme(name: &str) -> Result<Scheme, String> {
@@ -34,6 +48,33 @@ fn parse_scheme(name: &str) -> Result<Scheme, String> {
 /// Prints the public key in base64 on stdout, one line, so that scripts can
 /// capture it; everything else goes to stderr.
 pub(crate) fn run(args: Args) -> ExitCode {
+    if let Some(key) = args.token.key_ref() {
+        if args.scheme != Scheme::Ed25519 {
+            eprintln!("gnomon keygen: a token key is Ed25519 only (drop --scheme)");
+            return ExitCode::from(crate::exit::USAGE);
+        }
+        return match in_token(&args, &key) {
+            Ok(public) => {
+                println!("{}", B64.encode(public));
+                eprintln!(
+                    "gnomon keygen: {} key {:?} in token {:?}; ed25519 public key (hex) {}",
+                    if args.public_only { "existing" } else { "made" },
+                    key.key,
+                    key.token,
+                    hex::encode(public)
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("gnomon keygen: {e}");
+                ExitCode::from(e.exit_code())
+            }
+        };
+    }
+    let Some(out) = args.out.as_deref() else {
+        eprintln!("gnomon keygen: give --out FILE or --pkcs11-module");
+        return ExitCode::from(crate::exit::USAGE);
+    };
     let seed = match random_seed() {
         Ok(s) => s,
         Err(e) => {
@@ -42,9 +83,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     };
     let written = if args.force {
-        keyfile::write_replacing_key(&args.out, args.scheme, &seed)
+        keyfile::write_replacing_key(out, args.scheme, &seed)
     } else {
-        keyfile::write_new_key(&args.out, args.scheme, &seed)
+        keyfile::write_new_key(out, args.scheme, &seed)
     };
     if let Err(e) = written {
         eprintln!("gnomon keygen: {e}");
@@ -57,9 +98,27 @@ pub(crate) fn run(args: Args) -> ExitCode {
     println!("{}", B64.encode(key.public()));
     eprintln!(
         "gnomon keygen: wrote {} (mode 0600); {} public key (hex) {}",
-        args.out.display(),
+        out.display(),
         args.scheme.name(),
         hex::encode(key.public())
     );
     ExitCode::SUCCESS
+}
+
+/// Makes the key pair in the token (or, with --public-only, finds it) and
+/// returns its public key.
+fn in_token(args: &Args, key: &KeyRef) -> Result<[u8; 32], TokenError> {
+    let token = Token::open(&key.module, &key.token, !args.public_only)?;
+    if args.public_only {
+        // Public objects are readable without logging in; log in only when
+        // a PIN was given, for tokens that keep even those private.
+        if args.token.pkcs11_pin_file.is_some()
+            || std::env::var_os(crate::pkcs11::PIN_ENV).is_some()
+        {
+            token.login(&read_pin(args.token.pkcs11_pin_file.as_deref())?)?;
+        }
+        return token.public_key(&key.key);
+    }
+    token.login(&read_pin(args.token.pkcs11_pin_file.as_deref())?)?;
+    token.generate(&key.key)
 }
