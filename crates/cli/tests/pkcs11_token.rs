@@ -1,0 +1,440 @@
+//! The long-term key inside a real PKCS#11 token (SoftHSM2, Debian's
+//! `softhsm2`): `gnomon keygen` makes it there, `gnomon delegate` signs
+//! with it there, a server answers from those delegations and a client
+//! checks the answers against the token's public key; every refusal says
+//! what is wrong; and the private key does not come out.
+//!
+//! Every test skips, saying so, where SoftHSM2 is not installed
+//! (scripts/test-all installs it with the hostile-conditions packages).
+//! All tests share one SoftHSM2 configuration whose token directory is a
+//! temporary one, each with a token of its own label.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use base64::Engine as _;
+
+mod serve_support;
+
+use serve_support::Started;
+
+const PIN: &str = "4711-pin";
+const SO_PIN: &str = "so-secret";
+
+/// Where Debian and others put the module.
+const MODULES: &[&str] = &[
+    "/usr/lib/softhsm/libsofthsm2.so",
+    "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
+    "/usr/lib/aarch64-linux-gnu/softhsm/libsofthsm2.so",
+    "/usr/local/lib/softhsm/libsofthsm2.so",
+];
+
+/// The shared SoftHSM2 setup: the module, and a directory holding the
+/// config, the token directory and the PIN file.
+struct Hsm {
+    module: PathBuf,
+    dir: PathBuf,
+}
+
+/// SoftHSM2, set up once for the whole binary, or why not.
+fn hsm() -> Result<&'static Hsm, &'static str> {
+    static HSM: OnceLock<Result<Hsm, &'static str>> = OnceLock::new();
+    HSM.get_or_init(|| {
+        let module = MODULES
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .ok_or("SoftHSM2 is not installed (apt-get install softhsm2): no libsofthsm2.so")?;
+        if Command::new("softhsm2-util")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return Err("SoftHSM2 is not installed (apt-get install softhsm2): no softhsm2-util");
+        }
+        let dir = std::env::temp_dir().join(format!("gnomon-pkcs11-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("tokens")).unwrap();
+        let conf = dir.join("softhsm2.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n",
+                dir.join("tokens").display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join("pin"), format!("{PIN}\n")).unwrap();
+        std::fs::write(dir.join("wrong-pin"), "0000\n").unwrap();
+        // Set before any test spawns or loads anything (every test comes
+        // through here first), so nothing reads the environment meanwhile;
+        // the in-process checks load the module too and read it then.
+        std::env::set_var("SOFTHSM2_CONF", &conf);
+        std::env::remove_var("GNOMON_PKCS11_PIN");
+        Ok(Hsm { module, dir })
+    })
+    .as_ref()
+    .map_err(|e| *e)
+}
+
+/// The shared setup with a fresh token labelled `label`, or None after
+/// saying why the test is skipped.
+fn token(test: &str, label: &str) -> Option<&'static Hsm> {
+    let hsm = match hsm() {
+        Ok(h) => h,
+        Err(why) => {
+            gnomon_testkit::skip(test, why);
+            return None;
+        }
+    };
+    let out = Command::new("softhsm2-util")
+        .args(["--init-token", "--free", "--label", label])
+        .args(["--pin", PIN, "--so-pin", SO_PIN])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "softhsm2-util: {out:?}");
+    Some(hsm)
+}
+
+impl Hsm {
+    fn module(&self) -> &str {
+        self.module.to_str().unwrap()
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_str().unwrap().to_owned()
+    }
+
+    /// `gnomon ARGS --pkcs11-module M --pkcs11-token T --pkcs11-key K`.
+    fn gnomon(&self, args: &[&str], token: &str, key: &str) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .args(args)
+            .args(["--pkcs11-module", self.module()])
+            .args(["--pkcs11-token", token, "--pkcs11-key", key])
+            .output()
+            .unwrap()
+    }
+
+    /// `gnomon keygen` in the token, with the PIN file: the public key.
+    fn keygen(&self, token: &str, key: &str) -> [u8; 32] {
+        let pin = self.path("pin");
+        let out = self.gnomon(&["keygen", "--pkcs11-pin-file", &pin], token, key);
+        assert!(out.status.success(), "keygen: {}", stderr(&out));
+        decode(&out.stdout)
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn decode(stdout: &[u8]) -> [u8; 32] {
+    base64::engine::general_purpose::STANDARD
+        .decode(String::from_utf8_lossy(stdout).trim())
+        .unwrap()
+        .try_into()
+        .unwrap()
+}
+
+/// The exit status and the stderr, which must contain `needle`.
+fn refused(out: &Output, code: i32, needle: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert!(err.contains(needle), "expected {needle:?} in: {err}");
+}
+
+#[test]
+fn delegations_signed_in_the_token_are_served_and_verify() {
+    const TEST: &str = "pkcs11_token::delegations_signed_in_the_token_are_served_and_verify";
+    let Some(hsm) = token(TEST, "serve") else {
+        return;
+    };
+    let public = hsm.keygen("serve", "root");
+
+    // The public key again, from the token, without a PIN.
+    let out = hsm.gnomon(&["keygen", "--public-only"], "serve", "root");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(decode(&out.stdout), public);
+
+    // A second keygen under the same label keeps the first key.
+    let pin = hsm.path("pin");
+    let out = hsm.gnomon(&["keygen", "--pkcs11-pin-file", &pin], "serve", "root");
+    refused(&out, 73, "already holds a key labelled \"root\"");
+    let out = hsm.gnomon(&["keygen", "--public-only"], "serve", "root");
+    assert_eq!(decode(&out.stdout), public);
+
+    // Two hosts, with the PIN from the environment this time.
+    let dir = hsm.path("serve-out");
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args([
+            "delegate",
+            "--out-dir",
+            &dir,
+            "--hosts",
+            "a,b",
+            "--count",
+            "2",
+        ])
+        .args(["--pkcs11-module", hsm.module(), "--pkcs11-token", "serve"])
+        .args(["--pkcs11-key", "root"])
+        .env("GNOMON_PKCS11_PIN", PIN)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "delegate: {}", stderr(&out));
+    assert!(stderr(&out).contains("the key never left its token"));
+    let manifest = std::fs::read_to_string(Path::new(&dir).join("MANIFEST")).unwrap();
+    assert!(manifest.contains(&base64::engine::general_purpose::STANDARD.encode(public)));
+    for host in ["a", "b"] {
+        let files = std::fs::read_dir(Path::new(&dir).join(host))
+            .unwrap()
+            .count();
+        assert_eq!(files, 2, "host {host}");
+    }
+
+    // Renewal as the timer in deploy/ runs it: --start continue --cover.
+    let out = hsm.gnomon(
+        &[
+            "delegate",
+            "--out-dir",
+            &dir,
+            "--hosts",
+            "a,b",
+            "--start",
+            "continue",
+            "--cover",
+            "5d",
+            "--pkcs11-pin-file",
+            &pin,
+        ],
+        "serve",
+        "root",
+    );
+    assert!(out.status.success(), "renewal: {}", stderr(&out));
+    let files = std::fs::read_dir(Path::new(&dir).join("a"))
+        .unwrap()
+        .count();
+    assert!(files > 2, "renewal added windows: {files}");
+
+    // Host a's server, which never sees the token, answers; the client
+    // checks its answer against the token's public key.
+    let host_a = format!("{dir}/a");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
+        .args(["--summary-interval", "0", "--offline-dir", &host_a])
+        .args(["--clock-unsynchronized", "answer-with-radius"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr_pipe = std::io::BufReader::new(child.stderr.take().unwrap());
+    let server = Started::read(child, stderr_pipe);
+    assert_eq!(server.public, public);
+    let key = base64::engine::general_purpose::STANDARD.encode(public);
+    let query = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args([
+            "query",
+            &server.addr.to_string(),
+            "--key",
+            &key,
+            "--udp-only",
+        ])
+        .output()
+        .unwrap();
+    let mut child = server.child;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(query.status.success(), "query: {}", stderr(&query));
+}
+
+#[test]
+fn every_refusal_says_what_is_wrong() {
+    const TEST: &str = "pkcs11_token::every_refusal_says_what_is_wrong";
+    let Some(hsm) = token(TEST, "errors") else {
+        return;
+    };
+    hsm.keygen("errors", "root");
+    let public_only = |module: &str, token: &str, key: &str| {
+        Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .args(["keygen", "--public-only", "--pkcs11-module", module])
+            .args(["--pkcs11-token", token, "--pkcs11-key", key])
+            .output()
+            .unwrap()
+    };
+    let missing = hsm.path("no-such-module.so");
+    refused(
+        &public_only(&missing, "errors", "root"),
+        66,
+        "no-such-module.so: no such file",
+    );
+    let text = hsm.path("pin");
+    refused(
+        &public_only(&text, "errors", "root"),
+        65,
+        "is not a PKCS#11 module",
+    );
+    // A real shared library that is not a PKCS#11 module.
+    if let Some(libc) = [
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib/aarch64-linux-gnu/libc.so.6",
+    ]
+    .iter()
+    .find(|p| Path::new(p).exists())
+    {
+        refused(
+            &public_only(libc, "errors", "root"),
+            65,
+            "C_GetFunctionList",
+        );
+    }
+    refused(
+        &public_only(hsm.module(), "no-such-token", "root"),
+        66,
+        "no token labelled \"no-such-token\"",
+    );
+    refused(
+        &public_only(hsm.module(), "errors", "no-such-key"),
+        66,
+        "holds no key labelled \"no-such-key\"",
+    );
+
+    // Delegating: nothing may be left behind by any refusal.
+    let out_dir = hsm.path("errors-out");
+    let delegate = |key: &str, pin: &[&str]| {
+        let mut args = vec!["delegate", "--out-dir", &out_dir, "--count", "2"];
+        args.extend_from_slice(pin);
+        hsm.gnomon(&args, "errors", key)
+    };
+    let wrong = hsm.path("wrong-pin");
+    refused(
+        &delegate("root", &["--pkcs11-pin-file", &wrong]),
+        65,
+        "wrong PIN for token \"errors\"",
+    );
+    refused(&delegate("root", &[]), 64, "GNOMON_PKCS11_PIN");
+    let absent = hsm.path("absent-pin");
+    refused(
+        &delegate("root", &["--pkcs11-pin-file", &absent]),
+        66,
+        "absent-pin",
+    );
+    let pin = hsm.path("pin");
+    refused(
+        &delegate("no-such-key", &["--pkcs11-pin-file", &pin]),
+        66,
+        "holds no key labelled",
+    );
+    assert!(!Path::new(&out_dir).exists(), "a refusal wrote {out_dir}");
+
+    // The PIN never on the command line: there is no option for it.
+    let out = hsm.gnomon(
+        &["delegate", "--out-dir", &out_dir, "--pkcs11-pin", PIN],
+        "errors",
+        "root",
+    );
+    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+    // A key file and a token at once is a usage error.
+    let out = hsm.gnomon(
+        &["delegate", "--out-dir", &out_dir, "--key-file", &pin],
+        "errors",
+        "root",
+    );
+    refused(&out, 64, "cannot be used with");
+}
+
+/// The key made by `gnomon keygen` is sensitive and not extractable:
+/// C_GetAttributeValue on its CKA_VALUE is refused (CKR_ATTRIBUTE_SENSITIVE).
+/// And a key of another type under the label is refused by name.
+#[test]
+fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
+    use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
+    use cryptoki::mechanism::Mechanism;
+    use cryptoki::object::{Attribute, AttributeInfo, AttributeType, ObjectClass};
+    use cryptoki::session::UserType;
+    use cryptoki::types::AuthPin;
+
+    const TEST: &str = "pkcs11_token::the_private_key_does_not_come_out_and_other_keys_are_refused";
+    let Some(hsm) = token(TEST, "sealed") else {
+        return;
+    };
+    hsm.keygen("sealed", "root");
+
+    let pkcs11 = Pkcs11::new(&hsm.module).unwrap();
+    pkcs11
+        .initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK))
+        .unwrap();
+    let slot = pkcs11
+        .get_slots_with_token()
+        .unwrap()
+        .into_iter()
+        .find(|s| pkcs11.get_token_info(*s).unwrap().label().trim_end() == "sealed")
+        .unwrap();
+    let session = pkcs11.open_rw_session(slot).unwrap();
+    session
+        .login(UserType::User, Some(&AuthPin::from(PIN.to_owned())))
+        .unwrap();
+    let private = session
+        .find_objects(&[
+            Attribute::Class(ObjectClass::PRIVATE_KEY),
+            Attribute::Label(b"root".to_vec()),
+        ])
+        .unwrap();
+    assert_eq!(private.len(), 1);
+    let info = session
+        .get_attribute_info(private[0], &[AttributeType::Value])
+        .unwrap();
+    assert!(
+        matches!(info[..], [AttributeInfo::Sensitive]),
+        "CKA_VALUE must be refused as sensitive, got {info:?}"
+    );
+    let flags = session
+        .get_attributes(
+            private[0],
+            &[
+                AttributeType::Sensitive,
+                AttributeType::Extractable,
+                AttributeType::AlwaysSensitive,
+                AttributeType::NeverExtractable,
+                AttributeType::Token,
+                AttributeType::Value,
+            ],
+        )
+        .unwrap();
+    for a in &flags {
+        match a {
+            Attribute::Sensitive(v) | Attribute::AlwaysSensitive(v) => assert!(v, "{a:?}"),
+            Attribute::NeverExtractable(v) | Attribute::Token(v) => assert!(v, "{a:?}"),
+            Attribute::Extractable(v) => assert!(!v, "{a:?}"),
+            Attribute::Value(_) => panic!("the token gave out CKA_VALUE"),
+            _ => {}
+        }
+    }
+    assert_eq!(flags.len(), 5, "{flags:?}");
+
+    // An RSA key pair under another label: gnomon must refuse it by type.
+    session
+        .generate_key_pair(
+            &Mechanism::RsaPkcsKeyPairGen,
+            &[
+                Attribute::Token(true),
+                Attribute::ModulusBits(2048.into()),
+                Attribute::Label(b"rsa".to_vec()),
+            ],
+            &[Attribute::Token(true), Attribute::Label(b"rsa".to_vec())],
+        )
+        .unwrap();
+    drop(session);
+    drop(pkcs11);
+    let pin = hsm.path("pin");
+    let out_dir = hsm.path("sealed-out");
+    let out = hsm.gnomon(
+        &["delegate", "--out-dir", &out_dir, "--pkcs11-pin-file", &pin],
+        "sealed",
+        "rsa",
+    );
+    refused(&out, 65, "not an Ed25519 key pair");
+    assert!(stderr(&out).contains("CKK_RSA"), "{}", stderr(&out));
+    let out = hsm.gnomon(&["keygen", "--public-only"], "sealed", "rsa");
+    refused(&out, 65, "not an Ed25519 key pair");
+    assert!(!Path::new(&out_dir).exists());
+}
