@@ -438,3 +438,90 @@ fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
     refused(&out, 65, "not an Ed25519 key pair");
     assert!(!Path::new(&out_dir).exists());
 }
+
+/// Each --pkcs11-* option has a key in --config's [pkcs11] table; flags
+/// win over it; relative paths are from the file's directory.
+#[test]
+fn a_config_file_names_the_token_and_the_flags_win() {
+    const TEST: &str = "pkcs11_token::a_config_file_names_the_token_and_the_flags_win";
+    let Some(hsm) = token(TEST, "config") else {
+        return;
+    };
+    let conf = hsm.dir.join("signer.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[pkcs11]\nmodule = {:?}\ntoken = \"config\"\nkey = \"root\"\npin-file = \"pin\"\n",
+            hsm.module()
+        ),
+    )
+    .unwrap();
+    let conf = conf.to_str().unwrap();
+    let gnomon = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gnomon"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = gnomon(&["keygen", "--config", conf]);
+    assert!(out.status.success(), "keygen: {}", stderr(&out));
+    let public = decode(&out.stdout);
+    let out = gnomon(&["keygen", "--config", conf, "--public-only"]);
+    assert_eq!(decode(&out.stdout), public);
+    let out_dir = hsm.path("config-out");
+    let out = gnomon(&[
+        "delegate",
+        "--config",
+        conf,
+        "--out-dir",
+        &out_dir,
+        "--count",
+        "1",
+    ]);
+    assert!(out.status.success(), "delegate: {}", stderr(&out));
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+
+    // The flag wins: a wrong PIN file named on the command line is used.
+    let wrong = hsm.path("wrong-pin");
+    let out = gnomon(&[
+        "delegate",
+        "--config",
+        conf,
+        "--out-dir",
+        &out_dir,
+        "--pkcs11-pin-file",
+        &wrong,
+    ]);
+    refused(&out, 65, "wrong PIN");
+    let out = gnomon(&[
+        "keygen",
+        "--config",
+        conf,
+        "--pkcs11-key",
+        "other",
+        "--public-only",
+    ]);
+    refused(&out, 66, "holds no key labelled \"other\"");
+
+    // A misspelt key is an error, not a silent fallback.
+    let bad = hsm.dir.join("bad.toml");
+    std::fs::write(&bad, "[pkcs11]\npin_file = \"pin\"\n").unwrap();
+    let out = gnomon(&["keygen", "--config", bad.to_str().unwrap(), "--public-only"]);
+    refused(&out, 64, "pin_file");
+    // Labels without a module, and a module without labels.
+    let out = gnomon(&["keygen", "--pkcs11-token", "config", "--public-only"]);
+    refused(&out, 64, "need --pkcs11-module");
+    let out = gnomon(&["keygen", "--pkcs11-module", hsm.module(), "--public-only"]);
+    refused(&out, 64, "needs --pkcs11-token");
+    // A key file and a token named by the file at once.
+    let out = gnomon(&[
+        "delegate",
+        "--config",
+        conf,
+        "--key-file",
+        &wrong,
+        "--out-dir",
+        &out_dir,
+    ]);
+    refused(&out, 64, "which one?");
+}

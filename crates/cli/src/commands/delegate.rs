@@ -48,12 +48,7 @@ pub(crate) const MANIFEST: &str = "MANIFEST";
 pub(crate) struct Args {
     /// The long-term key file (stays on this machine). Or the --pkcs11-*
     /// options: a key inside a PKCS#11 token, which signs there.
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "pkcs11_module",
-        conflicts_with = "pkcs11_module"
-    )]
+    #[arg(long, value_name = "FILE", conflicts_with = "pkcs11_module")]
     key_file: Option<PathBuf>,
     #[command(flatten)]
     token: TokenArgs,
@@ -305,17 +300,25 @@ enum RootKey {
 
 impl RootKey {
     fn open(args: &Args) -> Result<RootKey, Failure> {
-        let Some(key) = args.token.key_ref() else {
-            let path = args
-                .key_file
-                .as_deref()
-                .ok_or_else(|| (USAGE, "give --key-file or --pkcs11-module".to_owned()))?;
+        let fail = |e: crate::pkcs11::TokenError| (e.exit_code(), e.to_string());
+        let Some(key) = args.token.resolve().map_err(fail)? else {
+            let path = args.key_file.as_deref().ok_or_else(|| {
+                (
+                    USAGE,
+                    "give --key-file, or --pkcs11-module for a token key".to_owned(),
+                )
+            })?;
             return keyfile::load(path)
                 .map(RootKey::File)
                 .map_err(|e| (NO_INPUT, e.to_string()));
         };
-        let fail = |e: crate::pkcs11::TokenError| (e.exit_code(), e.to_string());
-        let pin = read_pin(args.token.pkcs11_pin_file.as_deref()).map_err(fail)?;
+        if args.key_file.is_some() {
+            return Err((
+                USAGE,
+                "--key-file names a key file and --config a token: which one?".to_owned(),
+            ));
+        }
+        let pin = read_pin(key.pin_file.as_deref()).map_err(fail)?;
         let token = Token::open(&key.module, &key.token, false).map_err(fail)?;
         token.login(&pin).map_err(fail)?;
         token.signer(&key.key).map(RootKey::Token).map_err(fail)

@@ -15,15 +15,10 @@ use crate::pkcs11::{read_pin, KeyRef, Token, TokenArgs, TokenError};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Where to write the key (created with mode 0600).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "pkcs11_module",
-        conflicts_with = "pkcs11_module"
-    )]
+    #[arg(long, value_name = "FILE", conflicts_with = "pkcs11_module")]
     out: Option<PathBuf>,
     /// Replace an existing file at FILE (the old key is lost).
-    #[arg(long, conflicts_with = "pkcs11_module")]
+    #[arg(long, requires = "out")]
     force: bool,
     /// Signature scheme: ed25519, or ml-dsa-44 for the experimental
     /// post-quantum version 0x90000001 (TCP only; docs/PQ.md). A token key
@@ -34,7 +29,7 @@ pub(crate) struct Args {
     token: TokenArgs,
     /// Make nothing: print the public key of the existing token key
     /// (--pkcs11-key). Needs no PIN unless the token hides public objects.
-    #[arg(long, requires = "pkcs11_module")]
+    #[arg(long, conflicts_with = "out")]
     public_only: bool,
 }
 
@@ -48,7 +43,18 @@ fn parse_scheme(name: &str) -> Result<Scheme, String> {
 /// Prints the public key in base64 on stdout, one line, so that scripts can
 /// capture it; everything else goes to stderr.
 pub(crate) fn run(args: Args) -> ExitCode {
-    if let Some(key) = args.token.key_ref() {
+    let token = match args.token.resolve() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gnomon keygen: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    if token.is_some() && args.out.is_some() {
+        eprintln!("gnomon keygen: --out writes a key file; --config names a token: which one?");
+        return ExitCode::from(crate::exit::USAGE);
+    }
+    if let Some(key) = token {
         if args.scheme != Scheme::Ed25519 {
             eprintln!("gnomon keygen: a token key is Ed25519 only (drop --scheme)");
             return ExitCode::from(crate::exit::USAGE);
@@ -71,8 +77,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
             }
         };
     }
+    if args.public_only {
+        eprintln!("gnomon keygen: --public-only reads a token key: give --pkcs11-module");
+        return ExitCode::from(crate::exit::USAGE);
+    }
     let Some(out) = args.out.as_deref() else {
-        eprintln!("gnomon keygen: give --out FILE or --pkcs11-module");
+        eprintln!("gnomon keygen: give --out FILE, or --pkcs11-module for a token key");
         return ExitCode::from(crate::exit::USAGE);
     };
     let seed = match random_seed() {
@@ -112,13 +122,11 @@ fn in_token(args: &Args, key: &KeyRef) -> Result<[u8; 32], TokenError> {
     if args.public_only {
         // Public objects are readable without logging in; log in only when
         // a PIN was given, for tokens that keep even those private.
-        if args.token.pkcs11_pin_file.is_some()
-            || std::env::var_os(crate::pkcs11::PIN_ENV).is_some()
-        {
-            token.login(&read_pin(args.token.pkcs11_pin_file.as_deref())?)?;
+        if key.pin_file.is_some() || std::env::var_os(crate::pkcs11::PIN_ENV).is_some() {
+            token.login(&read_pin(key.pin_file.as_deref())?)?;
         }
         return token.public_key(&key.key);
     }
-    token.login(&read_pin(args.token.pkcs11_pin_file.as_deref())?)?;
+    token.login(&read_pin(key.pin_file.as_deref())?)?;
     token.generate(&key.key)
 }

@@ -10,6 +10,10 @@ use crate::exit::{CANT_CREATE, DATA_ERR, NO_INPUT, SOFTWARE, USAGE};
 /// A token operation that failed.
 #[derive(Debug)]
 pub(crate) enum TokenError {
+    /// The options do not fit together.
+    Usage(String),
+    /// The --config file cannot be read or is not a `[pkcs11]` table.
+    Config { path: PathBuf, why: String },
     /// `--pkcs11-module` names no file.
     ModuleMissing(PathBuf),
     /// The file is there but does not load as a PKCS#11 module.
@@ -53,7 +57,7 @@ impl TokenError {
             | TokenError::TokenAbsent { .. }
             | TokenError::KeyAbsent { .. }
             | TokenError::PinFile { .. } => NO_INPUT,
-            TokenError::NoPin => USAGE,
+            TokenError::NoPin | TokenError::Usage(_) | TokenError::Config { .. } => USAGE,
             TokenError::KeyExists { .. } => CANT_CREATE,
             TokenError::NotPkcs11 { .. }
             | TokenError::TokenAmbiguous(_)
@@ -87,6 +91,8 @@ pub(crate) fn rv(error: &Error) -> Option<RvError> {
 impl fmt::Display for TokenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            TokenError::Usage(why) => f.write_str(why),
+            TokenError::Config { path, why } => write!(f, "{}: {why}", path.display()),
             TokenError::ModuleMissing(p) => {
                 write!(f, "PKCS#11 module {}: no such file", p.display())
             }

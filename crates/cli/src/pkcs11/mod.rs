@@ -9,6 +9,7 @@
 //! (PKCS#11 3.0; SoftHSM2 has them since 2.6). Tokens are found by
 //! label, keys by label: slot numbers move when devices are replugged.
 
+mod config;
 mod error;
 mod pin;
 
@@ -37,45 +38,85 @@ const ED25519_OID: &[u8] = &[0x06, 0x03, 0x2b, 0x65, 0x70];
 /// for a token that wants the name.
 const ED25519_NAME: &[u8] = b"\x13\x0cedwards25519";
 
-/// The token options `keygen` and `delegate` share.
+/// The token options `keygen` and `delegate` share. Each may come from
+/// the `[pkcs11]` table of --config instead (crate::pkcs11::config), so
+/// which are present together is checked in [`TokenArgs::resolve`], not
+/// by clap.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct TokenArgs {
     /// Keep the long-term key in a PKCS#11 token: the vendor's module, such
     /// as /usr/lib/softhsm/libsofthsm2.so. Needs --pkcs11-token and
     /// --pkcs11-key; the user PIN comes from --pkcs11-pin-file or
     /// GNOMON_PKCS11_PIN, never the command line.
-    #[arg(long, value_name = "LIB", requires_all = ["pkcs11_token", "pkcs11_key"])]
+    #[arg(long, value_name = "LIB")]
     pub(crate) pkcs11_module: Option<PathBuf>,
     /// The token's label (as `softhsm2-util --show-slots` or
     /// `pkcs11-tool --list-tokens` print it).
-    #[arg(long, value_name = "LABEL", requires = "pkcs11_module")]
+    #[arg(long, value_name = "LABEL")]
     pub(crate) pkcs11_token: Option<String>,
     /// The key pair's label inside the token.
-    #[arg(long, value_name = "LABEL", requires = "pkcs11_module")]
+    #[arg(long, value_name = "LABEL")]
     pub(crate) pkcs11_key: Option<String>,
     /// A file holding the token's user PIN (one line; keep it mode 0600).
     /// Without it, the environment variable GNOMON_PKCS11_PIN.
-    #[arg(long, value_name = "FILE", requires = "pkcs11_module")]
+    #[arg(long, value_name = "FILE")]
     pub(crate) pkcs11_pin_file: Option<PathBuf>,
+    /// A TOML file whose [pkcs11] table gives any of module, token, key and
+    /// pin-file (the options above; they win over it). docs/KEYS.md.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
-/// Where the key is: module, token label, key label.
+/// Where the key is: module, token label, key label, and the PIN file if
+/// one was named.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyRef {
     pub(crate) module: PathBuf,
     pub(crate) token: String,
     pub(crate) key: String,
+    pub(crate) pin_file: Option<PathBuf>,
 }
 
 impl TokenArgs {
-    /// The token key named, if `--pkcs11-module` was given (clap makes
-    /// the other two come with it).
-    pub(crate) fn key_ref(&self) -> Option<KeyRef> {
-        Some(KeyRef {
-            module: self.pkcs11_module.clone()?,
-            token: self.pkcs11_token.clone()?,
-            key: self.pkcs11_key.clone()?,
-        })
+    /// The token key named by the flags and the --config file together, or
+    /// None when neither names a module. A label or PIN file without a
+    /// module, or a module without both labels, is a usage error.
+    pub(crate) fn resolve(&self) -> Result<Option<KeyRef>, TokenError> {
+        let file = match &self.config {
+            Some(path) => config::load(path)?,
+            None => config::Table::default(),
+        };
+        let module = self.pkcs11_module.clone().or(file.module);
+        let token = self.pkcs11_token.clone().or(file.token);
+        let key = self.pkcs11_key.clone().or(file.key);
+        let pin_file = self.pkcs11_pin_file.clone().or(file.pin_file);
+        let Some(module) = module else {
+            if token.is_some() || key.is_some() || pin_file.is_some() {
+                return Err(TokenError::Usage(
+                    "--pkcs11-token, --pkcs11-key and --pkcs11-pin-file need \
+                     --pkcs11-module (or module in --config's [pkcs11])"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        };
+        match (token, key) {
+            (Some(token), Some(key)) => Ok(Some(KeyRef {
+                module,
+                token,
+                key,
+                pin_file,
+            })),
+            (token, _) => Err(TokenError::Usage(format!(
+                "a token key needs {} (a flag, or {} in --config's [pkcs11])",
+                if token.is_none() {
+                    "--pkcs11-token"
+                } else {
+                    "--pkcs11-key"
+                },
+                if token.is_none() { "token" } else { "key" },
+            ))),
+        }
     }
 }
 
