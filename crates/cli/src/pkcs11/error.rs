@@ -14,6 +14,8 @@ pub(crate) enum TokenError {
     Usage(String),
     /// The --config file cannot be read or is not a `[pkcs11]` table.
     Config { path: PathBuf, why: String },
+    /// This gnomon is the static (musl) build, which cannot load modules.
+    StaticBuild,
     /// `--pkcs11-module` names no file.
     ModuleMissing(PathBuf),
     /// The file is there but does not load as a PKCS#11 module.
@@ -65,7 +67,9 @@ impl TokenError {
             | TokenError::WrongPin(_)
             | TokenError::PinLocked(_)
             | TokenError::KeyWrongType { .. } => DATA_ERR,
-            TokenError::Module { .. } | TokenError::BadSignature(_) => SOFTWARE,
+            TokenError::Module { .. } | TokenError::BadSignature(_) | TokenError::StaticBuild => {
+                SOFTWARE
+            }
         }
     }
 
@@ -93,6 +97,11 @@ impl fmt::Display for TokenError {
         match self {
             TokenError::Usage(why) => f.write_str(why),
             TokenError::Config { path, why } => write!(f, "{}: {why}", path.display()),
+            TokenError::StaticBuild => f.write_str(
+                "this gnomon is the fully static build, which cannot load a \
+                 PKCS#11 module (no dynamic loader): sign with a dynamically \
+                 linked gnomon (the Debian package, or cargo build)",
+            ),
             TokenError::ModuleMissing(p) => {
                 write!(f, "PKCS#11 module {}: no such file", p.display())
             }

@@ -130,6 +130,11 @@ impl Token {
     /// Loads `module`, finds the token labelled `label`, checks that it can
     /// do Ed25519 and opens a session (read-write when `write`, for keygen).
     pub(crate) fn open(module: &Path, label: &str, write: bool) -> Result<Token, TokenError> {
+        // A static musl binary has no dynamic loader: dlopen can only fail,
+        // with words that would blame the module.
+        if cfg!(all(target_env = "musl", target_feature = "crt-static")) {
+            return Err(TokenError::StaticBuild);
+        }
         if !module.exists() {
             return Err(TokenError::ModuleMissing(module.to_owned()));
         }
