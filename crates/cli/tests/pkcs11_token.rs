@@ -342,23 +342,18 @@ fn every_refusal_says_what_is_wrong() {
     refused(&out, 64, "cannot be used with");
 }
 
-/// The key made by `gnomon keygen` is sensitive and not extractable:
-/// C_GetAttributeValue on its CKA_VALUE is refused (CKR_ATTRIBUTE_SENSITIVE).
-/// And a key of another type under the label is refused by name.
-#[test]
-fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
+/// A module may be initialised once per process at a time: the tests that
+/// load it themselves take turns.
+static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The module loaded here, logged in to the token labelled `label`.
+fn open_in_process(
+    hsm: &Hsm,
+    label: &str,
+) -> (cryptoki::context::Pkcs11, cryptoki::session::Session) {
     use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
-    use cryptoki::mechanism::Mechanism;
-    use cryptoki::object::{Attribute, AttributeInfo, AttributeType, ObjectClass};
     use cryptoki::session::UserType;
     use cryptoki::types::AuthPin;
-
-    const TEST: &str = "pkcs11_token::the_private_key_does_not_come_out_and_other_keys_are_refused";
-    let Some(hsm) = token(TEST, "sealed") else {
-        return;
-    };
-    hsm.keygen("sealed", "root");
-
     let pkcs11 = Pkcs11::new(&hsm.module).unwrap();
     pkcs11
         .initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK))
@@ -367,12 +362,115 @@ fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
         .get_slots_with_token()
         .unwrap()
         .into_iter()
-        .find(|s| pkcs11.get_token_info(*s).unwrap().label().trim_end() == "sealed")
+        .find(|s| pkcs11.get_token_info(*s).unwrap().label().trim_end() == label)
         .unwrap();
     let session = pkcs11.open_rw_session(slot).unwrap();
     session
         .login(UserType::User, Some(&AuthPin::from(PIN.to_owned())))
         .unwrap();
+    (pkcs11, session)
+}
+
+/// An Ed25519 pair made here, its halves labelled apart; `sign` is the
+/// private key's CKA_SIGN.
+fn ed25519_pair(session: &cryptoki::session::Session, public: &str, private: &str, sign: bool) {
+    use cryptoki::mechanism::Mechanism;
+    use cryptoki::object::Attribute;
+    session
+        .generate_key_pair(
+            &Mechanism::EccEdwardsKeyPairGen,
+            &[
+                Attribute::Token(true),
+                Attribute::Label(public.as_bytes().to_vec()),
+                Attribute::EcParams(vec![0x06, 0x03, 0x2b, 0x65, 0x70]),
+            ],
+            &[
+                Attribute::Token(true),
+                Attribute::Sensitive(true),
+                Attribute::Sign(sign),
+                Attribute::Label(private.as_bytes().to_vec()),
+            ],
+        )
+        .unwrap();
+}
+
+/// The `*.delegation` files and MANIFESTs under `dir`, at any depth.
+fn written(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for e in entries.map(Result::unwrap) {
+        let p = e.path();
+        if p.is_dir() {
+            found.extend(written(&p));
+        } else {
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// A token that will not sign, or whose private key under the label is
+/// not the public key's other half, fails the run at its first signature,
+/// before any file is written, for every host.
+#[test]
+fn a_token_that_fails_to_sign_leaves_no_files() {
+    const TEST: &str = "pkcs11_token::a_token_that_fails_to_sign_leaves_no_files";
+    let Some(hsm) = token(TEST, "faulty") else {
+        return;
+    };
+    {
+        let _one_at_a_time = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        let (_pkcs11, session) = open_in_process(hsm, "faulty");
+        ed25519_pair(&session, "nosign", "nosign", false);
+        ed25519_pair(&session, "mixed", "spare-private", true);
+        ed25519_pair(&session, "spare-public", "mixed", true);
+    }
+    let pin = hsm.path("pin");
+    for (key, code, says) in [
+        ("nosign", 70, "C_Sign"),
+        (
+            "mixed",
+            70,
+            "does not check against its public key; nothing written",
+        ),
+    ] {
+        let out_dir = hsm.path(&format!("faulty-{key}"));
+        let out = hsm.gnomon(
+            &[
+                "delegate",
+                "--out-dir",
+                &out_dir,
+                "--hosts",
+                "a,b",
+                "--pkcs11-pin-file",
+                &pin,
+            ],
+            "faulty",
+            key,
+        );
+        refused(&out, code, says);
+        assert_eq!(written(Path::new(&out_dir)), Vec::<PathBuf>::new(), "{key}");
+    }
+}
+
+/// The key made by `gnomon keygen` is sensitive and not extractable:
+/// C_GetAttributeValue on its CKA_VALUE is refused (CKR_ATTRIBUTE_SENSITIVE).
+/// And a key of another type under the label is refused by name.
+#[test]
+fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
+    use cryptoki::mechanism::Mechanism;
+    use cryptoki::object::{Attribute, AttributeInfo, AttributeType, ObjectClass};
+
+    const TEST: &str = "pkcs11_token::the_private_key_does_not_come_out_and_other_keys_are_refused";
+    let Some(hsm) = token(TEST, "sealed") else {
+        return;
+    };
+    hsm.keygen("sealed", "root");
+
+    let _one_at_a_time = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    let (pkcs11, session) = open_in_process(hsm, "sealed");
     let private = session
         .find_objects(&[
             Attribute::Class(ObjectClass::PRIVATE_KEY),
