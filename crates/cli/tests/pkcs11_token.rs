@@ -53,6 +53,7 @@ fn hsm() -> Result<&'static Hsm, &'static str> {
         {
             return Err("SoftHSM2 is not installed (apt-get install softhsm2): no softhsm2-util");
         }
+        remove_leftovers();
         let dir = std::env::temp_dir().join(format!("gnomon-pkcs11-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("tokens")).unwrap();
@@ -78,9 +79,31 @@ fn hsm() -> Result<&'static Hsm, &'static str> {
     .map_err(|e| *e)
 }
 
-/// The shared setup with a fresh token labelled `label`, or None after
-/// saying why the test is skipped.
-fn token(test: &str, label: &str) -> Option<&'static Hsm> {
+/// No test knows it is the last to use the shared directory, so it is
+/// left behind; the next run removes those of runs that have ended.
+fn remove_leftovers() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix("gnomon-pkcs11-"));
+        if pid.is_some_and(|p| !Path::new("/proc").join(p).exists()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The tests take turns: SoftHSM2 reads every token in its directory on
+/// each C_Initialize and C_GetTokenInfo, and one made or rewritten by
+/// another test meanwhile fails those (CKR_GENERAL_ERROR). A module may
+/// also be initialised once per process at a time, for the tests that
+/// load it themselves.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The shared setup with a fresh token labelled `label`, and this test's
+/// turn with it; or None after saying why the test is skipped.
+fn token(test: &str, label: &str) -> Option<(&'static Hsm, std::sync::MutexGuard<'static, ()>)> {
     let hsm = match hsm() {
         Ok(h) => h,
         Err(why) => {
@@ -88,13 +111,14 @@ fn token(test: &str, label: &str) -> Option<&'static Hsm> {
             return None;
         }
     };
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new("softhsm2-util")
         .args(["--init-token", "--free", "--label", label])
         .args(["--pin", PIN, "--so-pin", SO_PIN])
         .output()
         .unwrap();
     assert!(out.status.success(), "softhsm2-util: {out:?}");
-    Some(hsm)
+    Some((hsm, turn))
 }
 
 impl Hsm {
@@ -147,7 +171,7 @@ fn refused(out: &Output, code: i32, needle: &str) {
 #[test]
 fn delegations_signed_in_the_token_are_served_and_verify() {
     const TEST: &str = "pkcs11_token::delegations_signed_in_the_token_are_served_and_verify";
-    let Some(hsm) = token(TEST, "serve") else {
+    let Some((hsm, _turn)) = token(TEST, "serve") else {
         return;
     };
     let public = hsm.keygen("serve", "root");
@@ -250,7 +274,7 @@ fn delegations_signed_in_the_token_are_served_and_verify() {
 #[test]
 fn every_refusal_says_what_is_wrong() {
     const TEST: &str = "pkcs11_token::every_refusal_says_what_is_wrong";
-    let Some(hsm) = token(TEST, "errors") else {
+    let Some((hsm, _turn)) = token(TEST, "errors") else {
         return;
     };
     hsm.keygen("errors", "root");
@@ -342,10 +366,6 @@ fn every_refusal_says_what_is_wrong() {
     refused(&out, 64, "cannot be used with");
 }
 
-/// A module may be initialised once per process at a time: the tests that
-/// load it themselves take turns.
-static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The module loaded here, logged in to the token labelled `label`.
 fn open_in_process(
     hsm: &Hsm,
@@ -417,11 +437,10 @@ fn written(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_token_that_fails_to_sign_leaves_no_files() {
     const TEST: &str = "pkcs11_token::a_token_that_fails_to_sign_leaves_no_files";
-    let Some(hsm) = token(TEST, "faulty") else {
+    let Some((hsm, _turn)) = token(TEST, "faulty") else {
         return;
     };
     {
-        let _one_at_a_time = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
         let (_pkcs11, session) = open_in_process(hsm, "faulty");
         ed25519_pair(&session, "nosign", "nosign", false);
         ed25519_pair(&session, "mixed", "spare-private", true);
@@ -464,12 +483,11 @@ fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
     use cryptoki::object::{Attribute, AttributeInfo, AttributeType, ObjectClass};
 
     const TEST: &str = "pkcs11_token::the_private_key_does_not_come_out_and_other_keys_are_refused";
-    let Some(hsm) = token(TEST, "sealed") else {
+    let Some((hsm, _turn)) = token(TEST, "sealed") else {
         return;
     };
     hsm.keygen("sealed", "root");
 
-    let _one_at_a_time = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
     let (pkcs11, session) = open_in_process(hsm, "sealed");
     let private = session
         .find_objects(&[
@@ -542,7 +560,7 @@ fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
 #[test]
 fn a_config_file_names_the_token_and_the_flags_win() {
     const TEST: &str = "pkcs11_token::a_config_file_names_the_token_and_the_flags_win";
-    let Some(hsm) = token(TEST, "config") else {
+    let Some((hsm, _turn)) = token(TEST, "config") else {
         return;
     };
     let conf = hsm.dir.join("signer.toml");
@@ -622,4 +640,53 @@ fn a_config_file_names_the_token_and_the_flags_win() {
         &out_dir,
     ]);
     refused(&out, 64, "which one?");
+}
+
+/// A token whose user PIN is locked is named as such, not as a wrong PIN.
+/// SoftHSM2 never locks a PIN itself, however often it is wrong, so the
+/// token's flags are set in its file as a locking token would set them:
+/// CKF_USER_PIN_LOCKED in the CKA_OS_TOKENFLAGS entry of token.object.
+#[test]
+fn a_locked_pin_is_named() {
+    const TEST: &str = "pkcs11_token::a_locked_pin_is_named";
+    let Some((hsm, _turn)) = token(TEST, "locked") else {
+        return;
+    };
+    hsm.keygen("locked", "root");
+    let mut label = b"locked".to_vec();
+    label.resize(32, b' ');
+    let object = std::fs::read_dir(hsm.dir.join("tokens"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("token.object"))
+        .find(|p| {
+            std::fs::read(p).is_ok_and(|b| b.windows(label.len()).any(|w| w == label.as_slice()))
+        })
+        .expect("the token's file");
+    let mut bytes = std::fs::read(&object).unwrap();
+    // Attribute CKA_OS_TOKENFLAGS (0x8000534b), stored as an unsigned long
+    // (type 2), then its 8-byte big-endian value.
+    let entry: [u8; 16] = [0, 0, 0, 0, 0x80, 0, 0x53, 0x4b, 0, 0, 0, 0, 0, 0, 0, 2];
+    let at = bytes
+        .windows(entry.len())
+        .position(|w| w == entry)
+        .expect("CKA_OS_TOKENFLAGS in token.object (SoftHSM2's file format changed?)")
+        + entry.len();
+    let flags = u64::from_be_bytes(bytes[at..at + 8].try_into().unwrap());
+    bytes[at..at + 8].copy_from_slice(&(flags | 0x0004_0000).to_be_bytes());
+    std::fs::write(&object, bytes).unwrap();
+
+    let pin = hsm.path("pin");
+    let out_dir = hsm.path("locked-out");
+    let out = hsm.gnomon(
+        &["delegate", "--out-dir", &out_dir, "--pkcs11-pin-file", &pin],
+        "locked",
+        "root",
+    );
+    refused(&out, 65, "is locked");
+    assert!(
+        stderr(&out).contains("security officer"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!Path::new(&out_dir).exists());
 }
