@@ -83,6 +83,28 @@ fn flag_keys(cmd: &clap::Command, prefix: &str) -> Vec<Key> {
         .collect()
 }
 
+/// The `[pkcs11]` table of `keygen` and `delegate` --config: one key per
+/// `--pkcs11-*` flag, named without the prefix.
+fn pkcs11_keys(cmd: &clap::Command) -> Vec<Key> {
+    cmd.get_arguments()
+        .filter_map(|a| {
+            let long = a.get_long()?;
+            let name = long.strip_prefix("pkcs11-")?;
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            Some(Key {
+                name: name.to_owned(),
+                help: help.split_whitespace().collect::<Vec<_>>().join(" "),
+                expected: a
+                    .get_value_names()
+                    .and_then(|v| v.first().map(|n| n.to_string()))
+                    .unwrap_or_default(),
+                default: String::new(),
+                env: format!("flag --{long}"),
+            })
+        })
+        .collect()
+}
+
 /// The page, in roff.
 pub(crate) fn render(source: &str, date: &str) -> String {
     let mut r = Roff::default();
@@ -166,6 +188,19 @@ pub(crate) fn render(source: &str, date: &str) -> String {
             .expect("watch and report-server are subcommands");
         key_list(&mut r, &flag_keys(cmd, prefix));
     }
+
+    r.control("SH", ["THE [pkcs11] TABLE"]);
+    r.text([roman(
+        "Read by gnomon keygen --config and gnomon delegate --config, on the signing \
+         machine, from a file of its own (not gnomon.toml, which the server reads and \
+         which may not hold this table): where the long-term key is when it lives in a \
+         PKCS#11 token. Each key is also a --pkcs11-* flag, which wins over the file. \
+         There is no key for the PIN itself (pin-file, or GNOMON_PKCS11_PIN).",
+    )]);
+    let delegate = cli
+        .find_subcommand("delegate")
+        .expect("delegate is a subcommand");
+    key_list(&mut r, &pkcs11_keys(delegate));
 
     r.control("SH", ["FILES"]);
     r.control("TP", []);

@@ -417,6 +417,7 @@ fn the_configuration_page_lists_every_key() {
         );
     }
     for (table, keys) in [
+        ("pkcs11", &["module", "token", "key", "pin-file"][..]),
         (
             "watch",
             &["servers", "listen", "database", "interval", "sink"][..],
