@@ -99,7 +99,9 @@ fn pkcs11_keys(cmd: &clap::Command) -> Vec<Key> {
                     .and_then(|v| v.first().map(|n| n.to_string()))
                     .unwrap_or_default(),
                 default: String::new(),
-                env: format!("flag --{long}"),
+                // Flags only: a variable naming a token would outlive the
+                // command that meant it (the PIN's is the exception).
+                env: String::new(),
             })
         })
         .collect()
@@ -194,8 +196,8 @@ pub(crate) fn render(source: &str, date: &str) -> String {
         "Read by gnomon keygen --config and gnomon delegate --config, on the signing \
          machine, from a file of its own (not gnomon.toml, which the server reads and \
          which may not hold this table): where the long-term key is when it lives in a \
-         PKCS#11 token. Each key is also a --pkcs11-* flag, which wins over the file. \
-         There is no key for the PIN itself (pin-file, or GNOMON_PKCS11_PIN).",
+         PKCS#11 token. Each key is also a flag of the same name (module is \
+         --pkcs11-module), which wins over the file. There is no key for the PIN itself (pin-file, or GNOMON_PKCS11_PIN).",
     )]);
     let delegate = cli
         .find_subcommand("delegate")
