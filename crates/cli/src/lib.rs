@@ -25,10 +25,11 @@ struct Cli {
 enum Command {
     /// Run the server (ephemeral key on 127.0.0.1:5319 when nothing is configured).
     Serve(commands::serve::Args),
-    /// Write a new long-term key file (mode 0600); print its public key.
+    /// Make a new long-term key, as a file (mode 0600) or inside a PKCS#11
+    /// token; print its public key.
     Keygen(commands::keygen::Args),
-    /// Make offline delegations from a long-term key, for a server that
-    /// never holds that key.
+    /// Make offline delegations from a long-term key (a file, or a PKCS#11
+    /// token that signs them), for a server that never holds that key.
     Delegate(commands::delegate::Args),
     /// Check a configuration file.
     Config(commands::config::Args),
