@@ -690,3 +690,75 @@ fn a_locked_pin_is_named() {
     );
     assert!(!Path::new(&out_dir).exists());
 }
+
+/// A module that wraps SoftHSM2 and leaves Ed25519 out of the mechanism
+/// list: a real PKCS#11 module, as a token without EdDSA would answer.
+const NO_EDDSA_SHIM: &str = r#"
+#include <dlfcn.h>
+typedef unsigned long ulong;
+/* CK_FUNCTION_LIST of PKCS#11 2.40: a CK_VERSION, then 68 functions in the
+   standard's order; C_GetMechanismList is the eighth. */
+struct list { unsigned char major, minor; void *fn[68]; };
+typedef ulong (*mechanisms_t)(ulong, ulong *, ulong *);
+static struct list copy;
+static mechanisms_t real_mechanisms;
+static ulong without_eddsa(ulong slot, ulong *list, ulong *count) {
+    ulong rv = real_mechanisms(slot, list, count), kept = 0;
+    if (rv != 0 || list == 0) return rv;
+    for (ulong i = 0; i < *count; i++)
+        /* CKM_EC_EDWARDS_KEY_PAIR_GEN, CKM_EDDSA */
+        if (list[i] != 0x1055 && list[i] != 0x1057) list[kept++] = list[i];
+    *count = kept;
+    return rv;
+}
+ulong C_GetFunctionList(struct list **out) {
+    void *real = dlopen(REAL, RTLD_NOW | RTLD_LOCAL);
+    if (real == 0) return 5; /* CKR_GENERAL_ERROR */
+    ulong (*get)(struct list **) = (ulong (*)(struct list **))dlsym(real, "C_GetFunctionList");
+    struct list *list;
+    ulong rv = get(&list);
+    if (rv != 0) return rv;
+    copy = *list;
+    real_mechanisms = (mechanisms_t)copy.fn[7];
+    copy.fn[7] = (void *)without_eddsa;
+    *out = &copy;
+    return 0;
+}
+"#;
+
+#[test]
+fn a_token_without_eddsa_is_refused_by_name() {
+    const TEST: &str = "pkcs11_token::a_token_without_eddsa_is_refused_by_name";
+    let Some((hsm, _turn)) = token(TEST, "no-eddsa") else {
+        return;
+    };
+    let source = hsm.dir.join("no-eddsa.c");
+    let shim = hsm.dir.join("no-eddsa.so");
+    std::fs::write(&source, NO_EDDSA_SHIM).unwrap();
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&shim)
+        .arg(&source)
+        .arg(format!("-DREAL=\"{}\"", hsm.module()))
+        .arg("-ldl")
+        .output();
+    match built {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("cc: {}", stderr(&out)),
+        Err(e) => {
+            gnomon_testkit::skip(TEST, &format!("no C compiler (cc: {e}) to build the shim"));
+            return;
+        }
+    }
+    let pin = hsm.path("pin");
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .args(["keygen", "--pkcs11-module", shim.to_str().unwrap()])
+        .args(["--pkcs11-token", "no-eddsa", "--pkcs11-key", "root"])
+        .args(["--pkcs11-pin-file", &pin])
+        .output()
+        .unwrap();
+    refused(&out, 65, "does not offer CKM_EC_EDWARDS_KEY_PAIR_GEN");
+    // The same token through SoftHSM2 itself holds no key: nothing was made.
+    let out = hsm.gnomon(&["keygen", "--public-only"], "no-eddsa", "root");
+    refused(&out, 66, "holds no key labelled \"root\"");
+}
