@@ -92,19 +92,23 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: DATA_ERR,
-        commands: "delegate",
-        meaning: "the output directory holds delegations of another key or host (EX_DATAERR)",
+        commands: "keygen, delegate",
+        meaning: "the output directory holds delegations of another key or host; a PKCS#11 \
+                  token that will not serve: not a module, no Ed25519, a wrong or locked PIN, \
+                  a key that is not Ed25519 (EX_DATAERR)",
     },
     Status {
         code: NO_INPUT,
-        commands: "delegate",
-        meaning: "the long-term key file cannot be read (EX_NOINPUT)",
+        commands: "keygen, delegate",
+        meaning: "the long-term key file cannot be read; no such PKCS#11 module, token, \
+                  key or PIN file (EX_NOINPUT)",
     },
     Status {
         code: SOFTWARE,
-        commands: "query, sync, serve, watch, report-server, bench",
+        commands: "query, sync, serve, watch, report-server, bench, keygen, delegate",
         meaning: "an internal failure (EX_SOFTWARE): a worker or the runtime died, \
-                  a database failed; client commands: no socket or no random bytes",
+                  a database failed; client commands: no socket or no random bytes; \
+                  keygen, delegate: a PKCS#11 token failed or signed wrongly",
     },
     Status {
         code: OS_ERROR,
@@ -115,7 +119,8 @@ pub const TABLE: &[Status] = &[
     Status {
         code: CANT_CREATE,
         commands: "keygen, delegate, query",
-        meaning: "an output file exists or cannot be written (EX_CANTCREAT)",
+        meaning: "an output file exists or cannot be written; keygen: the PKCS#11 token \
+                  already holds a key of that label (EX_CANTCREAT)",
     },
     Status {
         code: IO_ERROR,
