@@ -49,7 +49,12 @@ impl TcpBudget {
 
     /// May one more signature be made now for an untrusted peer, under
     /// `limit` (the live settings: a reload changes the share at once)?
-    pub(super) fn admit(&self, limit: &LimitConfig) -> bool {
+    /// `Some(true)`: yes, and it must be settled; `Some(false)`: no;
+    /// `None`: there is no budget (share 1.0), nothing to settle.
+    pub(super) fn admit(&self, limit: &LimitConfig) -> Option<bool> {
+        if limit.signature_share_ppm >= 1_000_000 {
+            return None;
+        }
         let now_ns = self.epoch.elapsed().as_nanos() as u64 + 1;
         let mut inner = self.lock();
         if (inner.share_ppm, inner.burst_us)
@@ -61,11 +66,8 @@ impl TcpBudget {
             inner.share_ppm = limit.signature_share_ppm;
             inner.burst_us = limit.signature_burst_us;
         }
-        if !inner.budget.limited() {
-            return true;
-        }
         inner.budget.refill(now_ns);
-        inner.budget.admit()
+        Some(inner.budget.admit())
     }
 
     /// The signature admitted last took `took_ns`, hashing and writing its
@@ -94,11 +96,13 @@ mod tests {
         // time: 1 ppm of wall time refills 1 ns per ms.
         let tight = limit(1, 1_000_000);
         let b = TcpBudget::new(&tight);
-        assert!(b.admit(&tight), "a full bucket admits one");
+        assert_eq!(b.admit(&tight), Some(true), "a full bucket admits one");
         b.settle(100_000);
-        assert!(!b.admit(&tight));
-        assert!(!b.admit(&tight));
-        // Share 1.0 is no budget, at once.
-        assert!(b.admit(&limit(1_000_000, 1_000_000)));
+        assert_eq!(b.admit(&tight), Some(false));
+        assert_eq!(b.admit(&tight), Some(false));
+        // Share 1.0 is no budget, at once, with nothing to settle.
+        assert_eq!(b.admit(&limit(1_000_000, 1_000_000)), None);
+        // Back to the tight share: the debt is still owed.
+        assert_eq!(b.admit(&tight), Some(false));
     }
 }

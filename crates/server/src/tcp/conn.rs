@@ -381,14 +381,18 @@ impl<'s> Conn<'s> {
                 };
                 // One signature for the run: the budget decides whether an
                 // untrusted peer gets it.
-                if !trusted && !shared.budget.admit(&worker.limit) {
-                    for _ in start..end {
-                        bump(&counters.drops[Drop::SignatureBudget as usize]);
+                let charged = match (!trusted).then(|| shared.budget.admit(&worker.limit)) {
+                    Some(Some(false)) => {
+                        for _ in start..end {
+                            bump(&counters.drops[Drop::SignatureBudget as usize]);
+                        }
+                        start = end;
+                        continue;
                     }
-                    start = end;
-                    continue;
-                }
-                let t_run = (!trusted).then(Instant::now);
+                    Some(Some(true)) => Some(Instant::now()),
+                    // Trusted, or no budget: nothing to settle, no lock.
+                    _ => None,
+                };
                 let mut sink = Sink {
                     out: &mut self.out,
                     len: &mut self.out_len,
@@ -397,7 +401,7 @@ impl<'s> Conn<'s> {
                     greaser: &mut self.greaser,
                 };
                 let done = self.responder.respond(&ctx, &run, &mut sink);
-                if let Some(t) = t_run {
+                if let Some(t) = charged {
                     shared.budget.settle(t.elapsed().as_nanos() as u64);
                 }
                 counters
