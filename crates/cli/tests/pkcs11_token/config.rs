@@ -144,7 +144,11 @@ fn the_renewal_units_token_drop_in_runs_as_written() {
     let etc = hsm.dir.join("renewal-etc");
     std::fs::create_dir_all(&etc).unwrap();
     let module = label("module");
-    std::fs::write(etc.join("signer.toml"), signer.replace(&module, hsm.module())).unwrap();
+    std::fs::write(
+        etc.join("signer.toml"),
+        signer.replace(&module, hsm.module()),
+    )
+    .unwrap();
     std::fs::copy(hsm.dir.join("pin"), etc.join("pin")).unwrap();
     let conf = etc.join("signer.toml");
     let conf = conf.to_str().unwrap();
@@ -196,7 +200,10 @@ fn the_renewal_units_token_drop_in_runs_as_written() {
         .stdout(Stdio::null())
         .status();
     if !analyze.is_ok_and(|s| s.success()) {
-        gnomon_testkit::skip(TEST, "no systemd-analyze: the drop-in's syntax was not verified");
+        gnomon_testkit::skip(
+            TEST,
+            "no systemd-analyze: the drop-in's syntax was not verified",
+        );
         return;
     }
     // systemd reads a drop-in only from a unit directory it searches.
@@ -205,7 +212,10 @@ fn the_renewal_units_token_drop_in_runs_as_written() {
     for (from, to) in [
         ("gnomon-delegate.service", "gnomon-delegate.service"),
         ("gnomon-delegate.timer", "gnomon-delegate.timer"),
-        ("gnomon-delegate-pkcs11.conf", "gnomon-delegate.service.d/pkcs11.conf"),
+        (
+            "gnomon-delegate-pkcs11.conf",
+            "gnomon-delegate.service.d/pkcs11.conf",
+        ),
     ] {
         std::fs::write(units.join(to), moved(&read(from))).unwrap();
     }

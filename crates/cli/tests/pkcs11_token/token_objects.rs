@@ -122,7 +122,8 @@ fn the_private_key_does_not_come_out_and_other_keys_are_refused() {
     use cryptoki::mechanism::Mechanism;
     use cryptoki::object::{Attribute, AttributeInfo, AttributeType, ObjectClass};
 
-    const TEST: &str = "pkcs11_token::token_objects::the_private_key_does_not_come_out_and_other_keys_are_refused";
+    const TEST: &str =
+        "pkcs11_token::token_objects::the_private_key_does_not_come_out_and_other_keys_are_refused";
     let Some((hsm, _turn)) = token(TEST, "sealed") else {
         return;
     };
