@@ -573,3 +573,12 @@ fn any_other_verification_failure_is_a_response_error() {
         Err(ProofError::Response(1, VerifyError::Path(_)))
     ));
 }
+
+#[test]
+fn the_workspace_and_the_view_are_small() {
+    // docs/PROOF.md states these sizes for firmware builds (64-bit host).
+    let ws = size_of::<ProofWorkspace>();
+    let view = size_of::<ProofView<'_>>();
+    assert!(ws <= 2_600, "{ws}");
+    assert!(view <= 1_400, "{view}");
+}

@@ -11,7 +11,8 @@ use crate::verify::{verify_response, SentRequest, VerifyError};
 
 /// The memory `verify_proof` works in, provided by the caller so that a
 /// device can place it (static, stack) and nothing is allocated. About
-/// 1.5 KB; make one with [`ProofWorkspace::new`] and reuse it.
+/// 2.5 KB on a 64-bit target (docs/PROOF.md); make one with
+/// [`ProofWorkspace::new`] and reuse it.
 #[derive(Clone, Debug)]
 pub struct ProofWorkspace {
     request: [u8; MAX_PROOF_REQUEST],
