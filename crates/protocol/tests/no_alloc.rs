@@ -119,9 +119,17 @@ fn verifying_a_proof_makes_no_allocations() {
         + 1;
     broken_link[at] ^= 1;
     let keys = relay::keys(&servers, Profile::rfc());
+    // Every answer in ML-DSA-44 (its own signature code path).
+    let pq = Profile::by_name("ml-dsa-44").unwrap();
+    let mut pq_asks = relay::honest(3, NOW_US, 100_000);
+    for a in &mut pq_asks {
+        a.profile = pq;
+    }
+    let pq_bundle = relay::proof(&servers, &device, &pq_asks, 0).to_binary();
+    let pq_keys = relay::keys(&servers, pq);
     let policy = ProofPolicy::default();
     let mut ws = Box::new(ProofWorkspace::new());
-    let mut results = [None; 5];
+    let mut results = [None; 6];
     let info = allocation_counter::measure(|| {
         let mut run = |i: usize, b: &[u8], d: &[u8]| {
             results[i] = Some(verify_proof(b, d, &keys, 2_000_000, &policy, &mut ws));
@@ -131,6 +139,9 @@ fn verifying_a_proof_makes_no_allocations() {
         run(2, &broken_link, &device);
         run(3, &bundle[..bundle.len() - 1], &device);
         run(4, &bundle, &[8u8; 32]);
+        results[5] = Some(verify_proof(
+            &pq_bundle, &device, &pq_keys, 2_000_000, &policy, &mut ws,
+        ));
     });
     assert!(results[0].unwrap().is_ok(), "{:?}", results[0]);
     assert!(
@@ -141,6 +152,7 @@ fn verifying_a_proof_makes_no_allocations() {
     assert_eq!(results[2], Some(Err(ProofError::Link(1))));
     assert_eq!(results[3], Some(Err(ProofError::Truncated)));
     assert_eq!(results[4], Some(Err(ProofError::WrongNonce)));
+    assert!(results[5].unwrap().is_ok(), "{:?}", results[5]);
     assert_eq!(info.count_total, 0, "allocated {} times", info.count_total);
 }
 

@@ -582,3 +582,34 @@ fn the_workspace_and_the_view_are_small() {
     assert!(ws <= 2_600, "{ws}");
     assert!(view <= 1_400, "{view}");
 }
+
+#[test]
+fn a_chain_with_a_post_quantum_answer_verifies() {
+    // ML-DSA-44 answers (1312-byte keys, 6 KB responses, served over TCP)
+    // chain like any other; each identity is its own key.
+    let servers = relay::servers(3);
+    let pq = Profile::by_name("ml-dsa-44").unwrap();
+    let asks: Vec<Ask> = (0..6)
+        .map(|k| Ask {
+            server: k % 3,
+            profile: if k % 3 == 1 { pq } else { Profile::rfc() },
+            midpoint_us: T0 + (k as u64 + 1) * GAP_US,
+            radius_us: RADIUS_US,
+        })
+        .collect();
+    let proof = relay::proof(&servers, D, &asks, 0);
+    let bundle = proof.to_binary();
+    assert_eq!(Proof::from_binary(&bundle).unwrap(), proof);
+    let keys = [
+        servers[0].public(Profile::rfc()),
+        servers[1].public(pq),
+        servers[2].public(Profile::rfc()),
+    ];
+    assert_eq!(keys[1].bytes().len(), 1312);
+    let p = verify(&bundle, D, &keys).unwrap();
+    assert!(holds_true_now(&p));
+    assert_eq!(p.agreeing_keys, 3);
+    // The server's Ed25519 key does not vouch for its ML-DSA-44 answers.
+    let ed_only = rfc_keys(&servers);
+    assert_eq!(verify(&bundle, D, &ed_only), Err(ProofError::UnknownKey(1)));
+}
