@@ -39,6 +39,10 @@
 //! - *drop*: leave out answers. Only whole tails can go (a gap breaks a
 //!   link, the head breaks the binding); fewer keys answer, and below the
 //!   quorum that is [`ProofError::NoQuorum`]. A dropped bundle is no proof.
+//!   The majority counts the keys in the bundle, which the relay picks: a
+//!   relay colluding with a lying server can drop honest answers until the
+//!   liar is half of what is left, and the assumption no longer holds (the
+//!   same exposure `gnomon sync` has to dropped packets; docs/PROOF.md).
 //! - *replay*: hand over a bundle made for another D (an older request of
 //!   this device, or another device's). The chain does not start at this D:
 //!   [`ProofError::WrongNonce`], or [`ProofError::Binding`] when the bundle
