@@ -116,11 +116,37 @@ impl Client {
     /// Run the measurement sequence over `servers`. A server that answers
     /// in the first pass is asked the version it answered in the second.
     pub fn measure(&mut self, servers: &[Server], plan: &Plan) -> Result<Sequence, QueryError> {
+        self.run(servers, plan, Measurement::new())
+    }
+
+    /// Run the measurement sequence for a device that cannot ask itself
+    /// (a relayed proof): the chain starts from the device's value D
+    /// instead of a random nonce ([`Measurement::bound`]), so every answer
+    /// is provably signed after D existed. The bundle for the device is
+    /// `sequence.chain.proof()`; it is worth sending only when the
+    /// sequence's own checks pass, since the device applies the same rule.
+    /// D must be 1 to 64 bytes.
+    pub fn measure_bound(
+        &mut self,
+        servers: &[Server],
+        plan: &Plan,
+        device: &[u8],
+    ) -> Result<Sequence, QueryError> {
+        let chain = Measurement::bound(device)
+            .map_err(|e| QueryError::Local(format!("device value: {e:?}")))?;
+        self.run(servers, plan, chain)
+    }
+
+    fn run(
+        &mut self,
+        servers: &[Server],
+        plan: &Plan,
+        mut chain: Measurement,
+    ) -> Result<Sequence, QueryError> {
         let order = self.choose(servers.len(), plan.selection)?;
         // One wall-clock reading for the whole sequence (see `clock`).
         let anchor = self.anchor();
         let mut remembered: Vec<Option<Versions>> = vec![None; servers.len()];
-        let mut chain = Measurement::new();
         let mut entries = Vec::new();
         for pass in 0..plan.passes {
             for &s in &order {

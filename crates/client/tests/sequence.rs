@@ -308,3 +308,71 @@ fn a_local_clock_step_during_a_measurement_flags_no_honest_server() {
         );
     }
 }
+
+#[test]
+fn a_sequence_bound_to_a_device_value_makes_a_proof_the_device_accepts() {
+    use gnomon_protocol::{verify_proof, Proof, ProofError, ProofPolicy, ProofWorkspace};
+    use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+    let fixtures: Vec<Fixture> = (0..3)
+        .map(|i| Fixture::honest(profiles(&["1"]), 61 + i))
+        .collect();
+    let servers = numbered(&fixtures);
+    let device = [0x5au8; 32];
+    let wall = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as i128
+    };
+    let made = Instant::now();
+    let before = wall();
+    let seq = client()
+        .measure_bound(&servers, &all_twice(), &device)
+        .unwrap();
+    assert!(!seq.malfeasance());
+    assert_eq!(seq.chain.device(), Some(&device[..]));
+    let proof = seq.chain.proof().expect("bound").expect("fits");
+    // What the relay writes and the device reads back.
+    let bundle = Proof::from_json(proof.to_json().as_bytes())
+        .unwrap()
+        .to_binary();
+    let keys: Vec<_> = servers.iter().map(|s| s.public_key.as_public()).collect();
+    let mut ws = ProofWorkspace::new();
+    let elapsed = made.elapsed().as_micros() as u64 + 1;
+    let p = verify_proof(
+        &bundle,
+        &device,
+        &keys,
+        elapsed,
+        &ProofPolicy::default(),
+        &mut ws,
+    )
+    .unwrap();
+    let after = wall();
+    assert!(p.earliest_us <= after && before <= p.latest_us, "{p:?}");
+    assert_eq!(p.agreeing_keys, 3);
+    // Another device's value is refused.
+    assert_eq!(
+        verify_proof(
+            &bundle,
+            &[0; 32],
+            &keys,
+            elapsed,
+            &ProofPolicy::default(),
+            &mut ws
+        ),
+        Err(ProofError::WrongNonce)
+    );
+    // An unbound sequence has no proof; a bad device value is refused.
+    assert!(client()
+        .measure(&servers, &all_twice())
+        .unwrap()
+        .chain
+        .proof()
+        .is_none());
+    assert!(matches!(
+        client().measure_bound(&servers, &all_twice(), &[]),
+        Err(QueryError::Local(_))
+    ));
+}

@@ -19,6 +19,7 @@ use alloc::vec::Vec;
 use crate::error::WireError;
 use crate::hash::Hash;
 use crate::profile::{ChainRule, HashAlg, Profile};
+use crate::proof::{Proof, ProofFormError, MAX_DEVICE_VALUE};
 use crate::report::Report;
 use crate::scheme::{LongTermKey, PublicKey};
 use crate::verify::{verify_response, SentRequest, Verified, VerifyError};
@@ -122,8 +123,9 @@ pub struct Exchange {
     pub request: Vec<u8>,
     /// The response as received.
     pub response: Vec<u8>,
-    /// The rand that chained this request to the previous response; `None`
-    /// for the first exchange, whose nonce was random on its own.
+    /// The rand that chained this request to the previous response (or to
+    /// the device value of a bound sequence); `None` for the first exchange
+    /// of an unbound sequence, whose nonce was random on its own.
     pub rand: Option<Vec<u8>>,
     /// The long-term key the response was verified with.
     pub public_key: LongTermKey,
@@ -158,6 +160,8 @@ pub enum RecordError {
 #[derive(Clone, Debug, Default)]
 pub struct Measurement {
     exchanges: Vec<Exchange>,
+    /// The device value the chain starts from, if bound (a relayed proof).
+    device: Option<Vec<u8>>,
 }
 
 impl Measurement {
@@ -166,13 +170,34 @@ impl Measurement {
         Measurement::default()
     }
 
+    /// An empty sequence bound to a device's value D (a relayed proof, see
+    /// [`crate::proof`]): the first nonce is `chain_nonce(profile, D, rand)`,
+    /// D standing where a previous response would, so every request is
+    /// provably made after D existed. The first exchange keeps its rand,
+    /// which the device needs to check that.
+    pub fn bound(device: &[u8]) -> Result<Measurement, ProofFormError> {
+        if device.is_empty() || device.len() > MAX_DEVICE_VALUE {
+            return Err(ProofFormError::DeviceLength(device.len()));
+        }
+        Ok(Measurement {
+            exchanges: Vec::new(),
+            device: Some(device.to_vec()),
+        })
+    }
+
+    /// The device value this chain is bound to, if any.
+    pub fn device(&self) -> Option<&[u8]> {
+        self.device.as_deref()
+    }
+
     /// The recorded exchanges, in the order received.
     pub fn exchanges(&self) -> &[Exchange] {
         &self.exchanges
     }
 
     /// The nonce for the next request, built in `profile`'s format. `rand`
-    /// must be `profile.nonce_len` bytes; the first nonce is `rand` itself.
+    /// must be `profile.nonce_len` bytes; the first nonce is `rand` itself,
+    /// or chained from D when the sequence is [`Measurement::bound`].
     pub fn next_nonce(
         &self,
         profile: &Profile,
@@ -183,8 +208,12 @@ impl Measurement {
         if rand.len() != n {
             return Err(ChainError::RandLength { need: n });
         }
-        match self.exchanges.last() {
-            Some(prev) => chain_nonce(profile, &prev.response, rand, out),
+        let previous = match self.exchanges.last() {
+            Some(prev) => Some(&prev.response[..]),
+            None => self.device.as_deref(),
+        };
+        match previous {
+            Some(previous) => chain_nonce(profile, previous, rand, out),
             None => {
                 let out = out.get_mut(..n).ok_or(ChainError::NoRoom { need: n })?;
                 out.copy_from_slice(rand);
@@ -215,7 +244,8 @@ impl Measurement {
         }
         let verified =
             verify_response(request, response, public_key).map_err(RecordError::Verify)?;
-        let rand = (!self.exchanges.is_empty()).then(|| rand.to_vec());
+        let chained = !self.exchanges.is_empty() || self.device.is_some();
+        let rand = chained.then(|| rand.to_vec());
         self.exchanges.push(Exchange {
             request: request.to_vec(),
             response: response.to_vec(),
@@ -235,6 +265,14 @@ impl Measurement {
     /// The malfeasance report of this sequence.
     pub fn report(&self) -> Report {
         Report::from_exchanges(&self.exchanges)
+    }
+
+    /// The proof bundle of a bound sequence, for the device to verify.
+    /// `None` when the sequence is not bound; an error when it does not fit
+    /// a bundle (no exchange, or more than [`crate::proof::MAX_PROOF_ENTRIES`]).
+    pub fn proof(&self) -> Option<Result<Proof, ProofFormError>> {
+        let device = self.device.clone()?;
+        Some(Proof::new(device, self.report()))
     }
 }
 

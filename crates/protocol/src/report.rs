@@ -198,13 +198,16 @@ impl ReportCheck {
 }
 
 impl Report {
-    /// The report of a recorded chain (the first entry's rand is left out).
+    /// The report of a recorded chain. The first entry has a rand only
+    /// when the chain was bound to a device value ([`Measurement::bound`]):
+    /// a random first nonce is its own rand and is left out.
+    ///
+    /// [`Measurement::bound`]: crate::chain::Measurement::bound
     pub fn from_exchanges(exchanges: &[Exchange]) -> Report {
         let entries = exchanges
             .iter()
-            .enumerate()
-            .map(|(i, e)| ReportEntry {
-                rand: if i == 0 { None } else { e.rand.clone() },
+            .map(|e| ReportEntry {
+                rand: e.rand.clone(),
                 public_key: e.public_key.bytes().to_vec(),
                 request: e.request.clone(),
                 response: e.response.clone(),

@@ -162,3 +162,5 @@ pub fn request(profile: &'static Profile, i: usize, size: usize) -> Vec<u8> {
     out.truncate(n);
     out
 }
+
+pub mod relay;
