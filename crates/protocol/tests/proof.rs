@@ -110,7 +110,22 @@ fn with_two_keys_the_interval_is_the_issues_formula() {
     let servers = relay::servers(2);
     let asks = relay::honest(2, T0, GAP_US);
     let proof = relay::proof(&servers, D, &asks, 0);
-    let p = verify(&proof.to_binary(), D, &rfc_keys(&servers)).unwrap();
+    let two = ProofPolicy {
+        min_keys: 2,
+        ..ProofPolicy::default()
+    };
+    let keys = rfc_keys(&servers);
+    let mut ws = ProofWorkspace::new();
+    let p = verify_proof(&proof.to_binary(), D, &keys, ELAPSED_US, &two, &mut ws).unwrap();
+    // The default asks for three keys: two are what a relay that dropped
+    // the third would leave.
+    assert_eq!(
+        verify(&proof.to_binary(), D, &keys),
+        Err(ProofError::TooFewKeys {
+            present: 2,
+            needed: 3
+        })
+    );
     let check = proof.report().verify();
     let first = check.entries[0].response.unwrap();
     let last = check.entries[3].response.unwrap();
@@ -368,20 +383,94 @@ fn a_broken_link_or_reordered_entries_are_link_errors() {
 }
 
 #[test]
-fn a_dropped_tail_leaves_a_valid_shorter_proof_or_no_quorum() {
+fn a_dropped_tail_leaves_too_few_keys_or_a_valid_shorter_proof() {
     let (servers, proof) = honest();
     let keys = rfc_keys(&servers);
+    // Two of three keys left: the default policy wants all three, since a
+    // relay that drops answers picks which keys vote.
     let bundle = rebuilt(&proof, |r| r.entries.truncate(2));
-    let p = verify(&bundle, D, &keys).unwrap();
+    assert_eq!(
+        verify(&bundle, D, &keys),
+        Err(ProofError::TooFewKeys {
+            present: 2,
+            needed: 3
+        })
+    );
+    let two = ProofPolicy {
+        min_keys: 2,
+        ..ProofPolicy::default()
+    };
+    let mut ws = ProofWorkspace::new();
+    let p = verify_proof(&bundle, D, &keys, ELAPSED_US, &two, &mut ws).unwrap();
     assert!(holds_true_now(&p));
     assert_eq!(p.answering_keys, 2);
     let bundle = rebuilt(&proof, |r| r.entries.truncate(1));
     assert_eq!(
-        verify(&bundle, D, &keys),
+        verify_proof(&bundle, D, &keys, ELAPSED_US, &two, &mut ws),
+        Err(ProofError::TooFewKeys {
+            present: 1,
+            needed: 2
+        })
+    );
+    let one = ProofPolicy {
+        min_keys: 1,
+        ..ProofPolicy::default()
+    };
+    assert_eq!(
+        verify_proof(&bundle, D, &keys, ELAPSED_US, &one, &mut ws),
         Err(ProofError::NoQuorum {
             agreeing: 1,
             needed: 2
         })
+    );
+}
+
+/// The attack `min_keys` is for: one liar among three pinned keys, and a
+/// relay that drops the honest answer the liar's interval misses. The two
+/// keys left agree on the liar's side of an honest wide interval; with
+/// `min_keys` 2 the device would take it, with the default it refuses.
+#[test]
+fn a_relay_that_drops_an_honest_key_to_help_a_liar_is_refused() {
+    let servers = relay::servers(3);
+    let mut asks = relay::honest(3, T0, GAP_US);
+    // Server 0 honest and wide (±30 s); server 1 lies 20 s ahead with a
+    // narrow radius, inside server 0's interval; server 2 honest and narrow.
+    for a in asks.iter_mut() {
+        match a.server {
+            0 => a.radius_us = 30_000_000,
+            1 => a.midpoint_us += 20_000_000,
+            _ => {}
+        }
+    }
+    let proof = relay::proof(&servers, D, &asks, 0);
+    let keys = rfc_keys(&servers);
+    // The relay keeps servers 0 and 1 only: their first pass.
+    let bundle = rebuilt(&proof, |r| r.entries.truncate(2));
+    let two = ProofPolicy {
+        min_keys: 2,
+        max_radius_us: None,
+        ..ProofPolicy::default()
+    };
+    let mut ws = ProofWorkspace::new();
+    let fooled = verify_proof(&bundle, D, &keys, ELAPSED_US, &two, &mut ws).unwrap();
+    assert!(
+        !holds_true_now(&fooled),
+        "the attack did not work: {fooled:?}"
+    );
+    assert_eq!(
+        verify(&bundle, D, &keys),
+        Err(ProofError::TooFewKeys {
+            present: 2,
+            needed: 3
+        })
+    );
+    // With all three, the chain shows the lie: the liar's answer, 20 s
+    // ahead, comes before an honest narrow one that says otherwise.
+    let bundle = proof.to_binary();
+    let all = verify(&bundle, D, &keys);
+    assert!(
+        matches!(all, Err(ProofError::Contradiction { earlier: 1, .. })),
+        "{all:?}"
     );
 }
 

@@ -169,6 +169,7 @@ proptest! {
         s in scenario(),
         ops in prop::collection::vec(op(), 0..=2),
         damage in prop::option::weighted(0.3, edit()),
+        min_keys in 1usize..=5,
     ) {
         let servers = relay::servers(s.keys);
         let keys = relay::keys(&servers, Profile::rfc());
@@ -190,7 +191,8 @@ proptest! {
         }
         let (true_elapsed, bound) = s.elapsed();
         let truth = i128::from(T0 + true_elapsed);
-        let policy = ProofPolicy { quorum: 2, max_radius_us: None };
+        let min_keys = min_keys.min(s.keys);
+        let policy = ProofPolicy { quorum: 2, min_keys, max_radius_us: None };
         let mut ws = ProofWorkspace::new();
         let result = verify_proof(&bundle, D, &keys, bound, &policy, &mut ws);
 
@@ -202,6 +204,16 @@ proptest! {
         let lying = present.iter().filter(|&&k| s.liars[k]).count();
         if 2 * lying < present.len() {
             prop_assert!(sound(&result, truth), "{result:?} truth {truth}");
+        }
+        // With `min_keys`, the assumption is about the pinned keys alone:
+        // fewer than min_keys/2 liars among all of them, whatever the relay
+        // left out.
+        let lying_pinned = s.liars.iter().filter(|&&l| l).count();
+        if 2 * lying_pinned < min_keys {
+            prop_assert!(sound(&result, truth), "{result:?} truth {truth} (min_keys {min_keys})");
+        }
+        if present.len() < min_keys {
+            prop_assert!(!matches!(result, Ok(_)), "{result:?} from {} keys", present.len());
         }
         if replayed && damage.is_none() {
             prop_assert_eq!(result, Err(ProofError::WrongNonce));

@@ -26,9 +26,10 @@
 //! the latest lower bound, no later than the earliest upper bound plus
 //! `elapsed`.
 //!
-//! **Assumption.** Fewer than half of the distinct pinned keys in the bundle
-//! lie, and `elapsed` is not less than the time that really passed. Then the
-//! proven interval holds the true now (see [`crate::majority`]).
+//! **Assumption.** Fewer than `min_keys / 2` of all the pinned keys lie
+//! ([`ProofPolicy`]), and `elapsed` is not less than the time that really
+//! passed. Then the proven interval holds the true now, whatever the relay
+//! left out (see [`crate::majority`] and docs/PROOF.md).
 //!
 //! **The relay is untrusted.** It holds no key, so it cannot forge an answer;
 //! what it can do, and what that does to the device:
@@ -40,9 +41,10 @@
 //!   link, the head breaks the binding); fewer keys answer, and below the
 //!   quorum that is [`ProofError::NoQuorum`]. A dropped bundle is no proof.
 //!   The majority counts the keys in the bundle, which the relay picks: a
-//!   relay colluding with a lying server can drop honest answers until the
-//!   liar is half of what is left, and the assumption no longer holds (the
-//!   same exposure `gnomon sync` has to dropped packets; docs/PROOF.md).
+//!   relay colluding with a lying server could drop honest answers until
+//!   the liar is half of what is left. [`ProofPolicy::min_keys`] refuses a
+//!   bundle with too few keys ([`ProofError::TooFewKeys`]), which turns the
+//!   assumption into one about the pinned keys alone (docs/PROOF.md).
 //! - *replay*: hand over a bundle made for another D (an older request of
 //!   this device, or another device's). The chain does not start at this D:
 //!   [`ProofError::WrongNonce`], or [`ProofError::Binding`] when the bundle
@@ -85,12 +87,25 @@ pub const MAX_DEVICE_VALUE: usize = 64;
 /// device's workspace needs no more.
 pub const MAX_PROOF_REQUEST: usize = DEFAULT_REQUEST_SIZE;
 
-/// What the device requires of the answers. The default is `gnomon sync`'s:
-/// two distinct keys agreeing, a radius of at most 10 s.
+/// What the device requires of the answers. The default is `gnomon sync`'s
+/// quorum and radius (two distinct keys agreeing, at most 10 s), and at
+/// least three distinct keys in the bundle.
+///
+/// `min_keys` is what makes the majority rule hold whatever the relay
+/// leaves out: the relay picks which keys a bundle carries, so "fewer than
+/// half of the keys in the bundle lie" is the relay's to break (drop honest
+/// answers until a liar is half). With at least `min_keys` keys in every
+/// accepted bundle, fewer than `min_keys / 2` liars among *all* the pinned
+/// keys are fewer than half of any bundle's keys: the assumption becomes
+/// one about the pinned servers alone. The default 3 tolerates one liar
+/// among everything the device pins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProofPolicy {
     /// Distinct pinned keys whose intervals must meet the majority hull.
     pub quorum: usize,
+    /// Distinct pinned keys the bundle must carry (whether or not they
+    /// agree, a key that contradicts itself included).
+    pub min_keys: usize,
     /// Widest proven interval accepted (half its width, µs); `elapsed`
     /// widens it too, so this also bounds how long a relay may delay.
     pub max_radius_us: Option<u64>,
@@ -100,6 +115,7 @@ impl Default for ProofPolicy {
     fn default() -> Self {
         ProofPolicy {
             quorum: 2,
+            min_keys: 3,
             max_radius_us: Some(10_000_000),
         }
     }
@@ -209,6 +225,15 @@ pub enum ProofError {
         /// The majority's interval, when it meets the policy.
         majority: Option<Proven>,
     },
+    /// The bundle carries fewer distinct pinned keys than the policy's
+    /// `min_keys` (a relay that dropped answers, or servers that did not
+    /// answer it).
+    TooFewKeys {
+        /// Distinct keys in the bundle.
+        present: usize,
+        /// Keys it must carry.
+        needed: usize,
+    },
     /// Fewer distinct keys agree than the policy's quorum.
     NoQuorum {
         /// Keys that agree.
@@ -262,6 +287,12 @@ impl fmt::Display for ProofError {
                     write!(f, " {i}")?;
                 }
                 Ok(())
+            }
+            ProofError::TooFewKeys { present, needed } => {
+                write!(
+                    f,
+                    "the bundle carries {present} distinct keys, {needed} needed"
+                )
             }
             ProofError::NoQuorum { agreeing, needed } => {
                 write!(f, "{agreeing} keys agree, {needed} needed")

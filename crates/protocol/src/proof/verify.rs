@@ -194,6 +194,14 @@ fn decide(
         needed: policy.quorum,
     });
     let accepted = accepted.and_then(|p| {
+        // With fewer keys than `min_keys` the majority is not one the
+        // policy's assumption covers (the relay chose the keys).
+        if keys.len() < policy.min_keys {
+            return Err(ProofError::TooFewKeys {
+                present: keys.len(),
+                needed: policy.min_keys,
+            });
+        }
         if p.agreeing_keys < policy.quorum {
             return Err(ProofError::NoQuorum {
                 agreeing: p.agreeing_keys,
