@@ -58,20 +58,21 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: NO_ANSWER,
-        commands: "query, bench load, sync, health",
+        commands: "query, bench load, sync, health, relay, verify-proof",
         meaning: "no answer (timeouts, a refused port) or too few answers for a consensus; \
-                  health: the server is unhealthy or unreachable",
+                  health: the server is unhealthy or unreachable; relay, verify-proof: \
+                  too few keys in the bundle, too few agree, or the interval is too wide",
     },
     Status {
         code: INVALID,
-        commands: "query, inspect, verify-report, bench load",
-        meaning: "an answer, report or input that fails verification or parsing",
+        commands: "query, inspect, verify-report, bench load, verify-proof",
+        meaning: "an answer, report, proof bundle or input that fails verification or parsing",
     },
     Status {
         code: MALFEASANCE,
-        commands: "query, verify-report",
+        commands: "query, verify-report, relay, verify-proof",
         meaning: "malfeasance: contradicting answers, a server outside the consensus, \
-                  a report that proves a lie",
+                  a report or proof bundle that proves a lie",
     },
     Status {
         code: OUTSIDE,
@@ -105,7 +106,7 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: SOFTWARE,
-        commands: "query, sync, serve, watch, report-server, bench, keygen, delegate",
+        commands: "query, sync, serve, watch, report-server, bench, keygen, delegate, relay",
         meaning: "an internal failure (EX_SOFTWARE): a worker or the runtime died, \
                   a database failed; client commands: no socket or no random bytes; \
                   keygen, delegate: a PKCS#11 token failed or signed wrongly",
@@ -118,7 +119,7 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: CANT_CREATE,
-        commands: "keygen, delegate, query",
+        commands: "keygen, delegate, query, relay",
         meaning: "an output file exists or cannot be written; keygen: the PKCS#11 token \
                   already holds a key of that label (EX_CANTCREAT)",
     },

@@ -43,6 +43,12 @@ enum Command {
     Watch(commands::watch::Args),
     /// Check a malfeasance report offline.
     VerifyReport(commands::verify_report::Args),
+    /// For a device that cannot reach a server: run the measurement
+    /// sequence bound to its value and write the proof bundle it verifies.
+    Relay(commands::relay::Args),
+    /// Check a relay's proof bundle offline, as the device does, and print
+    /// the interval it proves for now.
+    VerifyProof(commands::verify_proof::Args),
     /// Accept, verify, keep and serve malfeasance reports (HTTP, SQLite or
     /// PostgreSQL).
     ReportServer(commands::report_server::Args),
@@ -106,6 +112,8 @@ pub fn main() -> ExitCode {
         Command::Sync(a) => commands::sync::run(a),
         Command::Watch(a) => commands::watch::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
+        Command::Relay(a) => commands::relay::run(a),
+        Command::VerifyProof(a) => commands::verify_proof::run(a),
         Command::ReportServer(a) => commands::report_server::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Bench(a) => commands::bench::run(a),

@@ -1,0 +1,240 @@
+//! `gnomon relay`: run the measurement sequence for a device that cannot
+//! reach a server, its first nonce bound to the device's value, and write
+//! the proof bundle the device verifies offline (docs/PROOF.md).
+//!
+//! The relay is untrusted by design: it holds no key, and nothing it does
+//! can make the device accept a wrong time. It checks the bundle itself,
+//! with the list's keys and the device's default policy, only to tell its
+//! operator whether the device will accept it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use gnomon_client::{Backoff, Client, Config, Plan, Selection, Server};
+use gnomon_protocol::proof::{verify_proof, ProofWorkspace, MAX_PROOF_ENTRIES};
+use gnomon_protocol::{PublicKey, ServerList};
+use serde_json::json;
+
+use super::client_out::{parse_duration, print_json, usage, Exit};
+use super::verify_proof::{parse_device_value, policy_json, proven_json, Policy, EXIT_CODES};
+
+/// The bundle's form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// The compact binary form, for devices (docs/PROOF.md).
+    Binary,
+    /// The RFC's chained-report JSON with the device value added, which
+    /// `gnomon verify-report` also reads.
+    Json,
+}
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES)]
+pub(crate) struct Args {
+    /// The servers to ask (RFC 10049 server-list JSON).
+    #[arg(long, value_name = "LIST.json")]
+    pub(crate) servers: PathBuf,
+    /// The device's value, hex, 1 to 64 bytes: a fresh random nonce it
+    /// made, or the hash of what it commits to. The chain's first nonce is
+    /// derived from it, so every answer is signed after it existed.
+    #[arg(long, value_name = "HEX")]
+    pub(crate) device_nonce: String,
+    /// Where to write the bundle; `-` writes it to standard output.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: PathBuf,
+    /// The bundle's form.
+    #[arg(long, value_enum, default_value_t = Format::Binary)]
+    pub(crate) format: Format,
+    /// Ask every server in the list (at most 8: each is asked twice, and a
+    /// bundle holds 16 answers), not three at random.
+    #[arg(long, conflicts_with = "ask")]
+    pub(crate) all: bool,
+    /// How many servers to ask, at random (default 3, the RFC's minimum).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=8))]
+    pub(crate) ask: Option<u16>,
+    /// First UDP wait; each retry waits 1.5 times longer.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub(crate) timeout: Duration,
+    /// Give up on one server after this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) deadline: Option<Duration>,
+    #[command(flatten)]
+    pub(crate) policy: Policy,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    if args.json && args.out.as_os_str() == "-" {
+        return usage(
+            "relay",
+            "--json and --out - would both write to standard output",
+        );
+    }
+    let device = match parse_device_value(&args.device_nonce) {
+        Ok(d) => d,
+        Err(e) => return usage("relay", e),
+    };
+    let raw = match std::fs::read(&args.servers) {
+        Ok(r) => r,
+        Err(e) => return usage("relay", format!("{}: {e}", args.servers.display())),
+    };
+    let list = match ServerList::parse(&raw) {
+        Ok(l) => l,
+        Err(e) => {
+            return usage(
+                "relay",
+                format!("{}: not a server list: {e}", args.servers.display()),
+            )
+        }
+    };
+    let servers = Server::from_list(&list);
+    if servers.is_empty() {
+        return usage(
+            "relay",
+            format!("{}: no usable server in the list", args.servers.display()),
+        );
+    }
+    let passes = 2;
+    if args.all && servers.len() * passes > MAX_PROOF_ENTRIES {
+        return usage(
+            "relay",
+            format!(
+                "--all: the list has {} servers; a bundle holds {MAX_PROOF_ENTRIES} answers, \
+                 each server asked twice: use --ask N (N at most {})",
+                servers.len(),
+                MAX_PROOF_ENTRIES / passes
+            ),
+        );
+    }
+    let plan = Plan {
+        selection: if args.all {
+            Selection::All
+        } else {
+            Selection::Random(args.ask.map_or(3, usize::from))
+        },
+        passes,
+    };
+    let mut client = Client::new(Config {
+        backoff: Backoff {
+            initial: args.timeout,
+            ..Backoff::QUERY
+        },
+        deadline: args.deadline,
+        ..Config::default()
+    });
+    let started = Instant::now();
+    let seq = match client.measure_bound(&servers, &plan, &device) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gnomon relay: {e}");
+            return Exit::Local.into();
+        }
+    };
+    let proof = match seq.chain.proof() {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => {
+            eprintln!("gnomon relay: cannot make the bundle: {e:?}");
+            return Exit::Local.into();
+        }
+        None => {
+            eprintln!("gnomon relay: the measurement was not bound to the device value");
+            return Exit::Local.into();
+        }
+    };
+    let answered = proof.report().entries.len();
+    if answered == 0 {
+        let msg = format!("no server answered ({} asked)", seq.order.len());
+        if args.json {
+            print_json(
+                &json!({ "written": false, "error": msg, "exit_code": Exit::NoAnswer.code() }),
+            );
+        } else {
+            eprintln!("gnomon relay: {msg}");
+        }
+        return Exit::NoAnswer.into();
+    }
+    let binary = proof.to_binary();
+    let bytes = match args.format {
+        Format::Binary => binary.clone(),
+        Format::Json => proof.to_json().into_bytes(),
+    };
+    if let Err(e) = write_out(&args.out, &bytes) {
+        eprintln!("gnomon relay: {}: {e}", args.out.display());
+        return Exit::CantCreate.into();
+    }
+    // The device's own check, with this relay's measuring time as the
+    // elapsed time: the device's is longer (the hand-over), and widens
+    // the interval by as much.
+    let keys: Vec<PublicKey<'_>> = servers.iter().map(|s| s.public_key.as_public()).collect();
+    let elapsed = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let mut ws = ProofWorkspace::new();
+    let policy = args.policy.to_policy();
+    let verdict = verify_proof(&binary, &device, &keys, elapsed, &policy, &mut ws);
+    let code = match &verdict {
+        Ok(_) => Exit::Ok,
+        Err(e) if e.is_malfeasance() => Exit::Malfeasance,
+        Err(_) => Exit::NoAnswer,
+    };
+    if args.json {
+        let mut out = json!({
+            "written": true,
+            "out": args.out.display().to_string(),
+            "format": match args.format { Format::Binary => "binary", Format::Json => "json" },
+            "bytes": bytes.len(),
+            "answers": answered,
+            "asked": seq.order.len(),
+            "policy": policy_json(&policy),
+            "exit_code": code.code(),
+        });
+        match &verdict {
+            Ok(p) => out["device_would_accept"] = proven_json(p),
+            Err(e) => {
+                out["device_would_accept"] = json!(false);
+                out["error"] = json!(e.to_string());
+            }
+        }
+        print_json(&out);
+    } else {
+        let to = if args.out.as_os_str() == "-" {
+            "standard output".to_owned()
+        } else {
+            args.out.display().to_string()
+        };
+        eprintln!(
+            "gnomon relay: {answered} answers from {} servers, {} bytes written to {to}",
+            seq.order.len(),
+            bytes.len()
+        );
+        match &verdict {
+            Ok(p) => eprintln!(
+                "gnomon relay: the device will accept it ({} of {} keys agree)",
+                p.agreeing_keys, p.answering_keys
+            ),
+            Err(e) => eprintln!("gnomon relay: the device will refuse it: {e}"),
+        }
+    }
+    code.into()
+}
+
+/// Writes the whole bundle or nothing: a temporary file beside the target,
+/// then a rename.
+fn write_out(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if path.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        return out.flush();
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

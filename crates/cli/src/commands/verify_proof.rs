@@ -1,0 +1,260 @@
+//! `gnomon verify-proof`: what a device does with a relay's bundle, on the
+//! command line: check it offline against pinned keys and print the
+//! interval it proves for now (docs/PROOF.md).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use gnomon_client::{format_utc, Server};
+use gnomon_protocol::proof::{
+    verify_proof, Proof, ProofError, ProofPolicy, ProofWorkspace, Proven, MAX_DEVICE_VALUE,
+    PROOF_MAGIC,
+};
+use gnomon_protocol::{PublicKey, ServerList};
+use serde_json::json;
+
+use super::client_out::{parse_duration, print_json, usage, Exit};
+
+/// The exit codes of `relay` and `verify-proof`, for their `--help`.
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0   the bundle proves an interval for now (relay: the device will accept it)
+  1   not enough: too few keys in the bundle, too few agree, or the interval is too wide
+  2   invalid bundle (wrong device value, broken chain, bad signature, unpinned key, truncated)
+  3   malfeasance: the bundle proves that a server lied (the majority's interval, if any, is shown)
+  64  usage error (bad arguments, unreadable input file)
+  70  local failure (no socket, no random bytes)
+  73  relay: the bundle cannot be written
+
+Every command's codes: the EXIT STATUS section of gnomon(1).";
+
+/// What the device requires (`gnomon_protocol::proof::ProofPolicy`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Policy {
+    /// Distinct keys that must agree with the majority (as sync's quorum).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub(crate) quorum: u16,
+    /// Distinct pinned keys the bundle must carry. With fewer than N/2
+    /// liars among all the pinned keys, no relay can make a wrong interval
+    /// pass, whatever answers it leaves out (docs/PROOF.md).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub(crate) min_keys: u16,
+    /// Widest interval accepted (half its width); the elapsed time widens
+    /// it too. 0 accepts any width.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub(crate) max_radius: Duration,
+}
+
+impl Policy {
+    pub(crate) fn to_policy(&self) -> ProofPolicy {
+        ProofPolicy {
+            quorum: usize::from(self.quorum),
+            min_keys: usize::from(self.min_keys),
+            max_radius_us: (!self.max_radius.is_zero())
+                .then(|| u64::try_from(self.max_radius.as_micros()).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES)]
+pub(crate) struct Args {
+    /// The bundle, binary or JSON (either form `gnomon relay` writes); `-`
+    /// reads standard input.
+    pub(crate) proof: PathBuf,
+    /// The device's own value, hex: the one it handed to the relay.
+    #[arg(long, value_name = "HEX")]
+    pub(crate) device_nonce: String,
+    /// The pinned keys: a server list (RFC 10049 JSON) whose every usable
+    /// entry's key is trusted.
+    #[arg(long, value_name = "LIST.json")]
+    pub(crate) keys: PathBuf,
+    /// How long ago the device made its value, at most (its own clock's
+    /// drift included). The interval's upper end moves up by this much.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub(crate) elapsed: Duration,
+    #[command(flatten)]
+    pub(crate) policy: Policy,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The device value from hex: 1 to 64 bytes.
+pub(crate) fn parse_device_value(hex: &str) -> Result<Vec<u8>, String> {
+    let hex = hex.trim();
+    if hex.is_empty() || hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "--device-nonce: {hex:?} is not hex (an even number of 0-9a-f digits)"
+        ));
+    }
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_default())
+        .collect();
+    if bytes.len() > MAX_DEVICE_VALUE {
+        return Err(format!(
+            "--device-nonce: {} bytes; at most {MAX_DEVICE_VALUE}",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
+}
+
+pub(crate) fn policy_json(p: &ProofPolicy) -> serde_json::Value {
+    json!({ "quorum": p.quorum, "min_keys": p.min_keys, "max_radius_us": p.max_radius_us })
+}
+
+pub(crate) fn proven_json(p: &Proven) -> serde_json::Value {
+    json!({
+        "earliest_unix_us": i64::try_from(p.earliest_us).ok(),
+        "latest_unix_us": i64::try_from(p.latest_us).ok(),
+        "earliest": utc(p.earliest_us),
+        "latest": utc(p.latest_us),
+        "radius_us": i64::try_from(p.radius_us()).ok(),
+        "agreeing_keys": p.agreeing_keys,
+        "answering_keys": p.answering_keys,
+    })
+}
+
+fn utc(us: i128) -> String {
+    u64::try_from(us).map_or_else(|_| format!("{us} µs"), format_utc)
+}
+
+/// A short machine name for each refusal (the JSON's `kind`).
+fn kind(e: &ProofError) -> &'static str {
+    match e {
+        ProofError::Truncated => "truncated",
+        ProofError::Malformed(_) | ProofError::UnknownFormat(_) => "malformed",
+        ProofError::WrongNonce => "wrong_nonce",
+        ProofError::Binding => "binding",
+        ProofError::UnknownKey(_) => "unknown_key",
+        ProofError::Signature(_) => "signature",
+        ProofError::NotForRequest(_) => "not_for_request",
+        ProofError::Response(..) => "response",
+        ProofError::Link(_) => "link",
+        ProofError::Contradiction { .. } => "contradiction",
+        ProofError::Liar { .. } => "liar",
+        ProofError::TooFewKeys { .. } => "too_few_keys",
+        ProofError::NoQuorum { .. } => "no_quorum",
+        ProofError::TooWide { .. } => "too_wide",
+        _ => "other",
+    }
+}
+
+fn exit_for(e: &ProofError) -> Exit {
+    match e {
+        _ if e.is_malfeasance() => Exit::Malfeasance,
+        ProofError::TooFewKeys { .. }
+        | ProofError::NoQuorum { .. }
+        | ProofError::TooWide { .. } => Exit::NoAnswer,
+        _ => Exit::Invalid,
+    }
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    let device = match parse_device_value(&args.device_nonce) {
+        Ok(d) => d,
+        Err(e) => return usage("verify-proof", e),
+    };
+    let raw = if args.proof.as_os_str() == "-" {
+        let mut v = Vec::new();
+        match std::io::stdin().read_to_end(&mut v) {
+            Ok(_) => v,
+            Err(e) => return usage("verify-proof", format!("stdin: {e}")),
+        }
+    } else {
+        match std::fs::read(&args.proof) {
+            Ok(v) => v,
+            Err(e) => return usage("verify-proof", format!("{}: {e}", args.proof.display())),
+        }
+    };
+    let list = match std::fs::read(&args.keys)
+        .map_err(|e| e.to_string())
+        .and_then(|r| ServerList::parse(&r).map_err(|e| format!("not a server list: {e}")))
+    {
+        Ok(l) => l,
+        Err(e) => return usage("verify-proof", format!("{}: {e}", args.keys.display())),
+    };
+    let servers = Server::from_list(&list);
+    if servers.is_empty() {
+        return usage(
+            "verify-proof",
+            format!("{}: no usable key in the list", args.keys.display()),
+        );
+    }
+    let keys: Vec<PublicKey<'_>> = servers.iter().map(|s| s.public_key.as_public()).collect();
+    let policy = args.policy.to_policy();
+    let elapsed = u64::try_from(args.elapsed.as_micros()).unwrap_or(u64::MAX);
+    // The JSON form is read into the binary one, which the device's
+    // verifier takes; anything not starting with the magic is tried as JSON.
+    let binary = if raw.starts_with(&PROOF_MAGIC) {
+        Ok(raw)
+    } else {
+        Proof::from_json(&raw)
+            .map(|p| p.to_binary())
+            .map_err(|e| format!("not a proof bundle (neither binary nor JSON): {e:?}"))
+    };
+    let verdict = binary.map(|b| {
+        let mut ws = ProofWorkspace::new();
+        verify_proof(&b, &device, &keys, elapsed, &policy, &mut ws)
+    });
+    let (code, out) = match &verdict {
+        Err(msg) => (
+            Exit::Invalid,
+            json!({ "valid": false, "kind": "malformed", "error": msg }),
+        ),
+        Ok(Ok(p)) => {
+            let mut out = proven_json(p);
+            out["valid"] = json!(true);
+            (Exit::Ok, out)
+        }
+        Ok(Err(e)) => {
+            let mut out = json!({ "valid": false, "kind": kind(e), "error": e.to_string() });
+            if let ProofError::Liar { majority, .. } | ProofError::Contradiction { majority, .. } =
+                e
+            {
+                out["majority"] = majority.as_ref().map_or(json!(null), proven_json);
+            }
+            (exit_for(e), out)
+        }
+    };
+    if args.json {
+        let mut out = out;
+        out["policy"] = policy_json(&policy);
+        out["elapsed_us"] = json!(elapsed);
+        out["exit_code"] = json!(code.code());
+        print_json(&out);
+    } else {
+        match &verdict {
+            Ok(Ok(p)) => println!(
+                "now is between {} and {} (±{:.3} s); {} of {} keys agree",
+                utc(p.earliest_us),
+                utc(p.latest_us),
+                p.radius_us() as f64 / 1e6,
+                p.agreeing_keys,
+                p.answering_keys
+            ),
+            Ok(Err(e)) => {
+                eprintln!("gnomon verify-proof: {e}");
+                if let ProofError::Liar {
+                    majority: Some(p), ..
+                }
+                | ProofError::Contradiction {
+                    majority: Some(p), ..
+                } = e
+                {
+                    eprintln!(
+                        "gnomon verify-proof: the majority still proves {} .. {}",
+                        utc(p.earliest_us),
+                        utc(p.latest_us)
+                    );
+                }
+            }
+            Err(msg) => eprintln!("gnomon verify-proof: {msg}"),
+        }
+    }
+    code.into()
+}
