@@ -51,6 +51,9 @@ enum Command {
     /// Ask a running server's /health endpoint; exit 0 when healthy
     /// (a container's HEALTHCHECK).
     Health(commands::health::Args),
+    /// Print the time now as `gnomon sync` proves it (its now socket):
+    /// the earliest and latest it can be, whatever the wall clock says.
+    Now(commands::now::Args),
 }
 
 /// The command line as clap sees it: every subcommand, flag, help text.
@@ -108,5 +111,6 @@ pub fn main() -> ExitCode {
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Health(a) => commands::health::run(a),
+        Command::Now(a) => commands::now::run(a),
     }
 }

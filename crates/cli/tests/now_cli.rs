@@ -1,0 +1,369 @@
+//! `gnomon now` against a running `gnomon sync --now-socket` (docs/NOW.md):
+//! "no proof" before a round, an interval containing the true time after
+//! one from real `gnomon serve` processes, the same interval after the
+//! sync process's wall clock is stepped an hour under libfaketime, and
+//! hostile clients that neither stall the socket nor the rounds.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod serve_support;
+mod sync_support;
+use sync_support::{
+    every_second, metrics_addr, real_now_us, scrape, start_servers, tempdir, value, Service,
+    FAST, LIBFAKETIME,
+};
+
+/// Generous bounds against hangs, never expected times.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+struct Now {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Now {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", self.stdout, self.stderr))
+    }
+}
+
+fn now(socket: &Path, extra: &[&str]) -> Now {
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .arg("now")
+        .arg("--socket")
+        .arg(socket)
+        .args(extra)
+        .output()
+        .unwrap();
+    Now {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `gnomon now --json` until `ok` holds for the answer, for at most
+/// PATIENCE; the last answer, with the real time just before and just
+/// after it was asked (true time was between them when sync answered).
+fn poll(socket: &Path, extra: &[&str], ok: impl Fn(&Now) -> bool) -> (Now, i64, i64) {
+    let until = Instant::now() + PATIENCE;
+    loop {
+        let before = real_now_us();
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let n = now(socket, &args);
+        let after = real_now_us();
+        if ok(&n) {
+            return (n, before, after);
+        }
+        assert!(
+            Instant::now() < until,
+            "no such answer in time: {} {}",
+            n.stdout,
+            n.stderr
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn short_socket(name: &str) -> (PathBuf, PathBuf) {
+    // A socket path holds 107 bytes: under /tmp, not a long tempdir.
+    let dir = PathBuf::from(format!("/tmp/gn-now-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    (dir.join("now.sock"), dir)
+}
+
+fn interval(j: &Value) -> (i64, i64) {
+    (
+        j["earliest_unix_us"].as_i64().unwrap(),
+        j["latest_unix_us"].as_i64().unwrap(),
+    )
+}
+
+#[test]
+fn no_socket_and_no_round_yet_are_no_proof() {
+    let (sock, dir) = short_socket("noproof");
+    // Nobody answers on the socket: exit 1, and the JSON says why.
+    let n = now(&sock, &[]);
+    assert_eq!(n.code, 1, "{}{}", n.stdout, n.stderr);
+    assert!(n.stderr.contains("no answer from gnomon sync"), "{}", n.stderr);
+    let j = now(&sock, &["--json"]).json();
+    assert_eq!(j["error"]["kind"], "no_answer");
+    assert_eq!(j["exit_code"], 1);
+
+    // A sync whose servers never answer: its first round takes seconds
+    // and ends with nothing proven; the socket answers from the start.
+    let silent: Vec<std::net::UdpSocket> = (0..3)
+        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let state = tempdir("now-noproof");
+    let entries: Vec<String> = silent
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            format!(
+                r#"{{"name":"s{i}","version":1,"publicKeyType":"ed25519","publicKey":"{}","addresses":[{{"protocol":"udp","address":"{}"}}]}}"#,
+                gnomon_testkit::base64(&[i as u8 + 1; 32]),
+                s.local_addr().unwrap()
+            )
+        })
+        .collect();
+    let list = state.join("list.json");
+    std::fs::write(&list, format!(r#"{{"servers":[{}]}}"#, entries.join(","))).unwrap();
+    let (list_s, state_s) = (list.to_str().unwrap(), state.to_str().unwrap());
+    let sock_s = sock.to_str().unwrap();
+    let mut args = vec![
+        "--servers",
+        list_s,
+        "--state-dir",
+        state_s,
+        "--interval",
+        "1h",
+        "--now-socket",
+        sock_s,
+    ];
+    args.extend_from_slice(&FAST);
+    let mut sync = Service::start(&args);
+    assert!(sync.wait_for("now socket on", PATIENCE), "{}", sync.log);
+    let (n, ..) = poll(&sock, &[], |n| n.code != 1 || n.stdout.contains("\"known\""));
+    let j = n.json();
+    assert_eq!(n.code, 1, "{}", n.stdout);
+    assert_eq!(j["known"], "none");
+    assert_eq!(j["earliest_unix_us"], Value::Null);
+    assert_eq!(j["wall_clock_inside"], Value::Null);
+    assert_eq!(j["exit_code"], 1);
+    let text = now(&sock, &[]);
+    assert_eq!(text.code, 1);
+    assert!(text.stdout.contains("no proof"), "{}", text.stdout);
+    // Nothing proven: no time is proven past.
+    let at = now(&sock, &["--at-least", "0"]);
+    assert_eq!(at.code, 4, "{}", at.stdout);
+    sync.terminate(PATIENCE);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&state);
+}
+
+#[test]
+fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_floor() {
+    let servers = start_servers(
+        "now-interval",
+        &[("a", None), ("b", None), ("c", None)],
+        None,
+    );
+    let (sock, dir) = short_socket("interval");
+    let state = servers.dir.join("state");
+    let (list, state_s) = (
+        servers.list.to_str().unwrap().to_owned(),
+        state.to_str().unwrap().to_owned(),
+    );
+    let sock_s = sock.to_str().unwrap();
+    let mut args = vec![
+        "--servers",
+        &list,
+        "--state-dir",
+        &state_s,
+        "--interval",
+        "1h",
+        "--now-socket",
+        sock_s,
+    ];
+    args.extend_from_slice(&FAST);
+    let mut sync = Service::start(&args);
+    let (n, before, after) = poll(&sock, &[], |n| n.code == 0);
+    let j = n.json();
+    assert_eq!(j["known"], "interval", "{j}");
+    let (lo, hi) = interval(&j);
+    assert!(lo <= after && before <= hi, "{j}: true time in [{before}, {after}]");
+    assert_eq!(j["source"]["round"], 1);
+    assert_eq!(j["source"]["servers"], serde_json::json!(["a", "b", "c"]));
+    assert_eq!(j["wall_clock_inside"], true);
+    assert_eq!(j["drift_ppm"], 100);
+    assert_eq!(j["exit_code"], 0);
+    let text = now(&sock, &[]);
+    assert_eq!(text.code, 0);
+    assert!(text.stdout.contains("between"), "{}", text.stdout);
+    assert!(text.stdout.contains("round 1"), "{}", text.stdout);
+    // --at-least: an hour ago is proven past, a day ahead is not.
+    let hour_ago = ((real_now_us() / 1_000_000) - 3600).to_string();
+    assert_eq!(now(&sock, &["--at-least", &hour_ago]).code, 0);
+    let tomorrow = ((real_now_us() / 1_000_000) + 86_400).to_string();
+    let t = now(&sock, &["--at-least", &tomorrow, "--json"]);
+    assert_eq!(t.code, 4, "{}", t.stdout);
+    assert_eq!(t.json()["at_least_proven"], false);
+    assert_eq!(sync.terminate(PATIENCE), Some(0), "{}", sync.log);
+
+    // A restarted sync knows the floor only, until its next good round
+    // (its servers are gone here, so there is none).
+    drop(servers);
+    let mut again = Service::start(&args);
+    let (n, _, after) = poll(&sock, &[], |n| n.stdout.contains("\"known\""));
+    let j = n.json();
+    assert_eq!(j["known"], "floor", "{j}");
+    assert_eq!(n.code, 1);
+    assert!(j["earliest_unix_us"].as_i64().unwrap() <= after, "{j}");
+    assert_eq!(j["latest_unix_us"], Value::Null);
+    assert_eq!(j["source"], Value::Null);
+    assert_eq!(now(&sock, &["--at-least", &hour_ago]).code, 0);
+    again.terminate(PATIENCE);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The sync process runs under libfaketime with its wall clock (the
+/// offset file) stepped +1 h after its first round; the monotonic clock
+/// is left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), and the boot clock is
+/// read by rustix through the vDSO, which libfaketime does not intercept.
+/// The answer proves both: `wall_clock_unix_us` moves by the hour (the
+/// step took), the interval does not (it still holds the true time and
+/// only advanced by the real time between the two answers).
+#[test]
+fn stepping_the_wall_clock_an_hour_changes_nothing_but_wall_clock_inside() {
+    if !sync_support::have_faketime(
+        "stepping_the_wall_clock_an_hour_changes_nothing_but_wall_clock_inside",
+    ) {
+        return;
+    }
+    let servers = start_servers("now-step", &[("a", None), ("b", None), ("c", None)], None);
+    let (sock, dir) = short_socket("step");
+    let offset = dir.join("offset");
+    let write_offset = |o: &str| {
+        let tmp = dir.join("offset.tmp");
+        std::fs::write(&tmp, format!("{o}\n")).unwrap();
+        std::fs::rename(&tmp, &offset).unwrap();
+    };
+    write_offset("+0");
+    let state = servers.dir.join("state");
+    let mut child: gnomon_testkit::Reaped = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .arg("sync")
+        .arg("--servers")
+        .arg(&servers.list)
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["--interval", "1h", "--now-socket"])
+        .arg(&sock)
+        .args(FAST)
+        .env("LD_PRELOAD", LIBFAKETIME)
+        .env("FAKETIME_TIMESTAMP_FILE", &offset)
+        .env("FAKETIME_NO_CACHE", "1")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+        .into();
+    let (a, a_before, a_after) = poll(&sock, &[], |n| n.code == 0);
+    let a = a.json();
+    let (a_lo, a_hi) = interval(&a);
+    assert!(a_lo <= a_after && a_before <= a_hi, "{a}");
+    assert_eq!(a["wall_clock_inside"], true, "{a}");
+
+    write_offset("+3600");
+    const HOUR: i64 = 3_600_000_000;
+    // Until sync's wall clock shows the step (libfaketime rereads the file
+    // on every call with FAKETIME_NO_CACHE).
+    let (b, b_before, b_after) = poll(&sock, &[], |n| {
+        n.stdout.contains("\"known\"")
+            && n.json()["wall_clock_unix_us"].as_i64().unwrap() > real_now_us() + HOUR / 2
+    });
+    let b = b.json();
+    let wall = b["wall_clock_unix_us"].as_i64().unwrap();
+    assert!(
+        (wall - HOUR - b_after).abs() < 60_000_000,
+        "the step took: {b}"
+    );
+    assert_eq!(b["known"], "interval", "{b}");
+    assert_eq!(b["source"]["round"], 1, "no round since: {b}");
+    let (b_lo, b_hi) = interval(&b);
+    assert!(b_lo <= b_after && b_before <= b_hi, "{b}: true time in [{b_before}, {b_after}]");
+    // The interval moved by the real time between the answers (± the
+    // drift bound over it), not by the hour.
+    let real = b_after - a_before;
+    assert!(b_lo - a_lo <= real + 1_000, "{a} {b}");
+    assert!(b_hi - a_hi >= 0 && b_hi - a_hi <= real + real / 1000 + 1_000, "{a} {b}");
+    assert_eq!(b["wall_clock_inside"], false, "{b}");
+    assert_eq!(now(&sock, &[]).code, 0, "still proven");
+    let text = now(&sock, &[]);
+    assert!(text.stdout.contains("OUTSIDE"), "{}", text.stdout);
+    let _ = child.kill();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hostile_clients_stall_neither_the_socket_nor_the_rounds() {
+    let servers = start_servers(
+        "now-hostile",
+        &[("a", None), ("b", None), ("c", None)],
+        None,
+    );
+    let (sock, dir) = short_socket("hostile");
+    let state = servers.dir.join("state");
+    let (list, state_s) = (
+        servers.list.to_str().unwrap().to_owned(),
+        state.to_str().unwrap().to_owned(),
+    );
+    let sock_s = sock.to_str().unwrap();
+    let args = every_second(
+        &list,
+        &state_s,
+        &["--now-socket", sock_s, "--metrics", "127.0.0.1:0"],
+    );
+    let mut sync = Service::start(&args);
+    let metrics = metrics_addr(&mut sync);
+    poll(&sock, &[], |n| n.code == 0);
+
+    // One that writes a line that never ends (bounded here: 1 MiB, or
+    // until sync stops reading): cut at 1024 bytes.
+    let mut endless = UnixStream::connect(&sock).unwrap();
+    endless
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let chunk = [b'x'; 4096];
+    for _ in 0..256 {
+        if endless.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    let mut reply = String::new();
+    endless
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = endless.read_to_string(&mut reply);
+    assert!(reply.contains("too long"), "an endless line is cut: {reply:?}");
+    // Twice the connection cap, each connected and silent, held open.
+    let silent: Vec<UnixStream> = (0..32).map(|_| UnixStream::connect(&sock).unwrap()).collect();
+    let consensus = "gnomon_sync_rounds_total{result=\"consensus\"}";
+    let rounds_then = value(&scrape(metrics, PATIENCE).expect("metrics"), consensus);
+
+    // Others are answered while the silent ones are still connected: the
+    // deadline frees their slots.
+    let (n, before, after) = poll(&sock, &[], |n| n.code == 0);
+    let (lo, hi) = interval(&n.json());
+    assert!(lo <= after && before <= hi);
+    // And the rounds go on.
+    let until = Instant::now() + PATIENCE;
+    loop {
+        let r = scrape(metrics, PATIENCE).map_or(0.0, |t| value(&t, consensus));
+        if r >= rounds_then + 2.0 {
+            break;
+        }
+        assert!(Instant::now() < until, "rounds stopped at {r}: {}", sync.log);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(silent);
+    let text = scrape(metrics, PATIENCE).expect("metrics");
+    let dropped = |r: &str| value(&text, &format!("gnomon_sync_now_requests_total{{result=\"{r}\"}}"));
+    assert!(dropped("busy") >= 1.0, "{text}");
+    assert!(dropped("deadline") >= 1.0, "{text}");
+    assert!(dropped("busy") + dropped("too_long") + dropped("deadline") >= 17.0, "{text}");
+    assert!(dropped("answered") >= 2.0, "{text}");
+    sync.terminate(PATIENCE);
+    let _ = std::fs::remove_dir_all(&dir);
+}
