@@ -82,7 +82,10 @@ pub fn parse(line: &str) -> Result<Answer, std::string::String> {
     use serde_json::Value;
     let v: Value = serde_json::from_str(line.trim()).map_err(|e| std::format!("not JSON: {e}"))?;
     if let Some(e) = v.get("error") {
-        return Err(std::format!("gnomon sync says: {}", e.as_str().unwrap_or("?")));
+        return Err(std::format!(
+            "gnomon sync says: {}",
+            e.as_str().unwrap_or("?")
+        ));
     }
     if v["v"] != 1 {
         return Err("not protocol version 1".into());
@@ -126,7 +129,9 @@ mod tests {
         assert_eq!((a.wall_clock_inside, a.drift_ppm), (1, 100));
         let n = parse(r#"{"v":1,"known":"none","earliest_unix_us":null,"wall_clock_unix_us":7,"wall_clock_inside":null,"drift_ppm":100}"#).unwrap();
         assert_eq!((n.known, n.wall_clock_inside, n.round), (0, -1, 0));
-        assert!(parse(r#"{"v":1,"error":"busy"}"#).unwrap_err().contains("busy"));
+        assert!(parse(r#"{"v":1,"error":"busy"}"#)
+            .unwrap_err()
+            .contains("busy"));
         assert!(parse("{").is_err());
         assert!(parse(r#"{"v":2,"known":"none"}"#).is_err());
     }

@@ -15,8 +15,8 @@ use serde_json::Value;
 mod serve_support;
 mod sync_support;
 use sync_support::{
-    every_second, metrics_addr, real_now_us, scrape, start_servers, tempdir, value, Service,
-    FAST, LIBFAKETIME,
+    every_second, metrics_addr, real_now_us, scrape, start_servers, tempdir, value, Service, FAST,
+    LIBFAKETIME,
 };
 
 /// Generous bounds against hangs, never expected times.
@@ -89,23 +89,12 @@ fn interval(j: &Value) -> (i64, i64) {
     )
 }
 
-#[test]
-fn no_socket_and_no_round_yet_are_no_proof() {
-    let (sock, dir) = short_socket("noproof");
-    // Nobody answers on the socket: exit 1, and the JSON says why.
-    let n = now(&sock, &[]);
-    assert_eq!(n.code, 1, "{}{}", n.stdout, n.stderr);
-    assert!(n.stderr.contains("no answer from gnomon sync"), "{}", n.stderr);
-    let j = now(&sock, &["--json"]).json();
-    assert_eq!(j["error"]["kind"], "no_answer");
-    assert_eq!(j["exit_code"], 1);
-
-    // A sync whose servers never answer: its first round takes seconds
-    // and ends with nothing proven; the socket answers from the start.
+/// A list of three servers that never answer (UDP sockets nobody reads),
+/// written into `dir`; the sockets must be kept.
+fn silent_list(dir: &Path) -> (PathBuf, Vec<std::net::UdpSocket>) {
     let silent: Vec<std::net::UdpSocket> = (0..3)
         .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
         .collect();
-    let state = tempdir("now-noproof");
     let entries: Vec<String> = silent
         .iter()
         .enumerate()
@@ -117,8 +106,30 @@ fn no_socket_and_no_round_yet_are_no_proof() {
             )
         })
         .collect();
-    let list = state.join("list.json");
+    let list = dir.join("silent.json");
     std::fs::write(&list, format!(r#"{{"servers":[{}]}}"#, entries.join(","))).unwrap();
+    (list, silent)
+}
+
+#[test]
+fn no_socket_and_no_round_yet_are_no_proof() {
+    let (sock, dir) = short_socket("noproof");
+    // Nobody answers on the socket: exit 1, and the JSON says why.
+    let n = now(&sock, &[]);
+    assert_eq!(n.code, 1, "{}{}", n.stdout, n.stderr);
+    assert!(
+        n.stderr.contains("no answer from gnomon sync"),
+        "{}",
+        n.stderr
+    );
+    let j = now(&sock, &["--json"]).json();
+    assert_eq!(j["error"]["kind"], "no_answer");
+    assert_eq!(j["exit_code"], 1);
+
+    // A sync whose servers never answer: its first round takes seconds
+    // and ends with nothing proven; the socket answers from the start.
+    let state = tempdir("now-noproof");
+    let (list, _silent) = silent_list(&state);
     let (list_s, state_s) = (list.to_str().unwrap(), state.to_str().unwrap());
     let sock_s = sock.to_str().unwrap();
     let mut args = vec![
@@ -134,7 +145,9 @@ fn no_socket_and_no_round_yet_are_no_proof() {
     args.extend_from_slice(&FAST);
     let mut sync = Service::start(&args);
     assert!(sync.wait_for("now socket on", PATIENCE), "{}", sync.log);
-    let (n, ..) = poll(&sock, &[], |n| n.code != 1 || n.stdout.contains("\"known\""));
+    let (n, ..) = poll(&sock, &[], |n| {
+        n.code != 1 || n.stdout.contains("\"known\"")
+    });
     let j = n.json();
     assert_eq!(n.code, 1, "{}", n.stdout);
     assert_eq!(j["known"], "none");
@@ -160,7 +173,8 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
         None,
     );
     let (sock, dir) = short_socket("interval");
-    let state = servers.dir.join("state");
+    // Its own, to outlive the servers' directory.
+    let state = tempdir("now-interval-state");
     let (list, state_s) = (
         servers.list.to_str().unwrap().to_owned(),
         state.to_str().unwrap().to_owned(),
@@ -182,7 +196,10 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
     let j = n.json();
     assert_eq!(j["known"], "interval", "{j}");
     let (lo, hi) = interval(&j);
-    assert!(lo <= after && before <= hi, "{j}: true time in [{before}, {after}]");
+    assert!(
+        lo <= after && before <= hi,
+        "{j}: true time in [{before}, {after}]"
+    );
     assert_eq!(j["source"]["round"], 1);
     assert_eq!(j["source"]["servers"], serde_json::json!(["a", "b", "c"]));
     assert_eq!(j["wall_clock_inside"], true);
@@ -202,8 +219,12 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
     assert_eq!(sync.terminate(PATIENCE), Some(0), "{}", sync.log);
 
     // A restarted sync knows the floor only, until its next good round
-    // (its servers are gone here, so there is none).
+    // (its servers never answer now, so there is none).
     drop(servers);
+    let (silent, _keep) = silent_list(&state);
+    let silent = silent.to_str().unwrap().to_owned();
+    let mut args = args.clone();
+    args[1] = &silent;
     let mut again = Service::start(&args);
     let (n, _, after) = poll(&sock, &[], |n| n.stdout.contains("\"known\""));
     let j = n.json();
@@ -215,6 +236,7 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
     assert_eq!(now(&sock, &["--at-least", &hour_ago]).code, 0);
     again.terminate(PATIENCE);
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&state);
 }
 
 /// The sync process runs under libfaketime with its wall clock (the
@@ -282,12 +304,18 @@ fn stepping_the_wall_clock_an_hour_changes_nothing_but_wall_clock_inside() {
     assert_eq!(b["known"], "interval", "{b}");
     assert_eq!(b["source"]["round"], 1, "no round since: {b}");
     let (b_lo, b_hi) = interval(&b);
-    assert!(b_lo <= b_after && b_before <= b_hi, "{b}: true time in [{b_before}, {b_after}]");
+    assert!(
+        b_lo <= b_after && b_before <= b_hi,
+        "{b}: true time in [{b_before}, {b_after}]"
+    );
     // The interval moved by the real time between the answers (± the
     // drift bound over it), not by the hour.
     let real = b_after - a_before;
     assert!(b_lo - a_lo <= real + 1_000, "{a} {b}");
-    assert!(b_hi - a_hi >= 0 && b_hi - a_hi <= real + real / 1000 + 1_000, "{a} {b}");
+    assert!(
+        b_hi - a_hi >= 0 && b_hi - a_hi <= real + real / 1000 + 1_000,
+        "{a} {b}"
+    );
     assert_eq!(b["wall_clock_inside"], false, "{b}");
     assert_eq!(now(&sock, &[]).code, 0, "still proven");
     let text = now(&sock, &[]);
@@ -336,9 +364,14 @@ fn hostile_clients_stall_neither_the_socket_nor_the_rounds() {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let _ = endless.read_to_string(&mut reply);
-    assert!(reply.contains("too long"), "an endless line is cut: {reply:?}");
+    assert!(
+        reply.contains("too long"),
+        "an endless line is cut: {reply:?}"
+    );
     // Twice the connection cap, each connected and silent, held open.
-    let silent: Vec<UnixStream> = (0..32).map(|_| UnixStream::connect(&sock).unwrap()).collect();
+    let silent: Vec<UnixStream> = (0..32)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
     let consensus = "gnomon_sync_rounds_total{result=\"consensus\"}";
     let rounds_then = value(&scrape(metrics, PATIENCE).expect("metrics"), consensus);
 
@@ -354,15 +387,27 @@ fn hostile_clients_stall_neither_the_socket_nor_the_rounds() {
         if r >= rounds_then + 2.0 {
             break;
         }
-        assert!(Instant::now() < until, "rounds stopped at {r}: {}", sync.log);
+        assert!(
+            Instant::now() < until,
+            "rounds stopped at {r}: {}",
+            sync.log
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(silent);
     let text = scrape(metrics, PATIENCE).expect("metrics");
-    let dropped = |r: &str| value(&text, &format!("gnomon_sync_now_requests_total{{result=\"{r}\"}}"));
+    let dropped = |r: &str| {
+        value(
+            &text,
+            &format!("gnomon_sync_now_requests_total{{result=\"{r}\"}}"),
+        )
+    };
     assert!(dropped("busy") >= 1.0, "{text}");
     assert!(dropped("deadline") >= 1.0, "{text}");
-    assert!(dropped("busy") + dropped("too_long") + dropped("deadline") >= 17.0, "{text}");
+    assert!(
+        dropped("busy") + dropped("too_long") + dropped("deadline") >= 17.0,
+        "{text}"
+    );
     assert!(dropped("answered") >= 2.0, "{text}");
     sync.terminate(PATIENCE);
     let _ = std::fs::remove_dir_all(&dir);

@@ -725,8 +725,7 @@ pub fn parse_now_socket(s: &str) -> Result<NowSocket, String> {
 pub fn parse_group(s: &str) -> Result<String, String> {
     let ok = !s.is_empty()
         && s.len() <= 32
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
     if ok {
         Ok(s.to_string())
@@ -790,14 +789,20 @@ mod tests {
         assert_eq!(Settings::resolve(&again, &Layer::default()), s);
         let l = Layer::from_toml("[sync]\nnow-socket = \"now.sock\"\n", p).unwrap();
         let s = Settings::resolve(&l, &Layer::default());
-        assert_eq!(s.now_socket.as_deref(), Some(Path::new("/etc/gnomon/now.sock")));
+        assert_eq!(
+            s.now_socket.as_deref(),
+            Some(Path::new("/etc/gnomon/now.sock"))
+        );
         for bad in [
             "now-socket-mode = \"0777\"",
             "now-drift-ppm = 0",
             "now-socket-group = \"a b\"",
             "now-socket = \"\"",
         ] {
-            assert!(Layer::from_toml(&format!("[sync]\n{bad}\n"), p).is_err(), "{bad}");
+            assert!(
+                Layer::from_toml(&format!("[sync]\n{bad}\n"), p).is_err(),
+                "{bad}"
+            );
         }
         assert_eq!(group_id("0"), Ok(0));
         assert_eq!(group_id("root"), Ok(0));

@@ -2,11 +2,12 @@
 //! programs that must not believe the wall clock (docs/NOW.md).
 //!
 //! ```text
-//!  Service::round (a usable consensus) ──Anchor──▶ Board ◀──answer── now socket (crate::now_socket)
+//!  Service::round (a quorum consensus) ──Anchor──▶ Board ◀──answer── now socket (crate::now_socket)
 //!  state file (the floor, after a restart) ──────────▲
 //! ```
 //!
-//! At the end of a round whose consensus sync uses, the proven interval
+//! At the end of a round whose consensus the quorum agrees on (however
+//! wide: the width is in the answer), the proven interval
 //! for true time is pinned to the boot clock (CLOCK_BOOTTIME: it counts
 //! through suspend and nothing but the kernel moves it; settimeofday does
 //! not): an [`Anchor`] (boot_ns, earliest, latest). At any later boot
@@ -313,7 +314,10 @@ mod tests {
             floor_us: Some(T0),
         };
         let f = floor.answer(1, T0 - 1, 100, Some(T0));
-        assert_eq!((f.kind, f.earliest_us, f.latest_us), (Kind::Floor, Some(T0), None));
+        assert_eq!(
+            (f.kind, f.earliest_us, f.latest_us),
+            (Kind::Floor, Some(T0), None)
+        );
         assert_eq!((f.wall_inside, f.at_least), (Some(false), Some((T0, true))));
         let k = Known {
             anchor: Some(anchor(0, T0 - S, T0 + S)),
@@ -343,7 +347,9 @@ mod tests {
             anchor: Some(anchor(0, T0 - S, T0 + S)),
             floor_us: None,
         };
-        let j = k.answer(1_500_000_000, T0, 100, Some(T0 - 9 * S)).to_json();
+        let j = k
+            .answer(1_500_000_000, T0 + S, 100, Some(T0 - 9 * S))
+            .to_json();
         assert_eq!(
             j,
             json!({
@@ -352,7 +358,7 @@ mod tests {
                 "earliest_unix_us": (T0 + S / 2 - 150) as i64,
                 "latest_unix_us": (T0 + S + 3 * S / 2 + 150) as i64,
                 "source": {"round": 3, "servers": ["a", "b"], "age_s": 1.5},
-                "wall_clock_unix_us": T0 as i64,
+                "wall_clock_unix_us": (T0 + S) as i64,
                 "wall_clock_inside": true,
                 "drift_ppm": 100,
                 "at_least_unix_us": (T0 - 9 * S) as i64,
@@ -379,7 +385,9 @@ mod tests {
         assert_eq!(parse_request(b"{\"at-least\": null}"), Ok(None));
         assert!(parse_request(b"{\"at-least\": 1.5}").is_err());
         assert!(parse_request(b"{\"at-least\": \"x\"}").is_err());
-        assert!(parse_request(b"{\"set\": 1}").unwrap_err().contains("unknown"));
+        assert!(parse_request(b"{\"set\": 1}")
+            .unwrap_err()
+            .contains("unknown"));
         assert!(parse_request(b"[1]").is_err());
         assert!(parse_request(b"\xff").is_err());
     }

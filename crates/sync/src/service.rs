@@ -523,17 +523,24 @@ impl Service {
         // read beside a fresh monotonic reading and moved back to it
         // (the two clocks differ only across a suspend, not within
         // these microseconds).
-        let anchor = round.usable().map(|c| {
-            let (at, boot) = (Instant::now(), now::boot_ns());
-            let since = at.saturating_duration_since(round.ended).as_nanos() as i128;
-            Anchor {
-                boot_ns: boot - since,
-                earliest_us: now_us + c.low_us,
-                latest_us: now_us + c.high_us,
-                round: self.round_no,
-                servers: c.agreeing.iter().map(|&i| name(i)).collect(),
-            }
-        });
+        // Every consensus the quorum agrees on (those that raise the
+        // floor), however wide: the width is in the answer, and
+        // max-radius only bounds what may steer the clock.
+        let anchor = round
+            .consensus
+            .as_ref()
+            .filter(|_| round.quorum_met)
+            .map(|c| {
+                let (at, boot) = (Instant::now(), now::boot_ns());
+                let since = at.saturating_duration_since(round.ended).as_nanos() as i128;
+                Anchor {
+                    boot_ns: boot - since,
+                    earliest_us: now_us + c.low_us,
+                    latest_us: now_us + c.high_us,
+                    round: self.round_no,
+                    servers: c.agreeing.iter().map(|&i| name(i)).collect(),
+                }
+            });
         self.board
             .update(anchor, self.state.floor_us.map(i128::from));
         if let Err(e) = self.store.save(&self.state) {

@@ -24,9 +24,11 @@ const MAX_ANSWER: u64 = 64 * 1024;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Exit status: 0 an interval is known (with --at-least: TIME is proven \
+#[command(
+    after_help = "Exit status: 0 an interval is known (with --at-least: TIME is proven \
                         past), 1 no proof of the time now (only a floor, nothing, or no answer \
-                        from sync), 4 --at-least TIME is not proven, 64 usage.")]
+                        from sync), 4 --at-least TIME is not proven, 64 usage."
+)]
 pub(crate) struct Args {
     /// The socket `gnomon sync --now-socket` answers on.
     #[arg(long, env = "GNOMON_NOW_SOCKET", value_name = "PATH", default_value = DEFAULT_NOW_SOCKET)]
@@ -68,7 +70,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let answer = match ask(&args) {
         Ok(a) => a,
         Err(why) => {
-            let msg = format!("no answer from gnomon sync on {}: {why}", args.socket.display());
+            let msg = format!(
+                "no answer from gnomon sync on {}: {why}",
+                args.socket.display()
+            );
             if args.json {
                 println!(
                     "{}",
