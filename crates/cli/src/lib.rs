@@ -35,7 +35,7 @@ enum Command {
     Query(commands::query::Args),
     /// Keep this machine's time proven by Roughtime: a service feeding
     /// chrony, a boot-time step (--once --set-clock), a fleet check (--check).
-    Sync(commands::sync::Args),
+    Sync(Box<commands::sync::Args>),
     /// Monitor the servers of a list: a status page, /metrics and
     /// /api/servers over probes of every server on a schedule.
     Watch(commands::watch::Args),
@@ -104,7 +104,7 @@ pub fn main() -> ExitCode {
         Command::Delegate(a) => commands::delegate::run(a),
         Command::Config(a) => commands::config::run(a),
         Command::Query(a) => commands::query::run(a),
-        Command::Sync(a) => commands::sync::run(a),
+        Command::Sync(a) => commands::sync::run(*a),
         Command::Watch(a) => commands::watch::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::ReportServer(a) => commands::report_server::run(a),
