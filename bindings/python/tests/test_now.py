@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +32,8 @@ def load_now():
     path = REPO / "bindings" / "python" / "python" / "gnomon" / "_now.py"
     spec = importlib.util.spec_from_file_location("gnomon_now_under_test", path)
     mod = importlib.util.module_from_spec(spec)
+    # dataclasses looks the module up while it is being executed.
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
 
