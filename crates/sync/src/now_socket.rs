@@ -478,7 +478,7 @@ mod tests {
         // the oldest of those with the most.
         assert_eq!(decide(&full, Some(7)), Decision::Evict(1));
         assert_eq!(
-            decide(&vec![r(1, false); MAX_CONNECTIONS], Some(7)),
+            decide(&[r(1, false); MAX_CONNECTIONS], Some(7)),
             Decision::Busy
         );
     }
