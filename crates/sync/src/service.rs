@@ -29,7 +29,7 @@ use crate::config::Settings;
 use crate::decision::raise_floor;
 use crate::list;
 use crate::metrics::SyncMetrics;
-use crate::now::{self, Anchor, Board};
+use crate::now::{Anchor, Board};
 use crate::refresh::{self, Refresher};
 use crate::round::{self, Round};
 use crate::state::{self, Excluded, LastRound, Loaded, State, Store};
@@ -518,28 +518,21 @@ impl Service {
             report: report_file.as_ref().map(|p| p.display().to_string()),
         });
         // The anchor: the consensus's interval for true time at the end
-        // of the round, pinned to the boot clock. `round.ended` is the
-        // monotonic instant local_end_us belongs to; the boot clock is
-        // read beside a fresh monotonic reading and moved back to it
-        // (the two clocks differ only across a suspend, not within
-        // these microseconds).
-        // Every consensus the quorum agrees on (those that raise the
-        // floor), however wide: the width is in the answer, and
+        // of the round (local_end_us is the local clock at `round.ended`,
+        // as the client placed the answers), pinned to the boot clock read
+        // right then. Every consensus the quorum agrees on (those that
+        // raise the floor), however wide: the width is in the answer, and
         // max-radius only bounds what may steer the clock.
         let anchor = round
             .consensus
             .as_ref()
             .filter(|_| round.quorum_met)
-            .map(|c| {
-                let (at, boot) = (Instant::now(), now::boot_ns());
-                let since = at.saturating_duration_since(round.ended).as_nanos() as i128;
-                Anchor {
-                    boot_ns: boot - since,
-                    earliest_us: now_us + c.low_us,
-                    latest_us: now_us + c.high_us,
-                    round: self.round_no,
-                    servers: c.agreeing.iter().map(|&i| name(i)).collect(),
-                }
+            .map(|c| Anchor {
+                boot_ns: round.ended_boot_ns,
+                earliest_us: now_us + c.low_us,
+                latest_us: now_us + c.high_us,
+                round: self.round_no,
+                servers: c.agreeing.iter().map(|&i| name(i)).collect(),
             });
         self.board
             .update(anchor, self.state.floor_us.map(i128::from));
