@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::now::{self, Board};
+use crate::service::Log;
 
 /// Connections open at once; a newcomer past it closes the oldest still
 /// reading its request of the user holding the most.
@@ -90,12 +91,13 @@ pub fn spawn(
     board: Arc<Board>,
     drift_ppm: u32,
     counts: Arc<Counts>,
+    log: Log,
 ) -> io::Result<()> {
     let listener = bind(path, access)?;
     let path: PathBuf = path.to_owned();
     std::thread::Builder::new()
         .name("gnomon-now".into())
-        .spawn(move || accept_loop(&listener, &path, &board, drift_ppm, &counts))?;
+        .spawn(move || accept_loop(&listener, &path, &board, drift_ppm, &counts, &log))?;
     Ok(())
 }
 
@@ -152,6 +154,7 @@ fn accept_loop(
     board: &Arc<Board>,
     drift_ppm: u32,
     counts: &Arc<Counts>,
+    log: &Log,
 ) {
     let slots: Slots = Arc::default();
     let mut errors_in_a_row = 0u32;
@@ -167,7 +170,10 @@ fn accept_loop(
                 // (the service goes on either way).
                 errors_in_a_row = errors_in_a_row.saturating_add(1);
                 if errors_in_a_row == 1 {
-                    eprintln!("gnomon sync: now socket {}: {e}", path.display());
+                    log(&format!(
+                        "now socket {}: cannot accept: {e}",
+                        path.display()
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(100));
                 continue;
@@ -393,6 +399,10 @@ mod tests {
     use super::*;
     use crate::now::Anchor;
 
+    fn quiet() -> Log {
+        Arc::new(|_: &str| {})
+    }
+
     fn ask(path: &Path, request: &str) -> serde_json::Value {
         let mut s = UnixStream::connect(path).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -414,11 +424,11 @@ mod tests {
             gid: None,
             mode: 0o660,
         };
-        spawn(&path, &access, board.clone(), 100, counts.clone()).unwrap();
+        spawn(&path, &access, board.clone(), 100, counts.clone(), quiet()).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o660);
         // A second sync does not take a live socket over.
-        assert!(spawn(&path, &access, board.clone(), 100, counts.clone()).is_err());
+        assert!(spawn(&path, &access, board.clone(), 100, counts.clone(), quiet()).is_err());
 
         let _silent = UnixStream::connect(&path).unwrap();
         let a = ask(&path, "\n");
@@ -498,7 +508,7 @@ mod tests {
             mode: 0o600,
         };
         let board = Arc::new(Board::with_floor(None));
-        spawn(&path, &access, board, 100, counts.clone()).unwrap();
+        spawn(&path, &access, board, 100, counts.clone(), quiet()).unwrap();
         let mut silent: Vec<UnixStream> = (0..MAX_CONNECTIONS)
             .map(|_| UnixStream::connect(&path).unwrap())
             .collect();

@@ -270,6 +270,7 @@ fn start_now_socket(service: &Service, log: &Log) {
         service.board(),
         s.now_drift_ppm,
         service.metrics().now.clone(),
+        log.clone(),
     );
     match started {
         Ok(()) => log(&format!(
