@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,9 +44,12 @@ def now_mod():
     return load_now()
 
 
-def short_dir() -> Path:
+@pytest.fixture
+def short_dir():
     # A Unix socket path holds 107 bytes; pytest's tmp_path can be longer.
-    return Path(tempfile.mkdtemp(prefix="gn-now-", dir="/tmp"))
+    d = Path(tempfile.mkdtemp(prefix="gn-now-", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 class OneShot:
@@ -96,8 +100,8 @@ INTERVAL = {
 }
 
 
-def test_now_reads_every_documented_member(now_mod):
-    d = short_dir()
+def test_now_reads_every_documented_member(now_mod, short_dir):
+    d = short_dir
     srv = OneShot(d / "now.sock", INTERVAL)
     try:
         import datetime as dt
@@ -115,8 +119,8 @@ def test_now_reads_every_documented_member(now_mod):
     assert n.earliest.timestamp() == 1_800_000_000
 
 
-def test_a_floor_an_error_and_no_socket(now_mod):
-    d = short_dir()
+def test_a_floor_an_error_and_no_socket(now_mod, short_dir):
+    d = short_dir
     floor = {**INTERVAL, "known": "floor", "latest_unix_us": None, "source": None,
              "at_least_unix_us": None, "at_least_proven": None}
     srv = OneShot(d / "f.sock", floor)
@@ -139,10 +143,10 @@ def test_a_floor_an_error_and_no_socket(now_mod):
         now_mod.now(socket=str(d / "missing.sock"), at_least=dt.datetime(2020, 1, 1))
 
 
-def test_now_from_a_real_sync_contains_the_true_time(now_mod):
+def test_now_from_a_real_sync_contains_the_true_time(now_mod, short_dir):
     gens = [serve() for _ in range(3)]
     servers = [next(g) for g in gens]
-    d = short_dir()
+    d = short_dir
     sync = None
     try:
         lst = {
