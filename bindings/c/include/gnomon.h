@@ -66,6 +66,16 @@
 // stack: about 8 KB on a 64-bit machine, 6 KB on a 32-bit one).
 #define GNOMON_MAX_ANSWERS 256
 
+// `known` of `gnomon_now_result`: nothing is proven.
+#define GNOMON_NOW_NONE 0
+
+// `known`: a lower bound only (`gnomon sync` restarted and has had no
+// good round since): `earliest_unix_us` is the floor.
+#define GNOMON_NOW_FLOOR 1
+
+// `known`: both ends are proven.
+#define GNOMON_NOW_INTERVAL 2
+
 // Longest key text `parse_key_any` takes: an ML-DSA-44 key is 1752
 // characters of base64 or 2624 hex digits, with room for whitespace.
 #define MAX_KEY_TEXT 4096
@@ -292,6 +302,38 @@ typedef struct gnomon_vouch {
   // Largest offset, µs (not below `low_us`).
   int64_t high_us;
 } gnomon_vouch;
+
+#if defined(GNOMON_STD)
+// What `gnomon_now` learnt from `gnomon sync` (docs/NOW.md describes each
+// member of the answer these come from).
+typedef struct gnomon_now_result {
+  // `GNOMON_OK`, or why not; the same value the call returned.
+  enum gnomon_error code;
+  // `GNOMON_NOW_NONE`, `GNOMON_NOW_FLOOR` or `GNOMON_NOW_INTERVAL`.
+  int32_t known;
+  // The earliest the time can be now, µs since the Unix epoch (the
+  // floor for `GNOMON_NOW_FLOOR`; 0 for `GNOMON_NOW_NONE`).
+  int64_t earliest_unix_us;
+  // The latest it can be (`GNOMON_NOW_INTERVAL` only; else 0).
+  int64_t latest_unix_us;
+  // The round of `gnomon sync` that proved it, counted from 1 since sync
+  // started (`GNOMON_NOW_INTERVAL` only; else 0).
+  uint64_t round;
+  // Seconds (boot clock) since that round ended.
+  double age_s;
+  // How many servers agreed in that round.
+  uint32_t servers;
+  // The wall clock as sync read it for this answer, Unix µs.
+  int64_t wall_clock_unix_us;
+  // 1 when that wall clock lies inside what is known, 0 when not, -1
+  // when nothing is known.
+  int32_t wall_clock_inside;
+  // The drift bound the interval is widened by, ppm.
+  uint32_t drift_ppm;
+  // NUL-terminated: why the call failed, or "ok".
+  char message[GNOMON_MESSAGE_LEN];
+} gnomon_now_result;
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -562,6 +604,22 @@ enum gnomon_error gnomon_consensus(const struct gnomon_vouch *answers,
                                    size_t quorum,
                                    enum gnomon_verdict *verdicts,
                                    struct gnomon_consensus_result *result);
+
+#if defined(GNOMON_STD)
+// Ask the `gnomon sync` answering on the Unix socket `socket_path` (NULL:
+// `/run/gnomon/now.sock`) what time it is proven to be now, and fill
+// `*out`. Blocks at most 2 s. `GNOMON_OK` means sync answered: check
+// `known` for what it could prove. `GNOMON_ERR_REFUSED`: no socket or
+// nobody listening (or no permission: see `message`);
+// `GNOMON_ERR_TIMEOUT`: no answer in time; `GNOMON_ERR_MALFORMED`: an
+// answer not in the protocol, or an error answer ("busy"). `std` builds
+// only.
+//
+// # Safety
+// `socket_path` is NULL or a NUL-terminated string; `out` points to a
+// writable, aligned `gnomon_now_result`.
+enum gnomon_error gnomon_now(const char *socket_path, struct gnomon_now_result *out);
+#endif
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,6 +11,7 @@
 //!  C caller ──▶ ffi.rs, any_key.rs (the only unsafe: pointers → slices,
 //!                 │              catch_unwind; any_key: keys of either scheme)
 //!                 ├─▶ logic.rs  build, verify, chain, consensus (no_std, no allocation)
+//!                 ├─▶ now.rs    gnomon_now: gnomon sync's now socket (std)
 //!                 └─▶ query.rs  blocking query, OS randomness (std)
 //!                       └─▶ gnomon-client ─▶ gnomon-protocol
 //! ```
@@ -30,6 +31,8 @@ pub mod any_key;
 pub mod error;
 pub mod ffi;
 pub mod logic;
+#[cfg(feature = "std")]
+pub mod now;
 #[cfg(feature = "std")]
 pub mod query;
 

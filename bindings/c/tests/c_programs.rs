@@ -590,3 +590,80 @@ fn ml_dsa_answer_verified_from_c_under_asan_and_ubsan() {
 fn ml_dsa_answer_verified_from_c_in_the_no_std_build_with_no_heap() {
     ml_dsa_test("ml_dsa_no_std", Link::NoStd, no_std_dir());
 }
+
+/// docs/NOW.md: tests/c/now.c calls `gnomon_now` against a real `gnomon
+/// sync` (measuring a real `gnomon serve`, quorum 1): first "no socket"
+/// (GNOMON_ERR_REFUSED) before sync runs, then, polled with a deadline,
+/// an interval that contains the true time, the wall clock inside it.
+#[test]
+fn gnomon_now_reads_a_running_syncs_interval() {
+    let name = "gnomon_now_reads_a_running_syncs_interval";
+    let Some(cc) = cc() else {
+        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    };
+    let source = repo().join("bindings/c/tests/c/now.c");
+    let exe = compile_with(
+        cc,
+        &source,
+        "now",
+        Link::Static,
+        &debug_library_dir(),
+        TESTS_C,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let serve = Serve::start();
+    // A short directory: a socket path holds at most 107 bytes.
+    let dir = PathBuf::from(format!("/tmp/gn-c-now-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let list = dir.join("list.json");
+    std::fs::write(
+        &list,
+        format!(
+            r#"{{"servers":[{{"name":"one","version":1,"publicKeyType":"ed25519","publicKey":"{}","addresses":[{{"protocol":"udp","address":"{}"}}]}}]}}"#,
+            serve.key_base64, serve.addr
+        ),
+    )
+    .unwrap();
+    let sock = dir.join("now.sock");
+    let out = run(Command::new(&exe).arg(&sock));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.starts_with("error code=24 "), "{stdout}");
+
+    let _sync: Reaped = Command::new(gnomon_bin())
+        .args(["sync", "--servers"])
+        .arg(&list)
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["--quorum", "1", "--min-servers", "1", "--interval", "1h"])
+        .arg("--now-socket")
+        .arg(&sock)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+        .into();
+    let until = Instant::now() + Duration::from_secs(60);
+    let (stdout, before, after) = loop {
+        let before = now_us();
+        let out = run(Command::new(&exe).arg(&sock));
+        let after = now_us();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && field(&stdout, "known") == 2 {
+            break (stdout, before, after);
+        }
+        assert!(Instant::now() < until, "no interval in time: {stdout}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(stdout.starts_with("ok "), "{stdout}");
+    // True time (this machine's clock is not stepped) was in
+    // [before, after] when sync answered.
+    assert!(field(&stdout, "earliest") <= after, "{stdout} {after}");
+    assert!(before <= field(&stdout, "latest"), "{stdout} {before}");
+    assert_eq!(field(&stdout, "round"), 1, "{stdout}");
+    assert_eq!(field(&stdout, "servers"), 1, "{stdout}");
+    assert_eq!(field(&stdout, "inside"), 1, "{stdout}");
+    assert_eq!(field(&stdout, "drift"), 100, "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

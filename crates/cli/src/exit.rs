@@ -17,7 +17,8 @@ pub const NO_ANSWER: u8 = 1;
 pub const INVALID: u8 = 2;
 /// Malfeasance: answers that contradict each other.
 pub const MALFEASANCE: u8 = 3;
-/// `sync --check`: the local clock is outside the consensus.
+/// `sync --check`: the local clock is outside the consensus; `now
+/// --at-least`: the time is not proven to be past TIME.
 pub const OUTSIDE: u8 = 4;
 /// `sync --set-clock`: the step was refused by gnomon's own rules.
 pub const STEP_REFUSED: u8 = 5;
@@ -58,10 +59,12 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: NO_ANSWER,
-        commands: "query, bench load, sync, health, relay, verify-proof",
+        commands: "query, bench load, sync, health, relay, verify-proof, now",
         meaning: "no answer (timeouts, a refused port) or too few answers for a consensus; \
                   health: the server is unhealthy or unreachable; relay, verify-proof: \
-                  too few keys in the bundle, too few agree, or the interval is too wide",
+                  too few keys in the bundle, too few agree, or the interval is too wide; \
+                  now: no proof of the time now (sync has only a floor or nothing, or does \
+                  not answer)",
     },
     Status {
         code: INVALID,
@@ -76,8 +79,9 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: OUTSIDE,
-        commands: "sync --check",
-        meaning: "the local clock is outside the consensus interval plus --max-offset",
+        commands: "sync --check, now --at-least",
+        meaning: "the local clock is outside the consensus interval plus --max-offset; \
+                  now --at-least: it is not proven that the time now is no earlier than TIME",
     },
     Status {
         code: STEP_REFUSED,

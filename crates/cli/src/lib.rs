@@ -37,7 +37,7 @@ enum Command {
     Query(commands::query::Args),
     /// Keep this machine's time proven by Roughtime: a service feeding
     /// chrony, a boot-time step (--once --set-clock), a fleet check (--check).
-    Sync(commands::sync::Args),
+    Sync(Box<commands::sync::Args>),
     /// Monitor the servers of a list: a status page, /metrics and
     /// /api/servers over probes of every server on a schedule.
     Watch(commands::watch::Args),
@@ -59,6 +59,9 @@ enum Command {
     /// Ask a running server's /health endpoint; exit 0 when healthy
     /// (a container's HEALTHCHECK).
     Health(commands::health::Args),
+    /// Print the time now as `gnomon sync` proves it (its now socket):
+    /// the earliest and latest it can be, whatever the wall clock says.
+    Now(commands::now::Args),
 }
 
 /// The command line as clap sees it: every subcommand, flag, help text.
@@ -109,7 +112,7 @@ pub fn main() -> ExitCode {
         Command::Delegate(a) => commands::delegate::run(a),
         Command::Config(a) => commands::config::run(a),
         Command::Query(a) => commands::query::run(a),
-        Command::Sync(a) => commands::sync::run(a),
+        Command::Sync(a) => commands::sync::run(*a),
         Command::Watch(a) => commands::watch::run(a),
         Command::VerifyReport(a) => commands::verify_report::run(a),
         Command::Relay(a) => commands::relay::run(a),
@@ -118,5 +121,6 @@ pub fn main() -> ExitCode {
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Health(a) => commands::health::run(a),
+        Command::Now(a) => commands::now::run(a),
     }
 }

@@ -149,7 +149,39 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "(none: off)",
         "Serve Prometheus /metrics here",
     ),
+    (
+        "now-socket",
+        "a path of 1..=107 bytes, or \"off\"",
+        "\"/run/gnomon/now.sock\"",
+        "Answer local programs (`gnomon now`) with the proven time now (docs/NOW.md)",
+    ),
+    (
+        "now-socket-group",
+        "a group name or number",
+        "(the service's group)",
+        "The now socket's group: with mode 0660, its members may ask",
+    ),
+    (
+        "now-socket-mode",
+        "\"0600\", \"0660\" or \"0666\"",
+        "\"0660\"",
+        "Who may ask: the owner, the group, or every local user",
+    ),
+    (
+        "now-drift-ppm",
+        "an integer in 1..=100000",
+        "100",
+        "The bound on the boot clock's rate error that widens the proven interval",
+    ),
 ];
+
+/// `now-socket` unless told: under the directory the systemd unit makes
+/// (`RuntimeDirectory=gnomon`).
+pub const DEFAULT_NOW_SOCKET: &str = "/run/gnomon/now.sock";
+
+/// `now-socket` as given: a path, or off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NowSocket(pub Option<PathBuf>);
 
 /// The checked settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,6 +224,14 @@ pub struct Settings {
     pub list_ca: Option<PathBuf>,
     /// `metrics`.
     pub metrics: Option<SocketAddr>,
+    /// `now-socket`: `None` when off.
+    pub now_socket: Option<PathBuf>,
+    /// `now-socket-group`, as written.
+    pub now_socket_group: Option<String>,
+    /// `now-socket-mode`.
+    pub now_socket_mode: u32,
+    /// `now-drift-ppm`.
+    pub now_drift_ppm: u32,
 }
 
 impl Default for Settings {
@@ -216,6 +256,10 @@ impl Default for Settings {
             list_timeout: Duration::from_secs(30),
             list_ca: None,
             metrics: None,
+            now_socket: Some(PathBuf::from(DEFAULT_NOW_SOCKET)),
+            now_socket_group: None,
+            now_socket_mode: 0o660,
+            now_drift_ppm: crate::now::DEFAULT_DRIFT_PPM,
         }
     }
 }
@@ -244,6 +288,10 @@ pub struct Layer {
     pub list_timeout: Option<Duration>,
     pub list_ca: Option<PathBuf>,
     pub metrics: Option<SocketAddr>,
+    pub now_socket: Option<NowSocket>,
+    pub now_socket_group: Option<String>,
+    pub now_socket_mode: Option<u32>,
+    pub now_drift_ppm: Option<u32>,
 }
 
 /// A file that does not load.
@@ -287,6 +335,10 @@ struct FileTable {
     list_timeout: Option<String>,
     list_ca: Option<String>,
     metrics: Option<String>,
+    now_socket: Option<String>,
+    now_socket_group: Option<String>,
+    now_socket_mode: Option<String>,
+    now_drift_ppm: Option<i64>,
 }
 
 impl Layer {
@@ -357,6 +409,23 @@ impl Layer {
                 .metrics
                 .map(|a| parse_metrics(&a).map_err(|e| bad("metrics", e)))
                 .transpose()?,
+            now_socket: t
+                .now_socket
+                .map(|p| parse_now_socket(&p).map_err(|e| bad("now-socket", e)))
+                .transpose()?
+                .map(|n| NowSocket(n.0.map(|p| base.join(p)))),
+            now_socket_group: t
+                .now_socket_group
+                .map(|g| parse_group(&g).map_err(|e| bad("now-socket-group", e)))
+                .transpose()?,
+            now_socket_mode: t
+                .now_socket_mode
+                .map(|m| parse_socket_mode(&m).map_err(|e| bad("now-socket-mode", e)))
+                .transpose()?,
+            now_drift_ppm: int("now-drift-ppm", t.now_drift_ppm, |s| {
+                parse_drift_ppm(s).map(i64::from)
+            })?
+            .map(|v| v as u32),
         })
     }
 }
@@ -391,6 +460,13 @@ impl Settings {
             list_timeout: pick!(list_timeout).unwrap_or(d.list_timeout),
             list_ca: pick!(list_ca),
             metrics: pick!(metrics),
+            now_socket: match pick!(now_socket) {
+                Some(n) => n.0,
+                None => d.now_socket,
+            },
+            now_socket_group: pick!(now_socket_group),
+            now_socket_mode: pick!(now_socket_mode).unwrap_or(d.now_socket_mode),
+            now_drift_ppm: pick!(now_drift_ppm).unwrap_or(d.now_drift_ppm),
         }
     }
 }
@@ -440,6 +516,15 @@ impl fmt::Display for Settings {
         if let Some(a) = &self.metrics {
             writeln!(f, "metrics = {}", q(&a.to_string()))?;
         }
+        match &self.now_socket {
+            Some(p) => writeln!(f, "now-socket = {}", q(&p.display().to_string()))?,
+            None => writeln!(f, "now-socket = \"off\"")?,
+        }
+        if let Some(g) = &self.now_socket_group {
+            writeln!(f, "now-socket-group = {}", q(g))?;
+        }
+        writeln!(f, "now-socket-mode = \"{:04o}\"", self.now_socket_mode)?;
+        writeln!(f, "now-drift-ppm = {}", self.now_drift_ppm)?;
         Ok(())
     }
 }
@@ -625,9 +710,104 @@ pub fn parse_metrics(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("`{s}` is not a socket address (like 127.0.0.1:9102)"))
 }
 
+/// `now-socket`: a path that fits a Unix socket address, or `off`.
+pub fn parse_now_socket(s: &str) -> Result<NowSocket, String> {
+    if s == "off" {
+        return Ok(NowSocket(None));
+    }
+    if s.is_empty() || s.len() > 107 || s.contains('\0') {
+        return Err(format!("`{s}` is not {}", KEYS[19].1));
+    }
+    Ok(NowSocket(Some(PathBuf::from(s))))
+}
+
+/// `now-socket-group`: a name as groupadd takes them, or a number.
+pub fn parse_group(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` is not {}", KEYS[20].1))
+    }
+}
+
+/// The gid of `group` (a number, or a name in /etc/group).
+pub fn group_id(group: &str) -> Result<u32, String> {
+    if let Ok(n) = group.parse::<u32>() {
+        return Ok(n);
+    }
+    let text = std::fs::read_to_string("/etc/group").map_err(|e| format!("/etc/group: {e}"))?;
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let gid = f.nth(1)?;
+            (name == group).then(|| gid.parse::<u32>().ok()).flatten()
+        })
+        .next()
+        .ok_or_else(|| format!("no group `{group}` in /etc/group"))
+}
+
+/// `now-socket-mode`: 0600, 0660 or 0666.
+pub fn parse_socket_mode(s: &str) -> Result<u32, String> {
+    match s.trim() {
+        "0600" | "600" => Ok(0o600),
+        "0660" | "660" => Ok(0o660),
+        "0666" | "666" => Ok(0o666),
+        _ => Err(format!("`{s}` is not {}", KEYS[21].1)),
+    }
+}
+
+/// `now-drift-ppm`: 1..=100000.
+pub fn parse_drift_ppm(s: &str) -> Result<u32, String> {
+    int_in(s, 1, 100_000, KEYS[22].1).map(|v| v as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_now_socket_keys_default_parse_and_print_back() {
+        let p = Path::new("/etc/gnomon/sync.toml");
+        let d = Settings::default();
+        assert_eq!(d.now_socket.as_deref(), Some(Path::new(DEFAULT_NOW_SOCKET)));
+        assert_eq!((d.now_socket_mode, d.now_drift_ppm), (0o660, 100));
+        let l = Layer::from_toml(
+            "[sync]\nnow-socket = \"off\"\nnow-socket-mode = \"0666\"\nnow-socket-group = \"gnomon-now\"\nnow-drift-ppm = 20\n",
+            p,
+        )
+        .unwrap();
+        let s = Settings::resolve(&l, &Layer::default());
+        assert_eq!(s.now_socket, None);
+        assert_eq!((s.now_socket_mode, s.now_drift_ppm), (0o666, 20));
+        assert_eq!(s.now_socket_group.as_deref(), Some("gnomon-now"));
+        let again = Layer::from_toml(&s.to_string(), p).unwrap();
+        assert_eq!(Settings::resolve(&again, &Layer::default()), s);
+        let l = Layer::from_toml("[sync]\nnow-socket = \"now.sock\"\n", p).unwrap();
+        let s = Settings::resolve(&l, &Layer::default());
+        assert_eq!(
+            s.now_socket.as_deref(),
+            Some(Path::new("/etc/gnomon/now.sock"))
+        );
+        for bad in [
+            "now-socket-mode = \"0777\"",
+            "now-drift-ppm = 0",
+            "now-socket-group = \"a b\"",
+            "now-socket = \"\"",
+        ] {
+            assert!(
+                Layer::from_toml(&format!("[sync]\n{bad}\n"), p).is_err(),
+                "{bad}"
+            );
+        }
+        assert_eq!(group_id("0"), Ok(0));
+        assert_eq!(group_id("root"), Ok(0));
+        assert!(group_id("no-such-group-here").is_err());
+    }
 
     #[test]
     fn layers_apply_in_order_and_print_back() {

@@ -12,7 +12,8 @@
 //!                              │                    └──▶ consensus of the servers not excluded
 //!                              ├──▶ decision: step plan, check, floor (pure)
 //!                              ├──▶ state dir: floor, chain, list cache, reports (atomic writes)
-//!                              └──▶ sinks: chrony SOCK refclock, …
+//!                              ├──▶ sinks: chrony SOCK refclock, …
+//!                              └──▶ now::Board (anchor on the boot clock) ◀── now socket
 //! ```
 //!
 //! Argument parsing stays in the CLI (crates/cli/src/commands/sync.rs);
@@ -26,6 +27,8 @@ pub mod config;
 pub mod decision;
 pub mod list;
 pub mod metrics;
+pub mod now;
+pub mod now_socket;
 pub mod refresh;
 pub mod round;
 pub mod service;

@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use gnomon_metrics_http::Reply;
 
 use crate::chrony;
+use crate::now_socket;
 use crate::refresh;
 use crate::round::Round;
 
@@ -57,6 +58,8 @@ pub struct SyncMetrics {
     /// The list refresh's results.
     pub refresh: Arc<refresh::Counts>,
     chrony: Mutex<Option<Arc<chrony::Counters>>>,
+    /// The now socket's requests, by result.
+    pub now: Arc<now_socket::Counts>,
 }
 
 impl SyncMetrics {
@@ -179,6 +182,13 @@ impl SyncMetrics {
             "Server list downloads, by result (anything but ok kept the old list).",
             "result",
             self.refresh.get(),
+        );
+        counter(
+            &mut o,
+            "gnomon_sync_now_requests_total",
+            "Requests on the now socket, by result (all but answered were dropped: evicted for a newcomer at a cap, busy, deadline, too_long, bad_request).",
+            "result",
+            self.now.get(),
         );
         if let Some(c) = &*self.chrony.lock().unwrap_or_else(|p| p.into_inner()) {
             counter(

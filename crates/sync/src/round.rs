@@ -51,6 +51,9 @@ pub struct Round {
     pub local_end_us: i128,
     /// When the round ended, monotonic.
     pub ended: Instant,
+    /// When the round ended, CLOCK_BOOTTIME ns (read right after `ended`:
+    /// what the now socket's anchor is pinned to, crate::now).
+    pub ended_boot_ns: i128,
     /// The report, when the chain proves a contradiction.
     pub report: Option<Report>,
     /// The whole chain, in the report format.
@@ -103,6 +106,7 @@ pub fn run(
     };
     let sequence = client.measure(&subset, &plan)?;
     let ended = Instant::now();
+    let ended_boot_ns = crate::now::boot_ns();
     let local_end_us = recorder.local_at(ended);
 
     // The sequence's own agreement, with ids as list indices.
@@ -146,6 +150,7 @@ pub fn run(
         rejoined,
         local_end_us,
         ended,
+        ended_boot_ns,
         report: sequence.report(),
         chain: sequence.chain.report(),
         sequence,

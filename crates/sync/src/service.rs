@@ -29,6 +29,7 @@ use crate::config::Settings;
 use crate::decision::raise_floor;
 use crate::list;
 use crate::metrics::SyncMetrics;
+use crate::now::{Anchor, Board};
 use crate::refresh::{self, Refresher};
 use crate::round::{self, Round};
 use crate::state::{self, Excluded, LastRound, Loaded, State, Store};
@@ -84,6 +85,8 @@ pub struct Service {
     /// The operator's list file as last read: what a refreshed cache
     /// descends from.
     seed: Option<Vec<u8>>,
+    /// What the now socket answers from.
+    board: Arc<Board>,
 }
 
 /// What one round did, for `--once`, `--check` and tests.
@@ -174,6 +177,7 @@ impl Service {
             (None, None) => return Err(NO_LIST.into()),
         };
         let metrics = Arc::new(SyncMetrics::default());
+        let state_floor = state.floor_us.map(i128::from);
         let refresher =
             (settings.servers_url.is_some() || !list.list.sources.is_empty()).then(|| {
                 Refresher::new(
@@ -217,6 +221,7 @@ impl Service {
             refresher,
             metrics,
             seed,
+            board: Arc::new(Board::with_floor(state_floor)),
         })
     }
 
@@ -238,6 +243,11 @@ impl Service {
     /// The servers of the current list.
     pub fn servers(&self) -> &[Server] {
         &self.list.servers
+    }
+
+    /// What the now socket answers from (crate::now).
+    pub fn board(&self) -> Arc<Board> {
+        self.board.clone()
     }
 
     /// The settings.
@@ -507,6 +517,25 @@ impl Service {
             unreachable: unreachable_words(&round, &servers),
             report: report_file.as_ref().map(|p| p.display().to_string()),
         });
+        // The anchor: the consensus's interval for true time at the end
+        // of the round (local_end_us is the local clock at `round.ended`,
+        // as the client placed the answers), pinned to the boot clock read
+        // right then. Every consensus the quorum agrees on (those that
+        // raise the floor), however wide: the width is in the answer, and
+        // max-radius only bounds what may steer the clock.
+        let anchor = round
+            .consensus
+            .as_ref()
+            .filter(|_| round.quorum_met)
+            .map(|c| Anchor {
+                boot_ns: round.ended_boot_ns,
+                earliest_us: now_us + c.low_us,
+                latest_us: now_us + c.high_us,
+                round: self.round_no,
+                servers: c.agreeing.iter().map(|&i| name(i)).collect(),
+            });
+        self.board
+            .update(anchor, self.state.floor_us.map(i128::from));
         if let Err(e) = self.store.save(&self.state) {
             warnings.push(format!("cannot save the state: {e}"));
         }

@@ -253,6 +253,16 @@ pub(crate) fn examples(page: &str, out: &mut Roff) {
             "A container's HEALTHCHECK:",
             "gnomon health --url http://127.0.0.1:9319/health".into(),
         )],
+        "gnomon-now" => vec![
+            (
+                "The time now as gnomon sync proves it, whatever the wall clock says:",
+                "gnomon now".into(),
+            ),
+            (
+                "In a script: go on only when the time is proven past a date (exit 4 when not):",
+                "gnomon now --at-least 2027-01-01T00:00:00Z".into(),
+            ),
+        ],
         _ => vec![],
     };
     out.control("SH", ["EXAMPLES"]);
@@ -288,6 +298,8 @@ mod tests {
         assert!(codes("gnomon-serve").contains(&71));
         assert!(!codes("gnomon-serve").contains(&3));
         assert!(codes("gnomon-sync").contains(&4));
+        assert!(codes("gnomon-now").contains(&4) && codes("gnomon-now").contains(&1));
+        assert!(!codes("gnomon-now").contains(&3));
         assert!(codes("gnomon-bench-load").contains(&2));
         assert!(!codes("gnomon-bench-load").contains(&71));
         assert!(codes("gnomon-bench-null-server").contains(&71));

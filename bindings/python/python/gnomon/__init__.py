@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _native
 from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer
+from ._now import Now, NowError, now
 
 __all__ = [
     "Answer",
@@ -41,10 +42,13 @@ __all__ = [
     "Malfeasance",
     "Measurement",
     "NoAnswer",
+    "Now",
+    "NowError",
     "ReportEntry",
     "ReportResult",
     "build_request",
     "measure",
+    "now",
     "query",
     "verify",
     "verify_report",

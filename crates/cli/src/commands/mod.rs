@@ -7,6 +7,7 @@ pub(crate) mod delegate;
 pub(crate) mod health;
 pub(crate) mod inspect;
 pub(crate) mod keygen;
+pub(crate) mod now;
 pub(crate) mod query;
 pub(crate) mod query_sequence;
 pub(crate) mod relay;

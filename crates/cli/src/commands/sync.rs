@@ -96,6 +96,21 @@ pub(crate) struct Args {
     /// Serve Prometheus text on http://ADDR/metrics.
     #[arg(long, env = "GNOMON_SYNC_METRICS", value_name = "ADDR", value_parser = cfg::parse_metrics)]
     metrics: Option<std::net::SocketAddr>,
+    /// Answer local programs (`gnomon now`) on this Unix socket with the
+    /// proven time now; `off` for none [default: /run/gnomon/now.sock].
+    #[arg(long, env = "GNOMON_SYNC_NOW_SOCKET", value_name = "PATH", value_parser = cfg::parse_now_socket)]
+    now_socket: Option<cfg::NowSocket>,
+    /// The now socket's group (a name or number) [default: the service's].
+    #[arg(long, env = "GNOMON_SYNC_NOW_SOCKET_GROUP", value_name = "GROUP", value_parser = cfg::parse_group)]
+    now_socket_group: Option<String>,
+    /// Who may ask on the now socket: 0600, 0660 (the group) or 0666
+    /// (every local user) [default: 0660].
+    #[arg(long, env = "GNOMON_SYNC_NOW_SOCKET_MODE", value_name = "MODE", value_parser = cfg::parse_socket_mode)]
+    now_socket_mode: Option<u32>,
+    /// The bound on the boot clock's rate error, ppm, 1..=100000, that
+    /// widens the proven interval as time passes [default: 100].
+    #[arg(long, env = "GNOMON_SYNC_NOW_DRIFT_PPM", value_name = "PPM", value_parser = cfg::parse_drift_ppm)]
+    now_drift_ppm: Option<u32>,
     /// Measure once and exit.
     #[arg(long)]
     once: bool,
@@ -150,6 +165,10 @@ impl Args {
             list_timeout: self.list_timeout,
             list_ca: self.list_ca.clone(),
             metrics: self.metrics,
+            now_socket: self.now_socket.clone(),
+            now_socket_group: self.now_socket_group.clone(),
+            now_socket_mode: self.now_socket_mode,
+            now_drift_ppm: self.now_drift_ppm,
         }
     }
 }
@@ -214,7 +233,57 @@ pub(crate) fn run(args: Args) -> ExitCode {
             }
         }
     }
+    start_now_socket(&service, &log);
     serve_loop(service, &log)
+}
+
+/// The now socket, when one is configured. Sync's job is the clock: a
+/// socket that cannot be made is said once and the rounds go on (at the
+/// default path it is a note: /run/gnomon exists where the unit made it).
+fn start_now_socket(service: &Service, log: &Log) {
+    let s = service.settings();
+    let Some(path) = s.now_socket.clone() else {
+        return;
+    };
+    let what = if path.as_os_str() == cfg::DEFAULT_NOW_SOCKET {
+        "note"
+    } else {
+        "warning"
+    };
+    let gid = match s.now_socket_group.as_deref().map(cfg::group_id).transpose() {
+        Ok(g) => g,
+        Err(e) => {
+            log(&format!(
+                "{what}: now socket {}: {e}; `gnomon now` gets no answer",
+                path.display()
+            ));
+            return;
+        }
+    };
+    let access = gnomon_sync::now_socket::Access {
+        gid,
+        mode: s.now_socket_mode,
+    };
+    let started = gnomon_sync::now_socket::spawn(
+        &path,
+        &access,
+        service.board(),
+        s.now_drift_ppm,
+        service.metrics().now.clone(),
+        log.clone(),
+    );
+    match started {
+        Ok(()) => log(&format!(
+            "now socket on {} (mode {:04o}, drift bound {} ppm)",
+            path.display(),
+            s.now_socket_mode,
+            s.now_drift_ppm
+        )),
+        Err(e) => log(&format!(
+            "{what}: now socket {}: {e}; `gnomon now` gets no answer",
+            path.display()
+        )),
+    }
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {

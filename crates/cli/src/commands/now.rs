@@ -1,0 +1,199 @@
+//! `gnomon now`: ask the running `gnomon sync` what time it is proven to
+//! be, over its now socket (docs/NOW.md), for a script or a person.
+//!
+//! Exit status: 0 when an interval is known (with `--at-least`: when it
+//! is proven that now is no earlier than TIME, which a floor can prove
+//! too); 1 when there is no proof of now (sync has only a floor or
+//! nothing, or does not answer); 4 when `--at-least` TIME is not proven.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use gnomon_client::format_utc;
+use gnomon_sync::config::DEFAULT_NOW_SOCKET;
+use serde_json::{json, Value};
+
+use crate::exit;
+
+/// Longest answer read: the answer names a round's servers, a few KiB at
+/// most.
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit status: 0 an interval is known (with --at-least: TIME is proven \
+                        past), 1 no proof of the time now (only a floor, nothing, or no answer \
+                        from sync), 4 --at-least TIME is not proven, 64 usage."
+)]
+pub(crate) struct Args {
+    /// The socket `gnomon sync --now-socket` answers on.
+    #[arg(long, env = "GNOMON_NOW_SOCKET", value_name = "PATH", default_value = DEFAULT_NOW_SOCKET)]
+    socket: PathBuf,
+    /// Exit 0 only when it is proven that the time now is no earlier than
+    /// TIME (Unix seconds, or YYYY-MM-DDTHH:MM:SSZ); 4 when it is not.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    at_least: Option<i64>,
+    /// One JSON object: sync's answer and the exit code.
+    #[arg(long)]
+    json: bool,
+    /// Give up on sync after this long [default: 2s].
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_timeout)]
+    timeout: Duration,
+}
+
+/// Unix seconds or `YYYY-MM-DDTHH:MM:SSZ`, as Unix µs.
+fn parse_time(s: &str) -> Result<i64, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<i64>() {
+        return secs
+            .checked_mul(1_000_000)
+            .ok_or_else(|| format!("`{s}` is out of range"));
+    }
+    gnomon_server::offline::parse_utc(t)
+        .and_then(|us| i64::try_from(us).ok())
+        .ok_or_else(|| format!("`{s}` is neither Unix seconds nor YYYY-MM-DDTHH:MM:SSZ"))
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = super::client_out::parse_duration(s)?;
+    if d.is_zero() || d > Duration::from_secs(60) {
+        return Err(format!("`{s}` is outside 1ms..=60s"));
+    }
+    Ok(d)
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    let answer = match ask(&args) {
+        Ok(a) => a,
+        Err(why) => {
+            let msg = format!(
+                "no answer from gnomon sync on {}: {why}",
+                args.socket.display()
+            );
+            if args.json {
+                println!(
+                    "{}",
+                    json!({"error": {"kind": "no_answer", "message": msg}, "exit_code": exit::NO_ANSWER})
+                );
+            } else {
+                eprintln!("gnomon now: {msg}");
+            }
+            return ExitCode::from(exit::NO_ANSWER);
+        }
+    };
+    let known = answer["known"].as_str().unwrap_or("none");
+    let code = match args.at_least {
+        Some(_) if answer["at_least_proven"] == true => exit::OK,
+        Some(_) => exit::OUTSIDE,
+        None if known == "interval" => exit::OK,
+        None => exit::NO_ANSWER,
+    };
+    if args.json {
+        let mut out = answer.clone();
+        out["exit_code"] = json!(code);
+        println!("{out}");
+    } else {
+        print!("{}", human(&answer, args.at_least));
+    }
+    ExitCode::from(code)
+}
+
+/// One request, one answer line.
+fn ask(args: &Args) -> Result<Value, String> {
+    let mut s = UnixStream::connect(&args.socket).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(args.timeout))
+        .and_then(|()| s.set_write_timeout(Some(args.timeout)))
+        .map_err(|e| e.to_string())?;
+    let request = match args.at_least {
+        Some(t) => json!({ "at-least": t }),
+        None => json!({}),
+    };
+    s.write_all(format!("{request}\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    BufReader::new(s.take(MAX_ANSWER))
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let v: Value =
+        serde_json::from_str(line.trim()).map_err(|e| format!("not a JSON answer: {e}"))?;
+    if let Some(e) = v.get("error") {
+        return Err(format!("sync says: {}", e.as_str().unwrap_or("?")));
+    }
+    Ok(v)
+}
+
+fn utc(v: &Value) -> String {
+    match v.as_i64() {
+        Some(us) if us >= 0 => format_utc(us as u64),
+        Some(us) => format!("{us} µs"),
+        None => "-".into(),
+    }
+}
+
+fn human(a: &Value, at_least: Option<i64>) -> String {
+    let mut o = String::new();
+    let (lo, hi) = (&a["earliest_unix_us"], &a["latest_unix_us"]);
+    match a["known"].as_str() {
+        Some("interval") => {
+            let w = hi.as_i64().unwrap_or(0) - lo.as_i64().unwrap_or(0);
+            o.push_str(&format!(
+                "now          between {} and {} (width {:.6} s)\n",
+                utc(lo),
+                utc(hi),
+                w as f64 / 1e6
+            ));
+            let s = &a["source"];
+            let servers: Vec<&str> = s["servers"]
+                .as_array()
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            o.push_str(&format!(
+                "proven by    round {} of gnomon sync ({}), {:.1} s ago, drift bound {} ppm\n",
+                s["round"],
+                servers.join(", "),
+                s["age_s"].as_f64().unwrap_or(0.0),
+                a["drift_ppm"]
+            ));
+        }
+        Some("floor") => o.push_str(&format!(
+            "now          no earlier than {} (the floor; no proof of the time now since sync \
+             started: no upper bound until its next good round)\n",
+            utc(lo)
+        )),
+        _ => o.push_str("now          no proof: gnomon sync has not proven the time yet\n"),
+    }
+    let inside = match a["wall_clock_inside"].as_bool() {
+        Some(true) => "inside",
+        Some(false) => "OUTSIDE",
+        None => "nothing to compare with",
+    };
+    o.push_str(&format!(
+        "wall clock   {} ({inside})\n",
+        utc(&a["wall_clock_unix_us"])
+    ));
+    if let Some(t) = at_least {
+        let proven = a["at_least_proven"] == true;
+        o.push_str(&format!(
+            "at least     {}: {}\n",
+            format_utc(t.max(0) as u64),
+            if proven { "proven" } else { "NOT proven" }
+        ));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_as_seconds_or_utc() {
+        assert_eq!(parse_time("1800000000"), Ok(1_800_000_000_000_000));
+        assert_eq!(parse_time("1970-01-01T00:01:00Z"), Ok(60_000_000));
+        assert!(parse_time("yesterday").is_err());
+    }
+}
