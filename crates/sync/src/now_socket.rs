@@ -460,9 +460,12 @@ mod tests {
         io::BufReader::new(s).read_line(&mut line).unwrap();
         assert!(line.contains("too long"), "{line}");
         let c = counts.get();
-        // Three: the second spawn's probe of the live socket is an empty
-        // request, answered.
-        assert_eq!(c[0], ("answered", 3));
+        // The two asks above, each counted before its answer was written;
+        // the second spawn's probe of the live socket (a connection closed
+        // at once: an empty request) may add one, when its thread got to
+        // it before the probe's close did, which a busy machine decides.
+        assert_eq!(c[0].0, "answered");
+        assert!((2..=3).contains(&c[0].1), "{c:?}");
         assert_eq!(c[1], ("bad_request", 1));
         assert_eq!(c[2], ("too_long", 1));
         assert_eq!(c[4], ("evicted", 0));
