@@ -86,7 +86,8 @@ pub(crate) struct Args {
 /// The device value from hex: 1 to 64 bytes.
 pub(crate) fn parse_device_value(hex: &str) -> Result<Vec<u8>, String> {
     let hex = hex.trim();
-    if hex.is_empty() || hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if hex.is_empty() || !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         return Err(format!(
             "--device-nonce: {hex:?} is not hex (an even number of 0-9a-f digits)"
         ));
