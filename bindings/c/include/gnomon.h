@@ -96,6 +96,11 @@
 // Longest device value D.
 #define GNOMON_MAX_DEVICE_VALUE 64
 
+// Longest bundle of format version 1: D of 64 bytes and 16 entries, each
+// an ML-DSA-44 key, a 64-byte rand, a whole 1024-byte request and a
+// 65535-byte response. Longer ones are `GNOMON_ERR_TOO_LONG`.
+#define GNOMON_MAX_PROOF_BUNDLE 1087175
+
 // No entry: `entry` and `other` of a `gnomon_proven` that names none.
 #define GNOMON_NO_ENTRY -1
 
@@ -765,7 +770,8 @@ enum gnomon_error gnomon_now(const char *socket_path, struct gnomon_now_result *
 //
 // `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
 // `GNOMON_ERR_ARGUMENT` for a policy with a quorum or min_keys of 0;
-// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys.
+// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
+// bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
 //
 // # Safety
 // `bundle` points to `bundle_len` readable bytes, `device` to

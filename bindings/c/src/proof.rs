@@ -16,7 +16,7 @@ use core::mem::{align_of, size_of};
 use gnomon_protocol::proof::{verify_proof, ProofError, ProofPolicy, ProofWorkspace, Proven};
 use gnomon_protocol::scheme::PublicKey;
 
-use crate::any_key::{key, GNOMON_ED25519_KEY_LEN};
+use crate::any_key::{key, GNOMON_ED25519_KEY_LEN, GNOMON_ML_DSA_44_KEY_LEN};
 use crate::error::GnomonError;
 use crate::ffi::{guard, input, writable};
 
@@ -81,6 +81,37 @@ pub struct GnomonPinnedKey {
     pub public_key: *const u8,
     /// Its length.
     pub public_key_len: usize,
+}
+
+/// Longest bundle of format version 1: D of 64 bytes and 16 entries, each
+/// an ML-DSA-44 key, a 64-byte rand, a whole 1024-byte request and a
+/// 65535-byte response. Longer ones are `GNOMON_ERR_TOO_LONG`.
+pub const GNOMON_MAX_PROOF_BUNDLE: usize = 1_087_175;
+
+const _: () = {
+    use gnomon_protocol::proof::{MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST};
+    let entry = 2 + GNOMON_ML_DSA_44_KEY_LEN + 1 + 64 + 2 + 2 + MAX_PROOF_REQUEST + 2 + 65535;
+    assert!(GNOMON_MAX_PROOF_BUNDLE == 7 + MAX_DEVICE_VALUE + MAX_PROOF_ENTRIES * entry);
+};
+
+/// A bundle: not NULL, not empty, at most `GNOMON_MAX_PROOF_BUNDLE` bytes
+/// (an ML-DSA-44 bundle passes `GNOMON_MAX_INPUT`).
+///
+/// # Safety
+/// If `ptr` is not NULL it must point to `len` readable bytes that stay
+/// unchanged during the call.
+unsafe fn bundle_input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError> {
+    if ptr.is_null() {
+        Err(GnomonError::GnomonErrNull)
+    } else if len == 0 {
+        Err(GnomonError::GnomonErrEmpty)
+    } else if len > GNOMON_MAX_PROOF_BUNDLE {
+        Err(GnomonError::GnomonErrTooLong)
+    } else {
+        // SAFETY: non-NULL, and the caller promises `len` readable bytes;
+        // len ≤ about 1 MB keeps it far below isize::MAX.
+        Ok(unsafe { core::slice::from_raw_parts(ptr, len) })
+    }
 }
 
 /// No entry: `entry` and `other` of a `gnomon_proven` that names none.
@@ -264,7 +295,8 @@ fn policy_of(p: Option<GnomonProofPolicy>) -> Result<ProofPolicy, GnomonError> {
 ///
 /// `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
 /// `GNOMON_ERR_ARGUMENT` for a policy with a quorum or min_keys of 0;
-/// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys.
+/// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
+/// bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
 ///
 /// # Safety
 /// `bundle` points to `bundle_len` readable bytes, `device` to
@@ -378,10 +410,9 @@ unsafe fn verify_with(
     let mut result = GnomonProven::failed(GnomonError::GnomonErrInternal);
     let code = guard(|| {
         // SAFETY: the caller's promises; NULL, empty and over-long inputs
-        // refused inside (a bundle is at most about 64 KB: 16 entries of
-        // a 1312-byte key, a 1024-byte request and an answer).
+        // refused inside.
         let (bundle, device) =
-            match unsafe { (input(bundle, bundle_len), input(device, device_len)) } {
+            match unsafe { (bundle_input(bundle, bundle_len), input(device, device_len)) } {
                 (Ok(b), Ok(d)) => (b, d),
                 (Err(e), _) | (_, Err(e)) => return e,
             };
