@@ -500,7 +500,7 @@ unsafe fn workspace<'a>(ws: *mut GnomonProofWorkspace) -> &'a mut ProofWorkspace
     }
 }
 
-/// Checks that need no server (the rest: tests/c_programs.rs and
+/// Checks that need no server (the rest: tests/proof_device.rs and
 /// tests/abi.rs).
 #[cfg(test)]
 mod tests {

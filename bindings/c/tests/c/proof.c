@@ -1,5 +1,5 @@
 /* The device of a relayed proof (docs/PROOF.md), in C: run by
- * tests/c_programs.rs as
+ * tests/proof_device.rs as
  *   proof BUNDLE DEVICE KEYS ELAPSED_US
  * with BUNDLE the binary bundle `gnomon relay` made against real `gnomon
  * serve` processes (or a tampered copy), DEVICE the device value D (raw
