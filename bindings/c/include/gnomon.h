@@ -80,6 +80,30 @@
 // characters of base64 or 2624 hex digits, with room for whitespace.
 #define MAX_KEY_TEXT 4096
 
+// Bytes of `gnomon_proof_workspace`. One figure for every target, so
+// that one header serves them all: the Rust workspace (about 2.5 KB on
+// a 64-bit target, less on a 32-bit one) plus room to align it, checked
+// at compile time for the target libgnomon is built for.
+#define GNOMON_PROOF_WORKSPACE_SIZE 3072
+
+// Most pinned keys `gnomon_verify_proof` takes (it keeps them on the
+// stack).
+#define GNOMON_MAX_PROOF_KEYS 32
+
+// Most entries a bundle carries (format version 1).
+#define GNOMON_MAX_PROOF_ENTRIES 16
+
+// Longest device value D.
+#define GNOMON_MAX_DEVICE_VALUE 64
+
+// Longest bundle of format version 1: D of 64 bytes and 16 entries, each
+// an ML-DSA-44 key, a 64-byte rand, a whole 1024-byte request and a
+// 65535-byte response. Longer ones are `GNOMON_ERR_TOO_LONG`.
+#define GNOMON_MAX_PROOF_BUNDLE 1087175
+
+// No entry: `entry` and `other` of a `gnomon_proven` that names none.
+#define GNOMON_NO_ENTRY -1
+
 // What a libgnomon call returns: `GNOMON_OK` (0) or why it failed. The
 // values are part of the ABI and never change; new failures get new
 // numbers.
@@ -153,6 +177,48 @@ typedef enum gnomon_error {
   // (and TCP, where tried, was refused). Check the port and that the
   // server runs; a wrong key is silence (`GNOMON_ERR_TIMEOUT`), not this.
   GNOMON_ERR_REFUSED = 24,
+  // A relayed proof was made for another device value: another device's, or
+  // replayed from an earlier request.
+  GNOMON_ERR_PROOF_WRONG_NONCE = 25,
+  // A relayed proof's first request is not bound to the device value (a
+  // chain that starts elsewhere).
+  GNOMON_ERR_PROOF_BINDING = 26,
+  // An entry of a relayed proof is signed by a key the device does not pin
+  // (`entry`).
+  GNOMON_ERR_PROOF_UNKNOWN_KEY = 27,
+  // An entry's delegation or response signature does not verify (`entry`):
+  // forged bytes.
+  GNOMON_ERR_PROOF_SIGNATURE = 28,
+  // An entry's response answers another request (`entry`): a swapped or
+  // transplanted answer.
+  GNOMON_ERR_PROOF_NOT_FOR_REQUEST = 29,
+  // An entry's response fails verification otherwise (`entry`): malformed,
+  // another version, a time outside its delegation.
+  GNOMON_ERR_PROOF_RESPONSE = 30,
+  // An entry's request is not chained from the response before it (`entry`):
+  // a changed rand, a dropped, repeated or reordered entry.
+  GNOMON_ERR_PROOF_LINK = 31,
+  // Two answers of a relayed proof cannot both be true (`entry` and
+  // `other`): a server lied, and the bundle proves it. The majority's
+  // interval is given when it meets the policy (`has_interval`).
+  GNOMON_ERR_PROOF_CONTRADICTION = 32,
+  // Keys of a relayed proof miss the majority or contradict themselves
+  // (`liars`): under the assumption they lie. The majority's interval is
+  // given when it meets the policy (`has_interval`).
+  GNOMON_ERR_PROOF_LIAR = 33,
+  // A relayed proof carries fewer distinct pinned keys than the policy's
+  // `min_keys`.
+  GNOMON_ERR_PROOF_TOO_FEW_KEYS = 34,
+  // Fewer distinct keys of a relayed proof agree than the policy's quorum.
+  GNOMON_ERR_PROOF_NO_QUORUM = 35,
+  // The interval a relayed proof gives is wider than the policy's
+  // `max_radius_us` (`radius_us`).
+  GNOMON_ERR_PROOF_TOO_WIDE = 36,
+  // A length in a relayed proof runs past its end.
+  GNOMON_ERR_PROOF_TRUNCATED = 37,
+  // A relayed proof's structure is wrong: magic, format version, a count or
+  // length out of range, an untrimmed request, trailing bytes.
+  GNOMON_ERR_PROOF_MALFORMED = 38,
 } gnomon_error;
 
 // What the majority rule says of one answer (`gnomon_consensus`).
@@ -334,6 +400,77 @@ typedef struct gnomon_now_result {
   char message[GNOMON_MESSAGE_LEN];
 } gnomon_now_result;
 #endif
+
+// What the device accepts (`gnomon_verify_proof`'s `policy`; NULL takes
+// the defaults: quorum 2, min_keys 3, max_radius_us 10 000 000).
+typedef struct gnomon_proof_policy {
+  // Distinct pinned keys whose intervals must meet the majority.
+  size_t quorum;
+  // Distinct pinned keys the bundle must carry (what keeps a relay
+  // from choosing the voters: docs/PROOF.md, "The assumption").
+  size_t min_keys;
+  // Widest proven interval accepted, as half its width in µs; 0: no
+  // limit.
+  uint64_t max_radius_us;
+} gnomon_proof_policy;
+
+// The memory `gnomon_verify_proof` works in: declare one (static, or on
+// the stack: `GNOMON_PROOF_WORKSPACE_SIZE` bytes) and pass it to every
+// call. Its contents need no initialising and mean nothing between
+// calls; one workspace serves one call at a time. Any alignment will
+// do: libgnomon places its state at the first suitably aligned byte.
+typedef struct gnomon_proof_workspace {
+  // Opaque.
+  uint8_t opaque[GNOMON_PROOF_WORKSPACE_SIZE];
+} gnomon_proof_workspace;
+
+// What `gnomon_verify_proof` proved, or why not.
+//
+// On `GNOMON_OK`, `has_interval` is true and the interval holds the
+// device's present. On `GNOMON_ERR_PROOF_CONTRADICTION` and
+// `GNOMON_ERR_PROOF_LIAR` (the bundle proves a server lied),
+// `has_interval` is true when the majority's interval still meets the
+// policy, and the interval is that one: the device may use it. On every
+// other failure `has_interval` is false and the times are 0.
+typedef struct gnomon_proven {
+  // `GNOMON_OK`, or why not; the same value the call returned.
+  enum gnomon_error code;
+  // Whether `earliest_unix_us` and `latest_unix_us` are an interval.
+  bool has_interval;
+  // The earliest the device's present can be, µs since the Unix epoch.
+  int64_t earliest_unix_us;
+  // The latest it can be.
+  int64_t latest_unix_us;
+  // Distinct keys whose intervals meet the majority (with an interval).
+  size_t agreeing_keys;
+  // Distinct keys that answered (a key contradicting itself excluded;
+  // with an interval). For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: the keys the
+  // bundle carries; for `GNOMON_ERR_PROOF_NO_QUORUM`: the keys agreeing.
+  size_t answering_keys;
+  // For `GNOMON_ERR_PROOF_TOO_FEW_KEYS` and `GNOMON_ERR_PROOF_NO_QUORUM`:
+  // how many the policy needs; else 0.
+  size_t needed_keys;
+  // The entry (0-based) the failure names: the unknown key, the bad
+  // signature, the answer for another request, the broken link, the
+  // earlier of two contradicting answers; else `GNOMON_NO_ENTRY`.
+  int32_t entry;
+  // For `GNOMON_ERR_PROOF_CONTRADICTION`, the later of the two answers;
+  // else `GNOMON_NO_ENTRY`.
+  int32_t other;
+  // For `GNOMON_ERR_PROOF_LIAR`: bit i set for each entry i signed by a
+  // key that lies; else 0.
+  uint32_t liars;
+  // For `GNOMON_ERR_PROOF_TOO_WIDE`: the radius, µs; else 0.
+  uint64_t radius_us;
+} gnomon_proven;
+
+// One pinned key of either scheme (`gnomon_verify_proof_any_key`).
+typedef struct gnomon_pinned_key {
+  // The long-term public key: 32 (Ed25519) or 1312 (ML-DSA-44) bytes.
+  const uint8_t *public_key;
+  // Its length.
+  size_t public_key_len;
+} gnomon_pinned_key;
 
 #ifdef __cplusplus
 extern "C" {
@@ -620,6 +757,57 @@ enum gnomon_error gnomon_consensus(const struct gnomon_vouch *answers,
 // writable, aligned `gnomon_now_result`.
 enum gnomon_error gnomon_now(const char *socket_path, struct gnomon_now_result *out);
 #endif
+
+// Verify a relayed proof as the device: `bundle` (the binary form,
+// docs/PROOF.md) made for the device's value `device` (D), against the
+// `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back),
+// `elapsed_us` after the device made D (an upper bound from its own
+// monotonic clock, its worst drift added). Fills `*out`; returns
+// `GNOMON_OK` with the proven interval, or the failure's code (one per
+// kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists them). Allocates nothing,
+// reads no clock (also in the `no_std` build); works in `*ws`.
+// Keys of either scheme: `gnomon_verify_proof_any_key`.
+//
+// `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
+// `GNOMON_ERR_ARGUMENT` for a policy with a quorum or min_keys of 0;
+// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
+// bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
+//
+// # Safety
+// `bundle` points to `bundle_len` readable bytes, `device` to
+// `device_len`, `keys` to `32 * n_keys`; `policy` is NULL or points to
+// a `gnomon_proof_policy`; `ws` to a writable, aligned
+// `gnomon_proof_workspace` nothing else uses during the call; `out` to a
+// writable, aligned `gnomon_proven`. None of them changes during the
+// call.
+enum gnomon_error gnomon_verify_proof(const uint8_t *bundle,
+                                      size_t bundle_len,
+                                      const uint8_t *device,
+                                      size_t device_len,
+                                      const uint8_t *keys,
+                                      size_t n_keys,
+                                      uint64_t elapsed_us,
+                                      const struct gnomon_proof_policy *policy,
+                                      struct gnomon_proof_workspace *ws,
+                                      struct gnomon_proven *out);
+
+// `gnomon_verify_proof` with pinned keys of either scheme: `keys` points
+// to `n_keys` `gnomon_pinned_key` values, each with its own length.
+//
+// # Safety
+// As `gnomon_verify_proof`, with `keys` pointing to `n_keys` aligned
+// `gnomon_pinned_key` values whose `public_key` is NULL or points to
+// `public_key_len` readable bytes.
+enum gnomon_error gnomon_verify_proof_any_key(const uint8_t *bundle,
+                                              size_t bundle_len,
+                                              const uint8_t *device,
+                                              size_t device_len,
+                                              const struct gnomon_pinned_key *keys,
+                                              size_t n_keys,
+                                              uint64_t elapsed_us,
+                                              const struct gnomon_proof_policy *policy,
+                                              struct gnomon_proof_workspace *ws,
+                                              struct gnomon_proven *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -78,10 +78,52 @@ pub enum GnomonError {
     /// (and TCP, where tried, was refused). Check the port and that the
     /// server runs; a wrong key is silence (`GNOMON_ERR_TIMEOUT`), not this.
     GnomonErrRefused = 24,
+    /// A relayed proof was made for another device value: another device's, or
+    /// replayed from an earlier request.
+    GnomonErrProofWrongNonce = 25,
+    /// A relayed proof's first request is not bound to the device value (a
+    /// chain that starts elsewhere).
+    GnomonErrProofBinding = 26,
+    /// An entry of a relayed proof is signed by a key the device does not pin
+    /// (`entry`).
+    GnomonErrProofUnknownKey = 27,
+    /// An entry's delegation or response signature does not verify (`entry`):
+    /// forged bytes.
+    GnomonErrProofSignature = 28,
+    /// An entry's response answers another request (`entry`): a swapped or
+    /// transplanted answer.
+    GnomonErrProofNotForRequest = 29,
+    /// An entry's response fails verification otherwise (`entry`): malformed,
+    /// another version, a time outside its delegation.
+    GnomonErrProofResponse = 30,
+    /// An entry's request is not chained from the response before it (`entry`):
+    /// a changed rand, a dropped, repeated or reordered entry.
+    GnomonErrProofLink = 31,
+    /// Two answers of a relayed proof cannot both be true (`entry` and
+    /// `other`): a server lied, and the bundle proves it. The majority's
+    /// interval is given when it meets the policy (`has_interval`).
+    GnomonErrProofContradiction = 32,
+    /// Keys of a relayed proof miss the majority or contradict themselves
+    /// (`liars`): under the assumption they lie. The majority's interval is
+    /// given when it meets the policy (`has_interval`).
+    GnomonErrProofLiar = 33,
+    /// A relayed proof carries fewer distinct pinned keys than the policy's
+    /// `min_keys`.
+    GnomonErrProofTooFewKeys = 34,
+    /// Fewer distinct keys of a relayed proof agree than the policy's quorum.
+    GnomonErrProofNoQuorum = 35,
+    /// The interval a relayed proof gives is wider than the policy's
+    /// `max_radius_us` (`radius_us`).
+    GnomonErrProofTooWide = 36,
+    /// A length in a relayed proof runs past its end.
+    GnomonErrProofTruncated = 37,
+    /// A relayed proof's structure is wrong: magic, format version, a count or
+    /// length out of range, an untrimmed request, trailing bytes.
+    GnomonErrProofMalformed = 38,
 }
 
 /// Every code, in order of value (tests walk it).
-pub const ALL: [GnomonError; 25] = {
+pub const ALL: [GnomonError; 39] = {
     use GnomonError::*;
     [
         GnomonOk,
@@ -109,6 +151,20 @@ pub const ALL: [GnomonError; 25] = {
         GnomonErrArgument,
         GnomonErrInternal,
         GnomonErrRefused,
+        GnomonErrProofWrongNonce,
+        GnomonErrProofBinding,
+        GnomonErrProofUnknownKey,
+        GnomonErrProofSignature,
+        GnomonErrProofNotForRequest,
+        GnomonErrProofResponse,
+        GnomonErrProofLink,
+        GnomonErrProofContradiction,
+        GnomonErrProofLiar,
+        GnomonErrProofTooFewKeys,
+        GnomonErrProofNoQuorum,
+        GnomonErrProofTooWide,
+        GnomonErrProofTruncated,
+        GnomonErrProofMalformed,
     ]
 };
 
@@ -144,6 +200,22 @@ impl GnomonError {
             GnomonErrArgument => "an argument is out of range\0",
             GnomonErrInternal => "internal error in libgnomon (caught panic)\0",
             GnomonErrRefused => "the port is closed: nothing listens at that address\0",
+            GnomonErrProofWrongNonce => "the proof was made for another device value\0",
+            GnomonErrProofBinding => "the proof's chain does not start at the device value\0",
+            GnomonErrProofUnknownKey => "an entry of the proof is signed by a key not pinned\0",
+            GnomonErrProofSignature => "a signature in the proof does not verify\0",
+            GnomonErrProofNotForRequest => "an answer in the proof is for another request\0",
+            GnomonErrProofResponse => "an answer in the proof fails verification\0",
+            GnomonErrProofLink => "an entry of the proof is not chained from the one before\0",
+            GnomonErrProofContradiction => {
+                "two answers in the proof contradict each other: a server lied\0"
+            }
+            GnomonErrProofLiar => "answers in the proof miss the majority: a server lied\0",
+            GnomonErrProofTooFewKeys => "the proof carries too few distinct pinned keys\0",
+            GnomonErrProofNoQuorum => "too few keys in the proof agree\0",
+            GnomonErrProofTooWide => "the proven interval is wider than the policy allows\0",
+            GnomonErrProofTruncated => "the proof is truncated\0",
+            GnomonErrProofMalformed => "the proof is malformed\0",
         }
     }
 

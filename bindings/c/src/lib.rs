@@ -11,6 +11,8 @@
 //!  C caller ──▶ ffi.rs, any_key.rs (the only unsafe: pointers → slices,
 //!                 │              catch_unwind; any_key: keys of either scheme)
 //!                 ├─▶ logic.rs  build, verify, chain, consensus (no_std, no allocation)
+//!                 ├─▶ proof.rs  a relayed proof, as the device checks it (no_std,
+//!                 │             no allocation, the caller's workspace; unsafe too)
 //!                 ├─▶ now.rs    gnomon_now: gnomon sync's now socket (std)
 //!                 └─▶ query.rs  blocking query, OS randomness (std)
 //!                       └─▶ gnomon-client ─▶ gnomon-protocol
@@ -33,12 +35,14 @@ pub mod ffi;
 pub mod logic;
 #[cfg(feature = "std")]
 pub mod now;
+pub mod proof;
 #[cfg(feature = "std")]
 pub mod query;
 
 pub use any_key::*;
 pub use error::GnomonError;
 pub use ffi::*;
+pub use proof::*;
 
 /// Without `std` a panic has nowhere to unwind to; the code paths are
 /// written not to panic (lengths are checked before slicing). Should one

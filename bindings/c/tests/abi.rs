@@ -385,6 +385,61 @@ fn every_error_code_is_produced() {
     // A panic inside an entry point's body: the guard every entry point
     // runs its body in turns it into a code.
     saw(guard(|| panic!("a bug")), GnomonErrInternal, "a panic");
+    // Each way a relayed proof fails has its own code (the bundles behind
+    // them: tests/proof_device.rs, a relay against real servers).
+    {
+        use gnomon_protocol::proof::{EntrySet, ProofError as P};
+        for (e, want) in [
+            (P::Truncated, GnomonErrProofTruncated),
+            (P::Malformed("magic"), GnomonErrProofMalformed),
+            (P::UnknownFormat(2), GnomonErrProofMalformed),
+            (P::WrongNonce, GnomonErrProofWrongNonce),
+            (P::Binding, GnomonErrProofBinding),
+            (P::UnknownKey(1), GnomonErrProofUnknownKey),
+            (P::Signature(1), GnomonErrProofSignature),
+            (P::NotForRequest(1), GnomonErrProofNotForRequest),
+            (
+                P::Response(1, gnomon_protocol::VerifyError::Time),
+                GnomonErrProofResponse,
+            ),
+            (P::Link(1), GnomonErrProofLink),
+            (
+                P::Contradiction {
+                    earlier: 0,
+                    later: 1,
+                    majority: None,
+                },
+                GnomonErrProofContradiction,
+            ),
+            (
+                P::Liar {
+                    liars: EntrySet(0b10),
+                    majority: None,
+                },
+                GnomonErrProofLiar,
+            ),
+            (
+                P::TooFewKeys {
+                    present: 2,
+                    needed: 3,
+                },
+                GnomonErrProofTooFewKeys,
+            ),
+            (
+                P::NoQuorum {
+                    agreeing: 1,
+                    needed: 2,
+                },
+                GnomonErrProofNoQuorum,
+            ),
+            (P::TooWide { radius_us: 1 }, GnomonErrProofTooWide),
+        ] {
+            let r = proven(&Err(e));
+            assert_eq!(r.code, want, "{e:?}");
+            assert!(!r.has_interval, "{e:?}");
+            saw(of_proof(&e), want, &format!("{e:?}"));
+        }
+    }
 
     let all: BTreeSet<i32> = ALL.iter().map(|c| *c as i32).collect();
     assert_eq!(

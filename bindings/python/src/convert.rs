@@ -231,3 +231,38 @@ pub(crate) fn report_dict<'py>(
     out.set_item("proof_of_malfeasance", check.is_proof_of_malfeasance())?;
     Ok(out)
 }
+
+/// The interval a relayed proof gives, for `gnomon.Proven`.
+pub(crate) fn proven_dict<'py>(
+    py: Python<'py>,
+    p: &gnomon_protocol::proof::Proven,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("earliest_us", p.earliest_us)?;
+    d.set_item("latest_us", p.latest_us)?;
+    d.set_item("agreeing_keys", p.agreeing_keys)?;
+    d.set_item("answering_keys", p.answering_keys)?;
+    Ok(d)
+}
+
+/// `ProofError.kind`: the names `gnomon verify-proof --json` gives.
+pub(crate) fn proof_kind(e: &gnomon_protocol::proof::ProofError) -> &'static str {
+    use gnomon_protocol::proof::ProofError as P;
+    match e {
+        P::Truncated => "truncated",
+        P::Malformed(_) | P::UnknownFormat(_) => "malformed",
+        P::WrongNonce => "wrong_nonce",
+        P::Binding => "binding",
+        P::UnknownKey(_) => "unknown_key",
+        P::Signature(_) => "signature",
+        P::NotForRequest(_) => "not_for_request",
+        P::Response(..) => "response",
+        P::Link(_) => "link",
+        P::Contradiction { .. } => "contradiction",
+        P::Liar { .. } => "liar",
+        P::TooFewKeys { .. } => "too_few_keys",
+        P::NoQuorum { .. } => "no_quorum",
+        P::TooWide { .. } => "too_wide",
+        _ => "other",
+    }
+}

@@ -415,6 +415,108 @@ fn verify_report<'py>(
     convert::report_dict(py, &check)
 }
 
+/// Verify a relayed proof as the device does (docs/PROOF.md): the bundle
+/// in either form, the device's value, its pinned keys and the µs its own
+/// clock says have passed. The interval as a dict; a failure raises
+/// `gnomon._errors.ProofError` with the CLI's kind.
+#[pyfunction]
+#[pyo3(signature = (bundle, device, keys, elapsed_us, quorum, min_keys, max_radius_us))]
+#[allow(clippy::too_many_arguments)]
+fn verify_proof<'py>(
+    py: Python<'py>,
+    bundle: &Bound<'py, PyBytes>,
+    device: &Bound<'py, PyBytes>,
+    keys: &Bound<'py, PyList>,
+    elapsed_us: u64,
+    quorum: usize,
+    min_keys: usize,
+    max_radius_us: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use gnomon_protocol::proof::{self, ProofError, ProofPolicy, ProofWorkspace};
+    if quorum == 0 || min_keys == 0 {
+        return Err(PyValueError::new_err(
+            "quorum and min_keys must be at least 1",
+        ));
+    }
+    let pinned = keys
+        .iter()
+        .map(|k| public_key(&k))
+        .collect::<PyResult<Vec<LongTermKey>>>()?;
+    if pinned.is_empty() {
+        return Err(PyValueError::new_err("keys: at least one pinned key"));
+    }
+    let bytes = bundle.as_bytes();
+    // The binary form starts with its magic; anything else is read as the
+    // JSON form and turned into the binary one, which the verifier reads.
+    let converted;
+    let binary = if bytes.starts_with(&proof::PROOF_MAGIC) {
+        bytes
+    } else {
+        match proof::Proof::from_json(bytes) {
+            Ok(p) => {
+                converted = p.to_binary();
+                &converted[..]
+            }
+            Err(e) => {
+                let none = py.None();
+                return Err(raise(
+                    py,
+                    "ProofError",
+                    (
+                        format!("neither a binary bundle nor its JSON form: {e:?}"),
+                        "malformed",
+                        none.clone_ref(py),
+                        none,
+                    ),
+                ));
+            }
+        }
+    };
+    let keys: Vec<_> = pinned.iter().map(LongTermKey::as_public).collect();
+    let policy = ProofPolicy {
+        quorum,
+        min_keys,
+        max_radius_us,
+    };
+    let mut ws = Box::new(ProofWorkspace::new());
+    match proof::verify_proof(
+        binary,
+        device.as_bytes(),
+        &keys,
+        elapsed_us,
+        &policy,
+        &mut ws,
+    ) {
+        Ok(p) => convert::proven_dict(py, &p),
+        Err(e) => {
+            let entry = match e {
+                ProofError::UnknownKey(i)
+                | ProofError::Signature(i)
+                | ProofError::NotForRequest(i)
+                | ProofError::Response(i, _)
+                | ProofError::Link(i) => Some(i),
+                ProofError::Contradiction { earlier, .. } => Some(earlier),
+                _ => None,
+            };
+            let majority = match e {
+                ProofError::Contradiction { majority, .. } | ProofError::Liar { majority, .. } => {
+                    majority
+                }
+                _ => None,
+            };
+            let majority = match majority {
+                Some(m) => convert::proven_dict(py, &m)?.into_any(),
+                None => py.None().into_bound(py),
+            };
+            Err(raise(
+                py,
+                "ProofError",
+                (e.to_string(), convert::proof_kind(&e), entry, majority),
+            ))
+        }
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(versions, m)?)?;
@@ -423,5 +525,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query, m)?)?;
     m.add_function(wrap_pyfunction!(measure, m)?)?;
     m.add_function(wrap_pyfunction!(verify_report, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_proof, m)?)?;
     Ok(())
 }

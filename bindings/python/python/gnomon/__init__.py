@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _native
-from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer
+from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer, ProofError
 from ._now import Now, NowError, now
 
 __all__ = [
@@ -44,6 +44,8 @@ __all__ = [
     "NoAnswer",
     "Now",
     "NowError",
+    "ProofError",
+    "Proven",
     "ReportEntry",
     "ReportResult",
     "build_request",
@@ -51,6 +53,7 @@ __all__ = [
     "now",
     "query",
     "verify",
+    "verify_proof",
     "verify_report",
     "versions",
 ]
@@ -454,3 +457,76 @@ def verify_report(report_json: Union[str, bytes]) -> ReportResult:
         all_valid=d["all_valid"],
         proof_of_malfeasance=d["proof_of_malfeasance"],
     )
+
+
+@dataclass(frozen=True)
+class Proven:
+    """What a relayed proof proves of the device's present (docs/PROOF.md):
+    now lies between ``earliest`` and ``latest``."""
+
+    earliest_us: int
+    """Unix µs."""
+    latest_us: int
+    """Unix µs."""
+    agreeing_keys: int
+    """Distinct keys whose intervals meet the majority."""
+    answering_keys: int
+    """Distinct keys that answered (a key contradicting itself excluded)."""
+
+    @property
+    def earliest(self) -> _dt.datetime:
+        return _utc(self.earliest_us)
+
+    @property
+    def latest(self) -> _dt.datetime:
+        return _utc(self.latest_us)
+
+    @property
+    def radius(self) -> float:
+        """Half the width, seconds."""
+        return (self.latest_us - self.earliest_us) / 2e6
+
+    @classmethod
+    def _of(cls, d: Dict[str, Any]) -> "Proven":
+        return cls(d["earliest_us"], d["latest_us"], d["agreeing_keys"], d["answering_keys"])
+
+
+def verify_proof(
+    bundle: Union[str, bytes],
+    device: bytes,
+    keys: List[PublicKey],
+    elapsed: float = 0.0,
+    *,
+    quorum: int = 2,
+    min_keys: int = 3,
+    max_radius: Optional[float] = 10.0,
+) -> Proven:
+    """Check a relayed proof as the device does, offline (docs/PROOF.md):
+    ``bundle`` in the binary form or the JSON one (``gnomon relay``
+    writes both), made for the device's value ``device``, against its
+    pinned ``keys``, ``elapsed`` seconds after the device made ``device``
+    (an upper bound from its own monotonic clock, drift included).
+    ``max_radius`` (seconds, ``None``: no limit) bounds half the proven
+    interval's width. Raises :class:`ProofError` with the failure's
+    ``kind``; ``ValueError`` for a bad key or argument."""
+    if isinstance(bundle, str):
+        bundle = bundle.encode()
+    if elapsed < 0:
+        raise ValueError("elapsed: a time that has passed, not negative")
+    if max_radius is not None and max_radius < 0:
+        raise ValueError("max_radius: not negative")
+    try:
+        d = _native.verify_proof(
+            bundle,
+            device,
+            list(keys),
+            round(elapsed * 1e6),
+            quorum,
+            min_keys,
+            None if max_radius is None else round(max_radius * 1e6),
+        )
+    except ProofError as e:
+        if isinstance(e.majority, dict):
+            e.majority = Proven._of(e.majority)
+        raise
+    return Proven._of(d)

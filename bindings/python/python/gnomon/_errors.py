@@ -4,7 +4,7 @@ type) raise the built-in ValueError and TypeError instead."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from . import Measurement
@@ -49,3 +49,30 @@ class Malfeasance(GnomonError):
     strict majority of distinct keys (``measurement.suspects``).
     ``measurement.report`` holds the proof as JSON (when the chain itself
     contradicts), to send to the list's ``reports`` URL."""
+
+
+class ProofError(GnomonError):
+    """A relayed proof (:func:`gnomon.verify_proof`) proves nothing, or
+    proves that a server lied.
+
+    ``kind`` names the failure as ``gnomon verify-proof --json`` does:
+    ``"wrong_nonce"``, ``"binding"``, ``"unknown_key"``, ``"signature"``,
+    ``"not_for_request"``, ``"response"``, ``"link"``, ``"contradiction"``,
+    ``"liar"``, ``"too_few_keys"``, ``"no_quorum"``, ``"too_wide"``,
+    ``"truncated"``, ``"malformed"``. ``entry`` is the index of the entry the
+    failure names (the earlier of two contradicting ones), or ``None``.
+    For ``"contradiction"`` and ``"liar"`` (``malfeasance`` is true),
+    ``majority`` is the majority's :class:`gnomon.Proven` interval when it
+    still meets the policy: the device may use it.
+    """
+
+    def __init__(self, message: str, kind: str, entry: Optional[int], majority: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.entry = entry
+        self.majority = majority
+
+    @property
+    def malfeasance(self) -> bool:
+        """The bundle proves that a server lied."""
+        return self.kind in ("contradiction", "liar")

@@ -3,7 +3,7 @@
 # (tests/test_types.py::test_stubs_match_the_compiled_module).
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-__all__ = ["build_request", "measure", "query", "verify", "verify_report", "versions"]
+__all__ = ["build_request", "measure", "query", "verify", "verify_proof", "verify_report", "versions"]
 
 def versions() -> List[Tuple[str, int]]: ...
 def build_request(
@@ -30,3 +30,12 @@ def measure(
     tcp: Optional[bool] = None,
 ) -> Dict[str, Any]: ...
 def verify_report(report: bytes) -> Dict[str, Any]: ...
+def verify_proof(
+    bundle: bytes,
+    device: bytes,
+    keys: List[Union[str, bytes]],
+    elapsed_us: int,
+    quorum: int,
+    min_keys: int,
+    max_radius_us: Optional[int],
+) -> Dict[str, Any]: ...

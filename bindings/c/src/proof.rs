@@ -1,0 +1,525 @@
+//! Relayed proofs from C (docs/PROOF.md, docs/C.md "Relayed proofs"): the
+//! device's offline verifier, `gnomon_protocol::proof::verify_proof`, in a
+//! workspace the caller provides. No allocation and no clock: it builds
+//! and runs in the `no_std` library.
+//!
+//! ```text
+//!  bundle, D, pinned keys, elapsed ─▶ gnomon_verify_proof
+//!      ws (caller's bytes) ─▶ aligned ProofWorkspace inside them (ptr::write)
+//!                            └─▶ verify_proof ─▶ gnomon_proven + one code per failure
+//! ```
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use core::mem::{align_of, size_of};
+
+use gnomon_protocol::proof::{verify_proof, ProofError, ProofPolicy, ProofWorkspace, Proven};
+use gnomon_protocol::scheme::PublicKey;
+
+use crate::any_key::{key, GNOMON_ED25519_KEY_LEN, GNOMON_ML_DSA_44_KEY_LEN};
+use crate::error::GnomonError;
+use crate::ffi::{guard, input, writable};
+
+/// Bytes of `gnomon_proof_workspace`. One figure for every target, so
+/// that one header serves them all: the Rust workspace (about 2.5 KB on
+/// a 64-bit target, less on a 32-bit one) plus room to align it, checked
+/// at compile time for the target libgnomon is built for.
+pub const GNOMON_PROOF_WORKSPACE_SIZE: usize = 3072;
+/// Most pinned keys `gnomon_verify_proof` takes (it keeps them on the
+/// stack).
+pub const GNOMON_MAX_PROOF_KEYS: usize = 32;
+/// Most entries a bundle carries (format version 1).
+pub const GNOMON_MAX_PROOF_ENTRIES: usize = 16;
+/// Longest device value D.
+pub const GNOMON_MAX_DEVICE_VALUE: usize = 64;
+
+// The workspace is placed at the first suitably aligned byte of the
+// caller's struct, a plain byte array (so its C declaration needs no
+// alignment attribute, and any placement the caller picks is right): the
+// worst case skips align − 1 bytes. Checked for the target each build is
+// for, so the one figure in the header is sound for all of them.
+const _: () = {
+    assert!(
+        size_of::<ProofWorkspace>() + align_of::<ProofWorkspace>() - 1
+            <= GNOMON_PROOF_WORKSPACE_SIZE
+    );
+    assert!(GNOMON_MAX_PROOF_ENTRIES == gnomon_protocol::proof::MAX_PROOF_ENTRIES);
+    assert!(GNOMON_MAX_DEVICE_VALUE == gnomon_protocol::proof::MAX_DEVICE_VALUE);
+};
+
+/// The memory `gnomon_verify_proof` works in: declare one (static, or on
+/// the stack: `GNOMON_PROOF_WORKSPACE_SIZE` bytes) and pass it to every
+/// call. Its contents need no initialising and mean nothing between
+/// calls; one workspace serves one call at a time. Any alignment will
+/// do: libgnomon places its state at the first suitably aligned byte.
+#[repr(C)]
+pub struct GnomonProofWorkspace {
+    /// Opaque.
+    pub opaque: [u8; GNOMON_PROOF_WORKSPACE_SIZE],
+}
+
+/// What the device accepts (`gnomon_verify_proof`'s `policy`; NULL takes
+/// the defaults: quorum 2, min_keys 3, max_radius_us 10 000 000).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonProofPolicy {
+    /// Distinct pinned keys whose intervals must meet the majority.
+    pub quorum: usize,
+    /// Distinct pinned keys the bundle must carry (what keeps a relay
+    /// from choosing the voters: docs/PROOF.md, "The assumption").
+    pub min_keys: usize,
+    /// Widest proven interval accepted, as half its width in µs; 0: no
+    /// limit.
+    pub max_radius_us: u64,
+}
+
+/// One pinned key of either scheme (`gnomon_verify_proof_any_key`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonPinnedKey {
+    /// The long-term public key: 32 (Ed25519) or 1312 (ML-DSA-44) bytes.
+    pub public_key: *const u8,
+    /// Its length.
+    pub public_key_len: usize,
+}
+
+/// Longest bundle of format version 1: D of 64 bytes and 16 entries, each
+/// an ML-DSA-44 key, a 64-byte rand, a whole 1024-byte request and a
+/// 65535-byte response. Longer ones are `GNOMON_ERR_TOO_LONG`.
+pub const GNOMON_MAX_PROOF_BUNDLE: usize = 1_087_175;
+
+const _: () = {
+    use gnomon_protocol::proof::{MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST};
+    let entry = 2 + GNOMON_ML_DSA_44_KEY_LEN + 1 + 64 + 2 + 2 + MAX_PROOF_REQUEST + 2 + 65535;
+    assert!(GNOMON_MAX_PROOF_BUNDLE == 7 + MAX_DEVICE_VALUE + MAX_PROOF_ENTRIES * entry);
+};
+
+/// A bundle: not NULL, not empty, at most `GNOMON_MAX_PROOF_BUNDLE` bytes
+/// (an ML-DSA-44 bundle passes `GNOMON_MAX_INPUT`).
+///
+/// # Safety
+/// If `ptr` is not NULL it must point to `len` readable bytes that stay
+/// unchanged during the call.
+unsafe fn bundle_input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError> {
+    if ptr.is_null() {
+        Err(GnomonError::GnomonErrNull)
+    } else if len == 0 {
+        Err(GnomonError::GnomonErrEmpty)
+    } else if len > GNOMON_MAX_PROOF_BUNDLE {
+        Err(GnomonError::GnomonErrTooLong)
+    } else {
+        // SAFETY: non-NULL, and the caller promises `len` readable bytes;
+        // len ≤ about 1 MB keeps it far below isize::MAX.
+        Ok(unsafe { core::slice::from_raw_parts(ptr, len) })
+    }
+}
+
+/// No entry: `entry` and `other` of a `gnomon_proven` that names none.
+pub const GNOMON_NO_ENTRY: i32 = -1;
+
+/// What `gnomon_verify_proof` proved, or why not.
+///
+/// On `GNOMON_OK`, `has_interval` is true and the interval holds the
+/// device's present. On `GNOMON_ERR_PROOF_CONTRADICTION` and
+/// `GNOMON_ERR_PROOF_LIAR` (the bundle proves a server lied),
+/// `has_interval` is true when the majority's interval still meets the
+/// policy, and the interval is that one: the device may use it. On every
+/// other failure `has_interval` is false and the times are 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonProven {
+    /// `GNOMON_OK`, or why not; the same value the call returned.
+    pub code: GnomonError,
+    /// Whether `earliest_unix_us` and `latest_unix_us` are an interval.
+    pub has_interval: bool,
+    /// The earliest the device's present can be, µs since the Unix epoch.
+    pub earliest_unix_us: i64,
+    /// The latest it can be.
+    pub latest_unix_us: i64,
+    /// Distinct keys whose intervals meet the majority (with an interval).
+    pub agreeing_keys: usize,
+    /// Distinct keys that answered (a key contradicting itself excluded;
+    /// with an interval). For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: the keys the
+    /// bundle carries; for `GNOMON_ERR_PROOF_NO_QUORUM`: the keys agreeing.
+    pub answering_keys: usize,
+    /// For `GNOMON_ERR_PROOF_TOO_FEW_KEYS` and `GNOMON_ERR_PROOF_NO_QUORUM`:
+    /// how many the policy needs; else 0.
+    pub needed_keys: usize,
+    /// The entry (0-based) the failure names: the unknown key, the bad
+    /// signature, the answer for another request, the broken link, the
+    /// earlier of two contradicting answers; else `GNOMON_NO_ENTRY`.
+    pub entry: i32,
+    /// For `GNOMON_ERR_PROOF_CONTRADICTION`, the later of the two answers;
+    /// else `GNOMON_NO_ENTRY`.
+    pub other: i32,
+    /// For `GNOMON_ERR_PROOF_LIAR`: bit i set for each entry i signed by a
+    /// key that lies; else 0.
+    pub liars: u32,
+    /// For `GNOMON_ERR_PROOF_TOO_WIDE`: the radius, µs; else 0.
+    pub radius_us: u64,
+}
+
+impl GnomonProven {
+    fn failed(code: GnomonError) -> GnomonProven {
+        GnomonProven {
+            code,
+            has_interval: false,
+            earliest_unix_us: 0,
+            latest_unix_us: 0,
+            agreeing_keys: 0,
+            answering_keys: 0,
+            needed_keys: 0,
+            entry: GNOMON_NO_ENTRY,
+            other: GNOMON_NO_ENTRY,
+            liars: 0,
+            radius_us: 0,
+        }
+    }
+
+    fn interval(mut self, p: &Proven) -> GnomonProven {
+        // Unix µs fit i64 for ±292 000 years; a server's signed time is a
+        // u64 of µs, and elapsed a u64: saturate rather than wrap.
+        let narrow = |x: i128| i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX });
+        self.has_interval = true;
+        self.earliest_unix_us = narrow(p.earliest_us);
+        self.latest_unix_us = narrow(p.latest_us);
+        self.agreeing_keys = p.agreeing_keys;
+        self.answering_keys = p.answering_keys;
+        self
+    }
+}
+
+/// Entry indices are below `GNOMON_MAX_PROOF_ENTRIES`.
+fn index(i: usize) -> i32 {
+    i32::try_from(i).unwrap_or(i32::MAX)
+}
+
+/// The code for each way a bundle fails.
+pub fn of_proof(e: &ProofError) -> GnomonError {
+    use GnomonError::*;
+    match e {
+        ProofError::Truncated => GnomonErrProofTruncated,
+        ProofError::Malformed(_) | ProofError::UnknownFormat(_) => GnomonErrProofMalformed,
+        ProofError::WrongNonce => GnomonErrProofWrongNonce,
+        ProofError::Binding => GnomonErrProofBinding,
+        ProofError::UnknownKey(_) => GnomonErrProofUnknownKey,
+        ProofError::Signature(_) => GnomonErrProofSignature,
+        ProofError::NotForRequest(_) => GnomonErrProofNotForRequest,
+        ProofError::Response(..) => GnomonErrProofResponse,
+        ProofError::Link(_) => GnomonErrProofLink,
+        ProofError::Contradiction { .. } => GnomonErrProofContradiction,
+        ProofError::Liar { .. } => GnomonErrProofLiar,
+        ProofError::TooFewKeys { .. } => GnomonErrProofTooFewKeys,
+        ProofError::NoQuorum { .. } => GnomonErrProofNoQuorum,
+        ProofError::TooWide { .. } => GnomonErrProofTooWide,
+        // A failure this build has no name for: the bundle is refused all
+        // the same.
+        _ => GnomonErrProofMalformed,
+    }
+}
+
+/// The result for a verifier's answer.
+pub fn proven(r: &Result<Proven, ProofError>) -> GnomonProven {
+    let e = match r {
+        Ok(p) => return GnomonProven::failed(GnomonError::GnomonOk).interval(p),
+        Err(e) => e,
+    };
+    let out = GnomonProven::failed(of_proof(e));
+    match *e {
+        ProofError::UnknownKey(i)
+        | ProofError::Signature(i)
+        | ProofError::NotForRequest(i)
+        | ProofError::Response(i, _)
+        | ProofError::Link(i) => GnomonProven {
+            entry: index(i),
+            ..out
+        },
+        ProofError::Contradiction {
+            earlier,
+            later,
+            majority,
+        } => {
+            let out = GnomonProven {
+                entry: index(earlier),
+                other: index(later),
+                ..out
+            };
+            majority.map_or(out, |m| out.interval(&m))
+        }
+        ProofError::Liar { liars, majority } => {
+            let out = GnomonProven {
+                liars: u32::from(liars.0),
+                ..out
+            };
+            majority.map_or(out, |m| out.interval(&m))
+        }
+        ProofError::TooFewKeys { present, needed } => GnomonProven {
+            answering_keys: present,
+            needed_keys: needed,
+            ..out
+        },
+        ProofError::NoQuorum { agreeing, needed } => GnomonProven {
+            answering_keys: agreeing,
+            needed_keys: needed,
+            ..out
+        },
+        ProofError::TooWide { radius_us } => GnomonProven { radius_us, ..out },
+        _ => out,
+    }
+}
+
+/// The policy `policy` points to, or the default.
+fn policy_of(p: Option<GnomonProofPolicy>) -> Result<ProofPolicy, GnomonError> {
+    let Some(p) = p else {
+        return Ok(ProofPolicy::default());
+    };
+    if p.quorum == 0 || p.min_keys == 0 {
+        return Err(GnomonError::GnomonErrArgument);
+    }
+    Ok(ProofPolicy {
+        quorum: p.quorum,
+        min_keys: p.min_keys,
+        max_radius_us: (p.max_radius_us != 0).then_some(p.max_radius_us),
+    })
+}
+
+/// Verify a relayed proof as the device: `bundle` (the binary form,
+/// docs/PROOF.md) made for the device's value `device` (D), against the
+/// `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back),
+/// `elapsed_us` after the device made D (an upper bound from its own
+/// monotonic clock, its worst drift added). Fills `*out`; returns
+/// `GNOMON_OK` with the proven interval, or the failure's code (one per
+/// kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists them). Allocates nothing,
+/// reads no clock (also in the `no_std` build); works in `*ws`.
+/// Keys of either scheme: `gnomon_verify_proof_any_key`.
+///
+/// `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
+/// `GNOMON_ERR_ARGUMENT` for a policy with a quorum or min_keys of 0;
+/// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
+/// bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
+///
+/// # Safety
+/// `bundle` points to `bundle_len` readable bytes, `device` to
+/// `device_len`, `keys` to `32 * n_keys`; `policy` is NULL or points to
+/// a `gnomon_proof_policy`; `ws` to a writable, aligned
+/// `gnomon_proof_workspace` nothing else uses during the call; `out` to a
+/// writable, aligned `gnomon_proven`. None of them changes during the
+/// call.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_verify_proof(
+    bundle: *const u8,
+    bundle_len: usize,
+    device: *const u8,
+    device_len: usize,
+    keys: *const u8,
+    n_keys: usize,
+    elapsed_us: u64,
+    policy: *const GnomonProofPolicy,
+    ws: *mut GnomonProofWorkspace,
+    out: *mut GnomonProven,
+) -> GnomonError {
+    let read = |i: usize| GnomonPinnedKey {
+        // SAFETY: i < n_keys ≤ GNOMON_MAX_PROOF_KEYS (checked before any
+        // key is read); `keys` is non-NULL (checked first) and holds
+        // 32 * n_keys bytes by the caller's promise.
+        public_key: unsafe { keys.add(i * GNOMON_ED25519_KEY_LEN) },
+        public_key_len: GNOMON_ED25519_KEY_LEN,
+    };
+    let keys_ok = if keys.is_null() {
+        Err(GnomonError::GnomonErrNull)
+    } else {
+        Ok(())
+    };
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        verify_with(
+            bundle, bundle_len, device, device_len, keys_ok, n_keys, read, elapsed_us, policy, ws,
+            out,
+        )
+    }
+}
+
+/// `gnomon_verify_proof` with pinned keys of either scheme: `keys` points
+/// to `n_keys` `gnomon_pinned_key` values, each with its own length.
+///
+/// # Safety
+/// As `gnomon_verify_proof`, with `keys` pointing to `n_keys` aligned
+/// `gnomon_pinned_key` values whose `public_key` is NULL or points to
+/// `public_key_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_verify_proof_any_key(
+    bundle: *const u8,
+    bundle_len: usize,
+    device: *const u8,
+    device_len: usize,
+    keys: *const GnomonPinnedKey,
+    n_keys: usize,
+    elapsed_us: u64,
+    policy: *const GnomonProofPolicy,
+    ws: *mut GnomonProofWorkspace,
+    out: *mut GnomonProven,
+) -> GnomonError {
+    let read = |i: usize| {
+        // SAFETY: i < n_keys ≤ GNOMON_MAX_PROOF_KEYS (checked before any
+        // key is read); non-NULL and aligned (checked by `array` first),
+        // `n_keys` readable values by the caller's promise.
+        unsafe { keys.add(i).read() }
+    };
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        verify_with(
+            bundle,
+            bundle_len,
+            device,
+            device_len,
+            crate::any_key::array(keys),
+            n_keys,
+            read,
+            elapsed_us,
+            policy,
+            ws,
+            out,
+        )
+    }
+}
+
+/// The shared body: check every argument, place the workspace, verify,
+/// write `*out`.
+///
+/// # Safety
+/// As `gnomon_verify_proof`; `read` is called only when `keys_ok` is Ok,
+/// for i < n_keys ≤ `GNOMON_MAX_PROOF_KEYS`, and gives keys satisfying
+/// `key`'s rules.
+#[allow(clippy::too_many_arguments)]
+unsafe fn verify_with(
+    bundle: *const u8,
+    bundle_len: usize,
+    device: *const u8,
+    device_len: usize,
+    keys_ok: Result<(), GnomonError>,
+    n_keys: usize,
+    read: impl Fn(usize) -> GnomonPinnedKey,
+    elapsed_us: u64,
+    policy: *const GnomonProofPolicy,
+    ws: *mut GnomonProofWorkspace,
+    out: *mut GnomonProven,
+) -> GnomonError {
+    if let Err(e) = writable(out) {
+        return e;
+    }
+    let mut result = GnomonProven::failed(GnomonError::GnomonErrInternal);
+    let code = guard(|| {
+        // SAFETY: the caller's promises; NULL, empty and over-long inputs
+        // refused inside.
+        let (bundle, device) =
+            match unsafe { (bundle_input(bundle, bundle_len), input(device, device_len)) } {
+                (Ok(b), Ok(d)) => (b, d),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+        if let Err(e) = keys_ok.and(writable(ws)) {
+            return e;
+        }
+        if n_keys == 0 {
+            return GnomonError::GnomonErrEmpty;
+        }
+        if n_keys > GNOMON_MAX_PROOF_KEYS {
+            return GnomonError::GnomonErrTooLong;
+        }
+        let policy = if policy.is_null() {
+            None
+        } else if !policy.is_aligned() {
+            return GnomonError::GnomonErrArgument;
+        } else {
+            // SAFETY: non-NULL, aligned, and a readable policy by the
+            // caller's promise; every bit pattern is a valid one.
+            Some(unsafe { policy.read() })
+        };
+        let policy = match policy_of(policy) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let pinned = |i: usize| {
+            let k = read(i);
+            // SAFETY: NULL or public_key_len readable bytes by the
+            // caller's promise, checked for NULL and length inside.
+            unsafe { key(k.public_key, k.public_key_len) }
+        };
+        // The first key fills the unused slots (n_keys ≥ 1): no
+        // allocation, no placeholder key.
+        let mut keys: [PublicKey<'_>; GNOMON_MAX_PROOF_KEYS] = match pinned(0) {
+            Ok(k) => [k; GNOMON_MAX_PROOF_KEYS],
+            Err(e) => return e,
+        };
+        for (i, slot) in keys.iter_mut().enumerate().take(n_keys).skip(1) {
+            match pinned(i) {
+                Ok(k) => *slot = k,
+                Err(e) => return e,
+            }
+        }
+        // SAFETY: `ws` is non-NULL and aligned (checked by `writable`) and
+        // the caller's alone for the call: the call may write its
+        // GNOMON_PROOF_WORKSPACE_SIZE bytes.
+        let ws = unsafe { workspace(ws) };
+        let r = verify_proof(bundle, device, &keys[..n_keys], elapsed_us, &policy, ws);
+        result = proven(&r);
+        result.code
+    });
+    if result.code != code {
+        // A panic (std builds), or an argument refused before verifying.
+        result = GnomonProven::failed(code);
+    }
+    // SAFETY: `out` checked by `writable` above, the caller's for the call.
+    unsafe { out.write(result) };
+    code
+}
+
+/// A fresh `ProofWorkspace` at the first suitably aligned byte of `*ws`.
+///
+/// # Safety
+/// `ws` is non-NULL, aligned for `GnomonProofWorkspace`, points to memory
+/// the caller lets this call write and nobody else touches during the
+/// returned borrow.
+unsafe fn workspace<'a>(ws: *mut GnomonProofWorkspace) -> &'a mut ProofWorkspace {
+    let base = ws.cast::<u8>();
+    let skip = base.align_offset(align_of::<ProofWorkspace>());
+    // align_offset may answer usize::MAX ("cannot align"); never for a u8
+    // pointer in practice, but then the const assertion at the top would
+    // not cover it, so it is checked. The bound holds by that assertion.
+    assert!(skip < align_of::<ProofWorkspace>());
+    // SAFETY: skip + size_of::<ProofWorkspace>() ≤ GNOMON_PROOF_WORKSPACE_SIZE
+    // (the const assertion above, skip < align), so `at` and the
+    // workspace written there lie inside the caller's struct; `at` is
+    // aligned for ProofWorkspace by construction. ptr::write initialises
+    // it without reading (or dropping) the caller's bytes, so the
+    // reference made after it points to a valid, initialised value,
+    // exclusive for the borrow by the caller's promise.
+    unsafe {
+        let at = base.add(skip).cast::<ProofWorkspace>();
+        at.write(ProofWorkspace::new());
+        &mut *at
+    }
+}
+
+/// Checks that need no server (the rest: tests/proof_device.rs and
+/// tests/abi.rs).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_is_placed_inside_the_callers_struct_at_any_alignment() {
+        let mut ws = [0u8; GNOMON_PROOF_WORKSPACE_SIZE + 16];
+        for shift in 0..16 {
+            let p = ws[shift..].as_mut_ptr().cast::<GnomonProofWorkspace>();
+            // SAFETY: GNOMON_PROOF_WORKSPACE_SIZE bytes from `shift` are
+            // ours (alignment 1).
+            let w = unsafe { workspace(p) } as *mut ProofWorkspace as usize;
+            let start = p as usize;
+            assert!(
+                w >= start
+                    && w + size_of::<ProofWorkspace>() <= start + GNOMON_PROOF_WORKSPACE_SIZE
+            );
+            assert_eq!(w % align_of::<ProofWorkspace>(), 0);
+        }
+    }
+}

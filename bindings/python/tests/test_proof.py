@@ -1,0 +1,226 @@
+"""Relayed proofs (docs/PROOF.md) checked by `gnomon.verify_proof`, on
+bundles `gnomon relay` made against real `gnomon serve` processes on
+loopback: the true time in the interval, in both forms, and each tampered
+bundle refused with its own kind; a minority liar under libfaketime."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import pytest
+
+from conftest import LIBFAKETIME, Serve, faketime_env, gnomon_bin, skip
+
+# The servers answer with a 3 s radius, or the kernel's own error estimate
+# on an unsynchronized clock when larger (±16 s here): the default 10 s
+# limit would refuse every honest bundle (as in crates/cli/tests/relay_proof.rs).
+MAX_RADIUS = 300.0
+RADIUS_ARGS = ["--clock-unsynchronized-radius", "3s", "--clock-radius-floor", "3s"]
+
+
+class Relay:
+    """Servers, their list, and the keys a device pins."""
+
+    def __init__(self, tmp: Path, clocks: List[Optional[str]]) -> None:
+        self.tmp = tmp
+        self.servers: List[Serve] = []
+        try:
+            for offset in clocks:
+                self.servers.append(Serve(RADIUS_ARGS, faketime_env(offset) if offset else None))
+        except BaseException:
+            self.stop()
+            raise
+        self.keys = [base64.b64decode(s.public_key) for s in self.servers]
+        entries = [
+            {
+                "name": f"s{i}",
+                "version": 1,
+                "publicKeyType": "ed25519",
+                "publicKey": s.public_key,
+                "addresses": [{"protocol": "udp", "address": s.addr}],
+            }
+            for i, s in enumerate(self.servers)
+        ]
+        self.list = tmp / "servers.json"
+        self.list.write_text(json.dumps({"servers": entries}))
+
+    def bundle(self, device: bytes, form: str, *extra: str) -> "tuple[bytes, int]":
+        out = self.tmp / f"relayed.{form}"
+        run = subprocess.run(
+            [
+                str(gnomon_bin()),
+                "relay",
+                "--servers",
+                str(self.list),
+                "--device-nonce",
+                device.hex(),
+                "--out",
+                str(out),
+                "--format",
+                form,
+                "--timeout",
+                "500ms",
+                "--max-radius",
+                "5m",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.exists(), run.stderr
+        return out.read_bytes(), run.returncode
+
+    def stop(self) -> None:
+        for s in self.servers:
+            s.stop()
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relay]:
+    r = Relay(tmp_path_factory.mktemp("proof"), [None, None, None])
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+@pytest.mark.parametrize("form", ["binary", "json"])
+def test_a_relayed_bundle_proves_the_true_now(gnomon, relay, form):
+    device = os.urandom(32)
+    made = time.monotonic()
+    before = now_us()
+    bundle, code = relay.bundle(device, form)
+    assert code == 0
+    if form == "json":
+        assert bundle.lstrip().startswith(b"{")
+    elapsed = time.monotonic() - made + 1.0
+    p = gnomon.verify_proof(bundle, device, relay.keys, elapsed, max_radius=MAX_RADIUS)
+    after = now_us()
+    assert isinstance(p, gnomon.Proven)
+    assert p.agreeing_keys == 3 and p.answering_keys == 3
+    assert p.earliest_us <= after and before <= p.latest_us, (p, before, after)
+    assert p.earliest <= p.latest and p.radius >= 0
+    # Keys as base64 text work the same.
+    texts = [base64.b64encode(k).decode() for k in relay.keys]
+    assert gnomon.verify_proof(bundle, device, texts, elapsed, max_radius=MAX_RADIUS) == p
+    # The default 10 s limit refuses these servers' wide radius: too_wide,
+    # not a wrong interval.
+    with pytest.raises(gnomon.ProofError) as e:
+        gnomon.verify_proof(bundle, device, relay.keys, elapsed)
+    assert e.value.kind == "too_wide"
+
+
+def signature_offset(resp: bytes) -> int:
+    """Offset of the top-level SIG value in a framed response."""
+    msg = resp[12:]
+    n = int.from_bytes(msg[:4], "little")
+    tags = 4 + 4 * (n - 1)
+    values = tags + 4 * n
+    for i in range(n):
+        if msg[tags + 4 * i : tags + 4 * i + 4] == b"SIG\0":
+            start = 0 if i == 0 else int.from_bytes(msg[4 + 4 * (i - 1) : 4 + 4 * i], "little")
+            return 12 + values + start
+    raise AssertionError("no SIG tag")
+
+
+def test_each_tampered_bundle_is_refused_with_its_own_kind(gnomon, relay):
+    device = os.urandom(32)
+    raw, code = relay.bundle(device, "json")
+    assert code == 0
+    good = json.loads(raw)
+
+    def refused(doc, kind: str, dev: bytes = device, keys=None, entry=None):
+        bundle = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+        with pytest.raises(gnomon.ProofError) as e:
+            gnomon.verify_proof(bundle, dev, keys or relay.keys, 10.0, max_radius=MAX_RADIUS)
+        assert e.value.kind == kind, str(e.value)
+        assert not e.value.malfeasance and e.value.majority is None
+        if entry is not None:
+            assert e.value.entry == entry, str(e.value)
+        return e.value
+
+    # Another device's value: made for another, or replayed.
+    refused(good, "wrong_nonce", dev=os.urandom(32))
+    # A bundle made for another value, relabelled with this device's.
+    other, _ = relay.bundle(os.urandom(32), "json")
+    theirs = json.loads(other)
+    theirs["deviceNonce"] = good["deviceNonce"]
+    refused(theirs, "binding")
+    # One server's two answers swapped (entries 1 and 4).
+    swapped = json.loads(raw)
+    r = swapped["responses"]
+    assert r[1]["publicKey"] == r[4]["publicKey"]
+    r[1]["response"], r[4]["response"] = r[4]["response"], r[1]["response"]
+    refused(swapped, "not_for_request", entry=1)
+    # A broken link: entries 1 and 2 in the other order.
+    reordered = json.loads(raw)
+    reordered["responses"][1], reordered["responses"][2] = reordered["responses"][2], reordered["responses"][1]
+    refused(reordered, "link", entry=1)
+    # A forged signature: one bit of the first response's SIG.
+    forged = json.loads(raw)
+    resp = bytearray(base64.b64decode(forged["responses"][0]["response"]))
+    resp[signature_offset(bytes(resp))] ^= 1
+    forged["responses"][0]["response"] = base64.b64encode(bytes(resp)).decode()
+    refused(forged, "signature", entry=0)
+    # A key the device does not pin.
+    refused(good, "unknown_key", keys=relay.keys[:2], entry=2)
+    # Trimmed to two entries: too few keys.
+    trimmed = json.loads(raw)
+    trimmed["responses"] = trimmed["responses"][:2]
+    refused(trimmed, "too_few_keys")
+    # The binary form, truncated, and not a bundle at all.
+    binary, code = relay.bundle(device, "binary")
+    assert code == 0 and binary.startswith(b"RTPF")
+    assert gnomon.verify_proof(binary, device, relay.keys, 10.0, max_radius=MAX_RADIUS)
+    refused(binary[:-7], "truncated")
+    refused(b"RTPX" + binary[4:], "malformed")
+    refused(b"{}", "malformed")
+
+
+def test_argument_mistakes_are_value_errors(gnomon, relay):
+    for kwargs in ({"quorum": 0}, {"min_keys": 0}, {"max_radius": -1.0}):
+        with pytest.raises(ValueError):
+            gnomon.verify_proof(b"RTPF", b"d", relay.keys, **kwargs)
+    with pytest.raises(ValueError):
+        gnomon.verify_proof(b"RTPF", b"d", relay.keys, -1.0)
+    with pytest.raises(ValueError):
+        gnomon.verify_proof(b"RTPF", b"d", [b"short"])
+    with pytest.raises(ValueError):
+        gnomon.verify_proof(b"RTPF", b"d", [])
+
+
+def test_a_minority_liar_is_malfeasance_with_the_majoritys_interval(gnomon, tmp_path):
+    if not LIBFAKETIME.exists():
+        skip(
+            "test_proof.py::test_a_minority_liar_is_malfeasance_with_the_majoritys_interval",
+            f"{LIBFAKETIME} missing (package libfaketime)",
+        )
+    r = Relay(tmp_path, [None, None, "+70"])
+    try:
+        device = os.urandom(32)
+        made = time.monotonic()
+        before = now_us()
+        bundle, code = r.bundle(device, "binary", "--all")
+        assert code == 3, "the relay sees the lie too"
+        elapsed = time.monotonic() - made + 1.0
+        with pytest.raises(gnomon.ProofError) as e:
+            gnomon.verify_proof(bundle, device, r.keys, elapsed, max_radius=MAX_RADIUS)
+        after = now_us()
+        assert e.value.kind in ("liar", "contradiction"), str(e.value)
+        assert e.value.malfeasance
+        m = e.value.majority
+        assert isinstance(m, gnomon.Proven), m
+        assert m.earliest_us <= after and before <= m.latest_us, (m, before, after)
+    finally:
+        r.stop()
