@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use gnomon_fuzz::{chain, exchange, join_datagrams, request};
+use gnomon_fuzz::{bound_chain, chain, exchange, join_datagrams, request, PROOF_DEVICE};
 use gnomon_protocol::wire::{self, Message};
 use gnomon_protocol::{Offer, Profile, Tag, PROFILES};
 
@@ -126,5 +126,17 @@ fn main() {
         "legacy",
         br#"{"nonces":["AAEC","AwQF"],"responses":["BgcI","CQoL"]}"#,
     );
+    // Relayed proofs (binary form) bound to the fuzz device value: the
+    // RFC's and draft 14's formats, and the post-quantum scheme.
+    let proof = fresh(&root, "proof_verify");
+    for (name, n) in [("rfc-10049", 3), ("draft-14", 2), ("ml-dsa-44", 1)] {
+        let p = Profile::by_name(name).expect("profile");
+        let bundle = bound_chain(p, n, PROOF_DEVICE)
+            .proof()
+            .expect("bound")
+            .expect("a bundle")
+            .to_binary();
+        write(&proof, name, &bundle);
+    }
     println!("seeds written under {}", root.display());
 }
