@@ -20,13 +20,14 @@ use serde_json::json;
 use super::client_out::{parse_duration, print_json, usage, Exit};
 use super::verify_proof::{parse_device_value, policy_json, proven_json, Policy, EXIT_CODES};
 
-/// The bundle's form.
+/// The bundle's form. clap_mangen renders a list of possible values as a
+/// block that starts with an empty paragraph, which mandoc's lint refuses:
+/// `--format` hides the list, and its help names both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
     /// The compact binary form, for devices (docs/PROOF.md).
     Binary,
-    /// The RFC's chained-report JSON with the device value added, which
-    /// `gnomon verify-report` also reads.
+    /// The RFC's chained-report JSON with the device value added.
     Json,
 }
 
@@ -45,8 +46,10 @@ pub(crate) struct Args {
     /// Where to write the bundle; `-` writes it to standard output.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: PathBuf,
-    /// The bundle's form.
-    #[arg(long, value_enum, default_value_t = Format::Binary)]
+    /// The bundle's form: binary (compact, for devices; docs/PROOF.md) or
+    /// json (the RFC's chained report with the device value added, which
+    /// `gnomon verify-report` also reads).
+    #[arg(long, value_enum, default_value_t = Format::Binary, hide_possible_values = true)]
     pub(crate) format: Format,
     /// Ask every server in the list (at most 8: each is asked twice, and a
     /// bundle holds 16 answers), not three at random.
