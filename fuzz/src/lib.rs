@@ -248,41 +248,26 @@ pub fn join_datagrams(datagrams: &[&[u8]]) -> Vec<u8> {
 /// A measurement sequence of `n` chained exchanges with the fixture, all
 /// in `p`'s format: the input a valid malfeasance report is made from.
 pub fn chain(p: &'static Profile, n: u8) -> gnomon_protocol::Measurement {
-    let mut m = gnomon_protocol::Measurement::new();
-    for k in 0..n {
-        let rand = vec![k.wrapping_mul(17).wrapping_add(1); p.nonce_len];
-        let mut nonce = [0u8; 64];
-        let len = m
-            .next_nonce(p, &rand, &mut nonce)
-            .expect("rand has the nonce length");
-        let mut req = vec![0u8; 1024];
-        Offer::single(p)
-            .build(&nonce[..len], None, 1024, &mut req)
-            .expect("chained request builds");
-        let parsed = Acceptor::default()
-            .parse(&req)
-            .expect("chained request parses");
-        let answers = answer(p, &[parsed], ResponderOptions::default());
-        let resp = answers
-            .response(0)
-            .expect("chained request answered")
-            .to_vec();
-        m.record(&req, &resp, &rand, fixture().key(p))
-            .expect("chained exchange records");
-    }
-    m
+    extend(gnomon_protocol::Measurement::new(), p, n)
 }
 
 /// The device value the proof seeds are bound to (`proof_verify`).
 pub const PROOF_DEVICE: &[u8] = b"gnomon fuzz device value";
 
-/// A measurement sequence of `n` chained exchanges with the fixture, in
-/// `p`'s format, its first nonce bound to `device`: a relayed proof.
+/// As [`chain`], its first nonce bound to `device`: a relayed proof.
 pub fn bound_chain(p: &'static Profile, n: u8, device: &[u8]) -> gnomon_protocol::Measurement {
-    let mut m =
-        gnomon_protocol::Measurement::bound(device).expect("a device value of 1 to 64 bytes");
+    let m = gnomon_protocol::Measurement::bound(device).expect("a device value of 1 to 64 bytes");
+    extend(m, p, n)
+}
+
+/// `n` more exchanges with the fixture on `m`, each chained from the last.
+fn extend(
+    mut m: gnomon_protocol::Measurement,
+    p: &'static Profile,
+    n: u8,
+) -> gnomon_protocol::Measurement {
     for k in 0..n {
-        let rand = vec![k.wrapping_mul(29).wrapping_add(3); p.nonce_len];
+        let rand = vec![k.wrapping_mul(17).wrapping_add(1); p.nonce_len];
         let mut nonce = [0u8; 64];
         let len = m
             .next_nonce(p, &rand, &mut nonce)
