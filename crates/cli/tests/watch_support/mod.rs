@@ -246,17 +246,32 @@ impl Watch {
 
     /// `/api/servers` once a round has finished (at most `patience`).
     pub fn first_round(&self, patience: Duration) -> serde_json::Value {
+        self.round_where(patience, |_| true)
+    }
+
+    /// The first `/api/servers` after a finished round for which `ready`
+    /// holds: a probe that one round lost to a busy machine (a TCP
+    /// connection past `--timeout`) is taken again a second later.
+    pub fn round_where(
+        &self,
+        patience: Duration,
+        ready: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
         let until = Instant::now() + patience;
+        let mut last = serde_json::Value::Null;
         loop {
             let (status, body) = self.get("/api/servers");
             assert_eq!(status, 200, "{body}");
             let v: serde_json::Value = serde_json::from_str(&body).unwrap();
             if v["rounds"].as_u64().unwrap_or(0) >= 1 {
-                return v;
+                if ready(&v) {
+                    return v;
+                }
+                last = v;
             }
             assert!(
                 Instant::now() < until,
-                "no round finished within {patience:?}"
+                "no round as awaited within {patience:?}; the last: {last}"
             );
             std::thread::sleep(Duration::from_millis(200));
         }
