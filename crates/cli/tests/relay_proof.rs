@@ -345,3 +345,27 @@ fn relay_refuses_what_cannot_make_a_bundle() {
     assert!(!out_path.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An input larger than any bundle is refused after reading just past the
+/// limit: an endless stream (`/dev/zero`) ends as an invalid bundle, not
+/// as memory filled.
+#[test]
+fn verify_proof_reads_no_further_than_any_bundle() {
+    let dir = sync_support::tempdir("verify-proof-huge");
+    let list = dir.join("keys.json");
+    std::fs::write(
+        &list,
+        r#"{"servers":[{"name":"a","version":1,"publicKeyType":"ed25519","publicKey":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","addresses":[{"protocol":"udp","address":"127.0.0.1:9"}]}]}"#,
+    )
+    .unwrap();
+    let (code, v) = verify(Path::new("/dev/zero"), "00ff", &list, "0s");
+    assert_eq!((code, v["kind"].as_str()), (2, Some("malformed")), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("larger than any bundle"),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

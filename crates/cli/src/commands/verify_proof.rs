@@ -30,6 +30,10 @@ Exit codes:
 
 Every command's codes: the EXIT STATUS section of gnomon(1).";
 
+/// The most `verify-proof` reads: the largest binary bundle (16 ML-DSA-44
+/// answers, about 1.1 MB) as JSON, base64 and all, fits four times over.
+const MAX_INPUT: u64 = 8 << 20;
+
 /// What the device requires (`gnomon_protocol::proof::ProofPolicy`).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Policy {
@@ -160,18 +164,28 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(d) => d,
         Err(e) => return usage("verify-proof", e),
     };
-    let raw = if args.proof.as_os_str() == "-" {
-        let mut v = Vec::new();
-        match std::io::stdin().read_to_end(&mut v) {
-            Ok(_) => v,
-            Err(e) => return usage("verify-proof", format!("stdin: {e}")),
-        }
+    // A bundle is at most about 1 MB in binary and a few times that in
+    // JSON: read no further, so `verify-proof /dev/zero` (or an endless
+    // stdin) is refused instead of filling memory.
+    let opened: std::io::Result<Box<dyn Read>> = if args.proof.as_os_str() == "-" {
+        Ok(Box::new(std::io::stdin()))
     } else {
-        match std::fs::read(&args.proof) {
-            Ok(v) => v,
-            Err(e) => return usage("verify-proof", format!("{}: {e}", args.proof.display())),
-        }
+        std::fs::File::open(&args.proof).map(|f| Box::new(f) as Box<dyn Read>)
     };
+    let mut raw = Vec::new();
+    if let Err(e) = opened.and_then(|r| r.take(MAX_INPUT + 1).read_to_end(&mut raw)) {
+        return usage("verify-proof", format!("{}: {e}", args.proof.display()));
+    }
+    if raw.len() as u64 > MAX_INPUT {
+        let msg = format!("larger than any bundle (over {MAX_INPUT} bytes)");
+        if args.json {
+            print_json(&json!({ "valid": false, "kind": "malformed", "error": msg,
+                "exit_code": Exit::Invalid.code() }));
+        } else {
+            eprintln!("gnomon verify-proof: {}: {msg}", args.proof.display());
+        }
+        return Exit::Invalid.into();
+    }
     let list = match std::fs::read(&args.keys)
         .map_err(|e| e.to_string())
         .and_then(|r| ServerList::parse(&r).map_err(|e| format!("not a server list: {e}")))
