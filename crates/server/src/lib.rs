@@ -35,5 +35,7 @@ pub mod sys;
 pub mod systemd;
 pub mod tcp;
 pub mod worker;
+#[cfg(target_os = "linux")]
+pub mod xdp;
 
 pub use engine::{Engine, EngineConfig};
