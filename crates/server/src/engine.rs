@@ -227,7 +227,10 @@ impl Engine {
                     let published = Arc::new(Mutex::new(WorkerStats::default()));
                     stats.push(published.clone());
                     let heartbeat = Beat::new();
-                    beats.push((format!("xdp worker {} queue {q}", x.interface), heartbeat.clone()));
+                    beats.push((
+                        format!("xdp worker {} queue {q}", x.interface),
+                        heartbeat.clone(),
+                    ));
                     Worker {
                         heartbeat,
                         // Only a duplicate descriptor: failing to make one

@@ -113,11 +113,26 @@ fn render_xdp(o: &mut String, s: &Snapshot) {
         x.interface, x.mode, x.zero_copy, x.queues
     );
     for (name, help, v) in [
-        ("xdp_frames_received_total", "Frames the AF_XDP workers took from their receive rings.", st.xdp_received),
-        ("xdp_frames_sent_total", "Replies the AF_XDP workers put on their send rings.", st.xdp_sent),
-        ("xdp_fill_ring_empty_total", "Times the kernel found no frame to receive into (from the kernel).", st.xdp_fill_empty),
+        (
+            "xdp_frames_received_total",
+            "Frames the AF_XDP workers took from their receive rings.",
+            st.xdp_received,
+        ),
+        (
+            "xdp_frames_sent_total",
+            "Replies the AF_XDP workers put on their send rings.",
+            st.xdp_sent,
+        ),
+        (
+            "xdp_fill_ring_empty_total",
+            "Times the kernel found no frame to receive into (from the kernel).",
+            st.xdp_fill_empty,
+        ),
     ] {
-        let _ = writeln!(o, "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} counter\ngnomon_{name} {v}");
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} counter\ngnomon_{name} {v}"
+        );
     }
     let _ = writeln!(
         o,

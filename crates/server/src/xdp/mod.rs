@@ -76,14 +76,25 @@ pub fn start(
     mut worker: impl FnMut(u32) -> Worker,
 ) -> io::Result<(Attached, Vec<XdpWorker>)> {
     let what = |e: io::Error, doing: &str| {
-        io::Error::new(e.kind(), format!("xdp on {}: {doing}: {e}", config.interface))
+        io::Error::new(
+            e.kind(),
+            format!("xdp on {}: {doing}: {e}", config.interface),
+        )
     };
     if let Some(e) = unavailable() {
-        return Err(what(e, "cannot make an AF_XDP socket (kernel without CONFIG_XDP_SOCKETS, or no CAP_NET_RAW)"));
+        return Err(what(
+            e,
+            "cannot make an AF_XDP socket (kernel without CONFIG_XDP_SOCKETS, or no CAP_NET_RAW)",
+        ));
     }
     let ifindex = sys::ifindex(&config.interface).map_err(|e| what(e, "no such interface"))?;
     let queues = rx_queues(&config.interface);
-    let map = sys::SocketMap::new(queues).map_err(|e| what(e, "cannot make the socket map (needs CAP_BPF or CAP_SYS_ADMIN)"))?;
+    let map = sys::SocketMap::new(queues).map_err(|e| {
+        what(
+            e,
+            "cannot make the socket map (needs CAP_BPF or CAP_SYS_ADMIN)",
+        )
+    })?;
     let program = sys::Program::load(&program::assemble(served, map.raw()))
         .map_err(|e| what(e, "cannot load the program"))?;
     let mut workers = Vec::with_capacity(queues as usize);
@@ -97,8 +108,12 @@ pub fn start(
             xsk,
         });
     }
-    let attachment = sys::Attachment::attach(&program, ifindex, config.mode)
-        .map_err(|e| what(e, "cannot attach the program (EBUSY: another XDP program is attached)"))?;
+    let attachment = sys::Attachment::attach(&program, ifindex, config.mode).map_err(|e| {
+        what(
+            e,
+            "cannot attach the program (EBUSY: another XDP program is attached)",
+        )
+    })?;
     let zero_copy = workers.iter().all(|w| w.xsk.zero_copy);
     Ok((
         Attached {

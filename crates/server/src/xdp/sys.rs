@@ -280,13 +280,23 @@ impl<T: Copy> Ring<T> {
     fn read(&self, index: u32) -> T {
         // SAFETY: `index & mask` < size, and the entry is one the kernel
         // produced and has not been given back (the callers' index rules).
-        unsafe { self.entries.as_ptr().add((index & self.mask) as usize).read() }
+        unsafe {
+            self.entries
+                .as_ptr()
+                .add((index & self.mask) as usize)
+                .read()
+        }
     }
 
     fn write(&self, index: u32, v: T) {
         // SAFETY: `index & mask` < size, and the entry is one the kernel
         // consumed (the callers' index rules).
-        unsafe { self.entries.as_ptr().add((index & self.mask) as usize).write(v) }
+        unsafe {
+            self.entries
+                .as_ptr()
+                .add((index & self.mask) as usize)
+                .write(v)
+        }
     }
 
     /// Entries the kernel produced that we have not consumed, from `at`.
@@ -385,7 +395,8 @@ fn getsockopt<T: Default>(fd: RawFd, opt: libc::c_int) -> io::Result<T> {
     let mut v = T::default();
     let mut len = size_of::<T>() as libc::socklen_t;
     // SAFETY: `v` is a writable value of the option's size.
-    let r = unsafe { libc::getsockopt(fd, libc::SOL_XDP, opt, (&mut v as *mut T).cast(), &mut len) };
+    let r =
+        unsafe { libc::getsockopt(fd, libc::SOL_XDP, opt, (&mut v as *mut T).cast(), &mut len) };
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -531,7 +542,8 @@ impl Xsk {
         let start = usize::try_from(f.addr).ok()?;
         let end = start.checked_add(f.len as usize)?;
         // A frame never crosses its chunk.
-        if end > self.umem_len || start / FRAME_SIZE as usize != (end.max(1) - 1) / FRAME_SIZE as usize
+        if end > self.umem_len
+            || start / FRAME_SIZE as usize != (end.max(1) - 1) / FRAME_SIZE as usize
         {
             return None;
         }

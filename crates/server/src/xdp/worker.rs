@@ -65,7 +65,9 @@ impl XdpWorker {
     /// that will not go away.
     pub fn run(mut self) -> io::Result<()> {
         // The frame's own destination decides, as on a wildcard socket.
-        let mut state = self.worker.prepare_with(SourceFilter::for_socket(None, false));
+        let mut state = self
+            .worker
+            .prepare_with(SourceFilter::for_socket(None, false));
         let cap = state.batch().capacity();
         let frames = self.xsk.frames();
         let mut rings = Rings {
