@@ -44,8 +44,8 @@ impl From<Refused> for Drop {
     }
 }
 
-/// The loop's buffers, made once.
-struct Rings {
+/// The loop's buffers, made once by [`XdpWorker::prepare`].
+pub struct Rings {
     /// Frames read this round.
     rx: Vec<Frame>,
     /// For each batch slot, its frame and what it holds.
@@ -61,14 +61,14 @@ struct Rings {
 }
 
 impl XdpWorker {
-    /// Run until the stop flag is set. An error only for a socket failure
-    /// that will not go away.
-    pub fn run(mut self) -> io::Result<()> {
+    /// Allocate everything the loop will use and give the kernel its
+    /// frames to receive into.
+    pub fn prepare(&mut self) -> (WorkerState, Rings) {
         // The frame's own destination decides, as on a wildcard socket.
-        let mut state = self
+        let state = self
             .worker
             .prepare_with(SourceFilter::for_socket(None, false));
-        let cap = state.batch().capacity();
+        let cap = state.batch_capacity();
         let frames = self.xsk.frames();
         let mut rings = Rings {
             rx: vec![Frame::default(); cap],
@@ -81,6 +81,13 @@ impl XdpWorker {
             done: vec![0; RING as usize],
         };
         self.xsk.fill_from(&mut rings.free);
+        (state, rings)
+    }
+
+    /// Run until the stop flag is set. An error only for a socket failure
+    /// that will not go away.
+    pub fn run(mut self) -> io::Result<()> {
+        let (mut state, mut rings) = self.prepare();
         let mut last_publish = Instant::now();
         while !self.worker.stop.load(Ordering::Relaxed) {
             self.worker.heartbeat.tick();
@@ -118,8 +125,8 @@ impl XdpWorker {
     }
 
     /// Take back sent frames, read one batch of frames (waiting a while
-    /// when there is none) and answer it.
-    fn serve_once(&mut self, state: &mut WorkerState, r: &mut Rings) -> io::Result<()> {
+    /// when there is none) and answer it. Allocates nothing.
+    pub fn serve_once(&mut self, state: &mut WorkerState, r: &mut Rings) -> io::Result<()> {
         let t0 = Instant::now();
         let n = self.xsk.completed(&mut r.done);
         r.free.extend_from_slice(&r.done[..n]);
