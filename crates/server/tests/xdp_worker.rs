@@ -19,7 +19,7 @@ use arc_swap::ArcSwap;
 use gnomon_protocol::{verify_response, KeyPair, Profile};
 use gnomon_server::keys::mint_epoch;
 use gnomon_server::stats::WorkerStats;
-use gnomon_server::worker::{live, ClockState, Worker, WorkerState};
+use gnomon_server::worker::{live, ClockState, Worker, WorkerConfig, WorkerState};
 use gnomon_server::xdp::worker::Rings;
 use gnomon_server::xdp::{self, XdpConfig};
 use gnomon_testkit::request;
@@ -191,7 +191,11 @@ fn child(client_ns: &str) {
     let keys = Arc::new(ArcSwap::from_pointee(epoch));
     let make = |_| Worker {
         socket: socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap(),
-        config: live(worker_config(BATCH)),
+        // A wait for company, so the measured loop takes that path too.
+        config: live(WorkerConfig {
+            batch_wait_us: 1_000,
+            ..worker_config(BATCH)
+        }),
         keys: keys.clone(),
         clock: Arc::new(ClockState::new(3_000_000)),
         stop: Arc::new(AtomicBool::new(false)),
@@ -234,6 +238,7 @@ fn child(client_ns: &str) {
     assert_eq!(stats.total_responses(), 1 + BATCH as u64);
     assert!(stats.signatures < 1 + BATCH as u64, "requests were batched");
     assert_eq!(stats.drops, WorkerStats::default().drops);
+    assert!(stats.ns_batch_wait > 0, "batch-wait was never taken");
     assert_eq!(info.count_total, 0, "the AF_XDP worker loop allocated");
     let got = replies(dir.path());
     assert_eq!(got.len(), BATCH);
