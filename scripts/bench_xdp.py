@@ -11,7 +11,7 @@ Reported per response: the server process's CPU (user + system, from
 /proc/PID/stat) and the whole machine's (every core's busy time from
 /proc/stat, the generator's and the kernel's softirq work included), since
 on veth much of the kernel's receive work runs on the sender's core.
-Standard library only.
+Standard library only (and scripts/benchlib.py).
 """
 
 import json
@@ -20,10 +20,10 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("GNOMON_BIN") or os.path.join(ROOT, "target", "release", "gnomon")
+import benchlib
+
+BIN = benchlib.BIN
 PORT, METRICS = 2002, 25420
 # BENCH_RT=1: server and generator under SCHED_FIFO, as in scripts/benchlib.py,
 # so that builds sharing the machine do not decide the figures.
@@ -67,26 +67,14 @@ class Server:
         self.mode = attached[0] if attached else "sockets"
 
     def cpu_secs(self):
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return benchlib.cpu_secs(self.proc.pid)
 
     def metrics(self):
-        text = urllib.request.urlopen(f"http://{self.addr}:{METRICS}/metrics", timeout=5).read().decode()
-        values = {}
-        for line in text.splitlines():
-            m = re.match(r"^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$", line)
-            if m:
-                values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-        return values
+        return benchlib.scrape(f"http://{self.addr}:{METRICS}/metrics")
 
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=10)
-
-
-def total(values, name):
-    return sum(v for k, v in values.items() if k == name or k.startswith(name + "{"))
 
 
 def load(server, pacing, window, secs):
@@ -105,7 +93,7 @@ def load(server, pacing, window, secs):
     if r.get("invalid"):
         raise SystemExit(f"{r['invalid']} invalid responses")
     d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    responses = max(total(d, "gnomon_responses_total"), 1)
+    responses = max(benchlib.total(d, "gnomon_responses_total"), 1)
     return {
         "answered_per_sec": r["answered"] / r["elapsed_secs"],
         "loss_pct": r["loss_pct"],

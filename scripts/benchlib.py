@@ -39,9 +39,7 @@ class Process:
             ready(self)
 
     def cpu_secs(self):
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_secs(self.proc.pid)
 
     def metrics(self):
         return {}
@@ -49,6 +47,24 @@ class Process:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=10)
+
+
+def cpu_secs(pid):
+    """A process's user + system time, s, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scrape(url):
+    """A Prometheus endpoint's samples: series (name and labels) to value."""
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    values = {}
+    for line in text.splitlines():
+        m = re.match(r"^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$", line)
+        if m:
+            values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return values
 
 
 def wait_for_port(port, deadline_s=10):
@@ -89,13 +105,7 @@ class Gnomon(Process):
                 time.sleep(0.05)
 
     def metrics(self):
-        text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS}/metrics", timeout=5).read().decode()
-        values = {}
-        for line in text.splitlines():
-            m = re.match(r"^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$", line)
-            if m:
-                values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-        return values
+        return scrape(f"http://127.0.0.1:{METRICS}/metrics")
 
 
 def roughenough(binary):

@@ -197,22 +197,26 @@ impl Engine {
             (Some(_), Some(s)) => Some(s.try_clone()?),
             _ => None,
         };
+        // A worker's shared part, its counters and heartbeat registered.
+        let mut worker_on = |socket: Socket, name: String| {
+            let published = Arc::new(Mutex::new(WorkerStats::default()));
+            stats.push(published.clone());
+            let heartbeat = Beat::new();
+            beats.push((name, heartbeat.clone()));
+            Worker {
+                heartbeat,
+                socket,
+                config: live.clone(),
+                keys: keys.clone(),
+                clock: clock.clone(),
+                stop: stop.clone(),
+                published,
+                broadcasts: broadcasts.clone(),
+            }
+        };
         for (bound, sockets) in udp {
             for (k, socket) in sockets.into_iter().enumerate() {
-                let published = Arc::new(Mutex::new(WorkerStats::default()));
-                stats.push(published.clone());
-                let heartbeat = Beat::new();
-                beats.push((format!("udp worker {bound} #{k}"), heartbeat.clone()));
-                let w = Worker {
-                    heartbeat,
-                    socket,
-                    config: live.clone(),
-                    keys: keys.clone(),
-                    clock: clock.clone(),
-                    stop: stop.clone(),
-                    published,
-                    broadcasts: broadcasts.clone(),
-                };
+                let w = worker_on(socket, format!("udp worker {bound} #{k}"));
                 workers.push(spawn_worker(
                     format!("gnomon-udp-{bound}-{k}"),
                     move || w.run(),
@@ -224,25 +228,12 @@ impl Engine {
         let xdp = match (&config.xdp, xdp_socket) {
             (Some(x), Some(socket)) => {
                 let made = crate::xdp::start(x, &local, |q| {
-                    let published = Arc::new(Mutex::new(WorkerStats::default()));
-                    stats.push(published.clone());
-                    let heartbeat = Beat::new();
-                    beats.push((
-                        format!("xdp worker {} queue {q}", x.interface),
-                        heartbeat.clone(),
-                    ));
-                    Worker {
-                        heartbeat,
+                    worker_on(
                         // Only a duplicate descriptor: failing to make one
                         // is as unlikely as failing to open any file.
-                        socket: socket.try_clone().expect("a duplicate of a bound socket"),
-                        config: live.clone(),
-                        keys: keys.clone(),
-                        clock: clock.clone(),
-                        stop: stop.clone(),
-                        published,
-                        broadcasts: broadcasts.clone(),
-                    }
+                        socket.try_clone().expect("a duplicate of a bound socket"),
+                        format!("xdp worker {} queue {q}", x.interface),
+                    )
                 });
                 let (attached, xdp_workers) = match made {
                     Ok(m) => m,
