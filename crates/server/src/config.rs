@@ -92,6 +92,9 @@ pub struct Config {
     pub identities: Vec<IdentitySource>,
     /// `metrics`: Prometheus and health endpoint. Default none.
     pub metrics: Option<SocketAddr>,
+    /// `xdp`: the interface whose UDP for the listen addresses is served
+    /// through AF_XDP. Default none: sockets only.
+    pub xdp: Option<String>,
     /// `grease`: fraction of deliberately broken responses, 0..=0.5.
     /// Default 0.
     pub grease: Grease,
@@ -123,6 +126,7 @@ impl Default for Config {
             min_request_size: MinRequestSize::DEFAULT,
             identities: Vec::new(),
             metrics: None,
+            xdp: None,
             grease: Grease::default(),
             clock: ClockConfig::default(),
             online_key: Rotation::default(),
@@ -229,6 +233,14 @@ fn build(settings: &[Setting]) -> Result<Config, ConfigError> {
                 c.metrics = match text {
                     "off" => None,
                     addr => Some(addr.parse().map_err(|_| invalid(s))?),
+                };
+            }
+            "xdp" => {
+                let text = s.raw.string().ok_or_else(|| invalid(s))?;
+                c.xdp = match text {
+                    "off" => None,
+                    name if valid_interface(name) => Some(name.to_owned()),
+                    _ => return Err(invalid(s)),
                 };
             }
             "grease" => {
@@ -505,6 +517,10 @@ impl fmt::Display for Config {
             Some(a) => writeln!(f, "metrics = \"{a}\"")?,
             None => writeln!(f, "metrics = \"off\"")?,
         }
+        match &self.xdp {
+            Some(i) => writeln!(f, "xdp = \"{i}\"")?,
+            None => writeln!(f, "xdp = \"off\"")?,
+        }
         writeln!(f, "grease = {:?}", self.grease.get())?;
 
         writeln!(f, "\n[clock]")?;
@@ -543,4 +559,16 @@ impl fmt::Display for Config {
 
         self.limit.write_toml(f, list)
     }
+}
+
+/// A name the kernel could give an interface: 1 to 15 bytes (IFNAMSIZ
+/// less the NUL), none of them '/', whitespace or ':' , and not "." or
+/// "..". Also what keeps the name safe inside a metric label.
+fn valid_interface(name: &str) -> bool {
+    (1..16).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'/' | b':' | b'"' | b'\\'))
 }

@@ -46,6 +46,8 @@ pub struct EngineConfig {
     pub unsynchronized_radius_us: Option<u64>,
     /// TCP on the same addresses, when set and enabled.
     pub tcp: Option<TcpConfig>,
+    /// The AF_XDP path in front of the UDP sockets, when set.
+    pub xdp: Option<crate::xdp::XdpConfig>,
 }
 
 /// A running server.
@@ -72,6 +74,9 @@ pub struct Engine {
     reloads: Arc<Reloads>,
     /// Every UDP worker's and the key thread's heartbeat (TCP's are in `tcp`).
     beats: Vec<Named>,
+    /// The XDP program and its map: detached when dropped, after the
+    /// workers (field order), and by the kernel if the process dies.
+    xdp: Option<crate::xdp::Attached>,
 }
 
 /// How long [`Engine::reload`] waits for the key thread, which answers
@@ -187,6 +192,11 @@ impl Engine {
             None => (bind_udp(&config)?, None),
         };
         let local: Vec<SocketAddr> = udp.iter().map(|(a, _)| *a).collect();
+        // What each AF_XDP worker holds as its socket: never read there.
+        let xdp_socket = match (&config.xdp, udp.first().and_then(|(_, s)| s.first())) {
+            (Some(_), Some(s)) => Some(s.try_clone()?),
+            _ => None,
+        };
         for (bound, sockets) in udp {
             for (k, socket) in sockets.into_iter().enumerate() {
                 let published = Arc::new(Mutex::new(WorkerStats::default()));
@@ -203,25 +213,56 @@ impl Engine {
                     published,
                     broadcasts: broadcasts.clone(),
                 };
-                let (stop_all, failed) = (stop.clone(), worker_failed.clone());
-                let handle = std::thread::Builder::new()
-                    .name(format!("gnomon-udp-{bound}-{k}"))
-                    .spawn(move || {
-                        // A panic counts as a failure too (the release
-                        // profile aborts on panic anyway).
-                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run()))
-                            .unwrap_or_else(|_| Err(io::Error::other("worker panicked")));
-                        if r.is_err() {
-                            // A dead worker must not leave a half-serving
-                            // process behind: stop everyone.
-                            failed.store(true, Ordering::Relaxed);
-                            stop_all.store(true, Ordering::Relaxed);
-                        }
-                        r
-                    })?;
-                workers.push(handle);
+                workers.push(spawn_worker(
+                    format!("gnomon-udp-{bound}-{k}"),
+                    move || w.run(),
+                    &stop,
+                    &worker_failed,
+                )?);
             }
         }
+        let xdp = match (&config.xdp, xdp_socket) {
+            (Some(x), Some(socket)) => {
+                let made = crate::xdp::start(x, &local, |q| {
+                    let published = Arc::new(Mutex::new(WorkerStats::default()));
+                    stats.push(published.clone());
+                    let heartbeat = Beat::new();
+                    beats.push((
+                        format!("xdp worker {} queue {q}", x.interface),
+                        heartbeat.clone(),
+                    ));
+                    Worker {
+                        heartbeat,
+                        // Only a duplicate descriptor: failing to make one
+                        // is as unlikely as failing to open any file.
+                        socket: socket.try_clone().expect("a duplicate of a bound socket"),
+                        config: live.clone(),
+                        keys: keys.clone(),
+                        clock: clock.clone(),
+                        stop: stop.clone(),
+                        published,
+                        broadcasts: broadcasts.clone(),
+                    }
+                });
+                let (attached, xdp_workers) = match made {
+                    Ok(m) => m,
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                };
+                for (q, w) in xdp_workers.into_iter().enumerate() {
+                    workers.push(spawn_worker(
+                        format!("gnomon-xdp-{q}"),
+                        move || w.run(),
+                        &stop,
+                        &worker_failed,
+                    )?);
+                }
+                Some(attached)
+            }
+            _ => None,
+        };
         let tcp = match config.tcp.clone().filter(|t| t.enabled) {
             // Activated with no stream socket: no TCP.
             Some(_) if passed_tcp.as_ref().is_some_and(|p| p.is_empty()) => None,
@@ -286,6 +327,7 @@ impl Engine {
             keeper: Some(keeper),
             clock,
             tcp,
+            xdp,
         })
     }
 
@@ -385,6 +427,7 @@ impl Engine {
             &self.clock,
             self.tcp_stats(),
             &self.reloads,
+            self.xdp_info(),
         )
     }
 
@@ -393,7 +436,27 @@ impl Engine {
         let (stats, keys, clock) = (self.stats.clone(), self.keys.clone(), self.clock.clone());
         let reloads = self.reloads.clone();
         let tcp = self.tcp.as_ref().map(|t| t.stats_source());
-        move || snapshot(&stats, &keys, &clock, tcp.as_ref().map(|f| f()), &reloads)
+        let xdp = self.xdp_info();
+        move || {
+            snapshot(
+                &stats,
+                &keys,
+                &clock,
+                tcp.as_ref().map(|f| f()),
+                &reloads,
+                xdp.clone(),
+            )
+        }
+    }
+
+    /// Where the AF_XDP path runs, when it does.
+    pub fn xdp_info(&self) -> Option<crate::metrics::XdpInfo> {
+        self.xdp.as_ref().map(|a| crate::metrics::XdpInfo {
+            interface: a.interface.clone(),
+            mode: a.mode.label(),
+            zero_copy: a.zero_copy,
+            queues: a.queues,
+        })
     }
 
     /// Where TCP is served (empty when it is not).
@@ -510,6 +573,7 @@ fn snapshot(
     clock: &ClockState,
     tcp: Option<TcpStats>,
     reloads: &Reloads,
+    xdp: Option<crate::metrics::XdpInfo>,
 ) -> crate::metrics::Snapshot {
     let mut total = WorkerStats::default();
     for s in stats {
@@ -540,7 +604,30 @@ fn snapshot(
         clock_readable: clock.read_error.load(Ordering::Relaxed) == 0,
         tcp,
         reloads: reloads.counts(),
+        xdp,
     }
+}
+
+/// Run a worker on a thread of its own. A worker that fails (or panics)
+/// stops every other: a half-serving process must not stay up.
+fn spawn_worker(
+    name: String,
+    run: impl FnOnce() -> io::Result<()> + Send + 'static,
+    stop: &Arc<AtomicBool>,
+    failed: &Arc<AtomicBool>,
+) -> io::Result<JoinHandle<io::Result<()>>> {
+    let (stop_all, failed) = (stop.clone(), failed.clone());
+    std::thread::Builder::new().name(name).spawn(move || {
+        // A panic counts as a failure too (the release profile aborts on
+        // panic anyway).
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .unwrap_or_else(|_| Err(io::Error::other("worker panicked")));
+        if r.is_err() {
+            failed.store(true, Ordering::Relaxed);
+            stop_all.store(true, Ordering::Relaxed);
+        }
+        r
+    })
 }
 
 /// Apply one reading of the kernel's clock state to what workers use.
@@ -820,6 +907,7 @@ mod tests {
             key_rotation_jitter_percent: 0,
             radius_floor_us: 3_000_000,
             unsynchronized_radius_us,
+            xdp: None,
             tcp: None,
         }
     }

@@ -10,8 +10,13 @@
 //!    ▶ responses written into send buffers ▶ sendmmsg ──▶ socket
 //! ```
 //!
-//! Only `sys` contains `unsafe` (the syscalls); everything else is safe code
-//! around `gnomon-protocol`.
+//! With `serve --xdp`, the socket and its two calls are replaced by one
+//! receive queue's AF_XDP rings, and the stages between stay the same
+//! (`xdp`).
+//!
+//! Only `sys` and `xdp::sys` contain `unsafe` (the syscalls and the rings
+//! shared with the kernel); everything else is safe code around
+//! `gnomon-protocol`.
 #![deny(unsafe_code)]
 
 pub mod activation;
@@ -35,5 +40,6 @@ pub mod sys;
 pub mod systemd;
 pub mod tcp;
 pub mod worker;
+pub mod xdp;
 
 pub use engine::{Engine, EngineConfig};

@@ -42,6 +42,21 @@ pub struct Snapshot {
     pub keys: Vec<KeyInfo>,
     /// Configuration reloads and delegation rescans.
     pub reloads: crate::reload::ReloadCounts,
+    /// The AF_XDP path, when it runs.
+    pub xdp: Option<XdpInfo>,
+}
+
+/// Where the AF_XDP path runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XdpInfo {
+    /// The interface.
+    pub interface: String,
+    /// `native` or `generic`.
+    pub mode: &'static str,
+    /// Sockets bound zero-copy.
+    pub zero_copy: bool,
+    /// Receive queues served.
+    pub queues: u32,
 }
 
 /// Which online key answers for an identity, and for which host it was made:
@@ -79,6 +94,54 @@ pub fn key_label(key: &LongTermKey) -> String {
             format!("{}:{hex}", key.scheme().name())
         }
     }
+}
+
+/// The AF_XDP path's series: present only when it runs, so a dashboard
+/// can tell a server on sockets alone from one whose XDP path is idle.
+fn render_xdp(o: &mut String, s: &Snapshot) {
+    let Some(x) = &s.xdp else { return };
+    let st = &s.stats;
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_xdp_attached The XDP program is attached: its interface, where it runs, \
+         whether the sockets are zero-copy and how many queues are served.\n# TYPE gnomon_xdp_attached gauge"
+    );
+    // Interface names are checked when configured: no quote or backslash.
+    let _ = writeln!(
+        o,
+        "gnomon_xdp_attached{{interface=\"{}\",mode=\"{}\",zero_copy=\"{}\",queues=\"{}\"}} 1",
+        x.interface, x.mode, x.zero_copy, x.queues
+    );
+    for (name, help, v) in [
+        (
+            "xdp_frames_received_total",
+            "Frames the AF_XDP workers took from their receive rings.",
+            st.xdp_received,
+        ),
+        (
+            "xdp_frames_sent_total",
+            "Replies the AF_XDP workers put on their send rings.",
+            st.xdp_sent,
+        ),
+        (
+            "xdp_fill_ring_empty_total",
+            "Times the kernel found no frame to receive into (from the kernel).",
+            st.xdp_fill_empty,
+        ),
+    ] {
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_{name} {help}\n# TYPE gnomon_{name} counter\ngnomon_{name} {v}"
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_xdp_kernel_dropped_total Frames the kernel dropped before the AF_XDP workers saw them.\n\
+         # TYPE gnomon_xdp_kernel_dropped_total counter\n\
+         gnomon_xdp_kernel_dropped_total{{reason=\"receive_ring_full\"}} {}\n\
+         gnomon_xdp_kernel_dropped_total{{reason=\"other\"}} {}",
+        st.xdp_ring_full, st.xdp_kernel_dropped
+    );
 }
 
 fn render_keys(o: &mut String, keys: &[KeyInfo]) {
@@ -154,6 +217,7 @@ pub fn render(s: &Snapshot) -> String {
         "gnomon_receive_error_backoffs_total {}",
         st.error_backoffs
     );
+    render_xdp(&mut o, s);
     counter(
         "signatures_total",
         "SREP signatures made (one per batch).",

@@ -79,11 +79,27 @@ pub enum Drop {
     SendBufferFull,
     /// A receive call failed (not a datagram: the call itself).
     ReceiveError,
+    /// AF_XDP path: a frame shorter than its headers.
+    FrameTruncated,
+    /// AF_XDP path: a frame that is not IPv4 without options or IPv6
+    /// with UDP next (the program passes those to the kernel; seen only if
+    /// the program and the worker disagree).
+    FrameNotIp,
+    /// AF_XDP path: IP, not UDP.
+    FrameNotUdp,
+    /// AF_XDP path: an IPv4 fragment.
+    FrameFragment,
+    /// AF_XDP path: IP or UDP lengths that do not fit the frame.
+    FrameBadLength,
+    /// AF_XDP path: a wrong IPv4 header or UDP checksum.
+    FrameBadChecksum,
+    /// AF_XDP path: the send ring was full.
+    XdpSendFull,
 }
 
 impl Drop {
     /// Number of reasons.
-    pub const COUNT: usize = 32;
+    pub const COUNT: usize = 39;
     /// Every reason, in counter order.
     pub const ALL: [Drop; Drop::COUNT] = [
         Drop::TooShort,
@@ -118,6 +134,13 @@ impl Drop {
         Drop::SendUnreachable,
         Drop::SendBufferFull,
         Drop::ReceiveError,
+        Drop::FrameTruncated,
+        Drop::FrameNotIp,
+        Drop::FrameNotUdp,
+        Drop::FrameFragment,
+        Drop::FrameBadLength,
+        Drop::FrameBadChecksum,
+        Drop::XdpSendFull,
     ];
 
     /// Metric label.
@@ -155,6 +178,13 @@ impl Drop {
             Drop::SendUnreachable => "send_unreachable",
             Drop::SendBufferFull => "send_buffer_full",
             Drop::ReceiveError => "receive_error",
+            Drop::FrameTruncated => "frame_truncated",
+            Drop::FrameNotIp => "frame_not_ip",
+            Drop::FrameNotUdp => "frame_not_udp",
+            Drop::FrameFragment => "frame_fragment",
+            Drop::FrameBadLength => "frame_bad_length",
+            Drop::FrameBadChecksum => "frame_bad_checksum",
+            Drop::XdpSendFull => "xdp_send_full",
         }
     }
 }
@@ -225,6 +255,18 @@ pub struct WorkerStats {
     /// Pauses after receive errors in a row (a persistent error must not
     /// become a busy loop).
     pub error_backoffs: u64,
+    /// AF_XDP path: frames taken from the receive ring.
+    pub xdp_received: u64,
+    /// AF_XDP path: replies put on the send ring.
+    pub xdp_sent: u64,
+    /// AF_XDP path, from the kernel (cumulative per socket): frames
+    /// dropped because the receive ring was full.
+    pub xdp_ring_full: u64,
+    /// AF_XDP path, from the kernel: frames dropped for other reasons.
+    pub xdp_kernel_dropped: u64,
+    /// AF_XDP path, from the kernel: times it found no frame to receive
+    /// into.
+    pub xdp_fill_empty: u64,
 }
 
 impl Default for WorkerStats {
@@ -245,6 +287,11 @@ impl Default for WorkerStats {
             ns_syscalls: 0,
             ns_batch_wait: 0,
             error_backoffs: 0,
+            xdp_received: 0,
+            xdp_sent: 0,
+            xdp_ring_full: 0,
+            xdp_kernel_dropped: 0,
+            xdp_fill_empty: 0,
         }
     }
 }
@@ -290,6 +337,11 @@ impl WorkerStats {
         self.ns_syscalls += o.ns_syscalls;
         self.ns_batch_wait += o.ns_batch_wait;
         self.error_backoffs += o.error_backoffs;
+        self.xdp_received += o.xdp_received;
+        self.xdp_sent += o.xdp_sent;
+        self.xdp_ring_full += o.xdp_ring_full;
+        self.xdp_kernel_dropped += o.xdp_kernel_dropped;
+        self.xdp_fill_empty += o.xdp_fill_empty;
         for (a, b) in self.responses.iter_mut().zip(o.responses) {
             *a += b;
         }

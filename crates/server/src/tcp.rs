@@ -296,9 +296,26 @@ struct Counters {
     requests: AtomicU64,
     responses: [AtomicU64; PROFILES.len()],
     signatures: AtomicU64,
-    drops: [AtomicU64; Drop::COUNT],
+    drops: DropCounters,
     udp_only: AtomicU64,
     greased: AtomicU64,
+}
+
+/// One counter per drop reason: more than the 32 elements an array
+/// derives `Default` for.
+struct DropCounters([AtomicU64; Drop::COUNT]);
+
+impl Default for DropCounters {
+    fn default() -> DropCounters {
+        DropCounters(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl std::ops::Index<usize> for DropCounters {
+    type Output = AtomicU64;
+    fn index(&self, i: usize) -> &AtomicU64 {
+        &self.0[i]
+    }
 }
 
 fn bump(c: &AtomicU64) {
@@ -605,7 +622,7 @@ impl Shared {
             requests: c.requests.load(Ordering::Relaxed),
             responses: read_all(&c.responses),
             signatures: c.signatures.load(Ordering::Relaxed),
-            drops: read_all(&c.drops),
+            drops: read_all(&c.drops.0),
             udp_only: c.udp_only.load(Ordering::Relaxed),
             greased: c.greased.load(Ordering::Relaxed),
         }

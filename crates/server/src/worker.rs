@@ -263,6 +263,16 @@ fn queued_ns(kernel_now_ns: u64, rx_ns: u64, bound_ns: u64) -> u64 {
 impl Worker {
     /// Allocate the buffers this worker will reuse for its whole life.
     pub fn prepare(&self) -> WorkerState {
+        let local = self.socket.local_addr().ok().and_then(|a| a.as_socket());
+        // Only a passed socket can be dual-stack (ours are IPv6-only).
+        let dual = local.is_some_and(|a| crate::activation::dual_stack(&self.socket, a));
+        self.prepare_with(SourceFilter::for_socket(local, dual))
+    }
+
+    /// As [`Worker::prepare`], with the source filter given: the AF_XDP
+    /// path reads each frame's destination itself, whatever socket this
+    /// worker holds.
+    pub fn prepare_with(&self, sources: SourceFilter) -> WorkerState {
         let config = self.config.load_full();
         let cap = config.max_batch.clamp(1, MAX_BATCH);
         WorkerState {
@@ -280,12 +290,7 @@ impl Worker {
             epoch: Instant::now(),
             queue_empty_at: None,
             kernel_time: KernelTime::new(),
-            sources: {
-                let local = self.socket.local_addr().ok().and_then(|a| a.as_socket());
-                // Only a passed socket can be dual-stack (ours are IPv6-only).
-                let dual = local.is_some_and(|a| crate::activation::dual_stack(&self.socket, a));
-                SourceFilter::for_socket(local, dual)
-            },
+            sources,
         }
     }
 
@@ -678,10 +683,15 @@ impl WorkerState {
         self.config = next;
     }
 
-    /// The receive and reply buffers.
-    #[doc(hidden)]
+    /// The receive and reply buffers: filled by hand by the AF_XDP path
+    /// and the datagram-path fuzzer.
     pub fn batch(&mut self) -> &mut Batch {
         &mut self.batch
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.config
     }
 }
 

@@ -55,6 +55,7 @@ fn engine_tcp(sources: Vec<KeySource>, limit: LimitConfig, tcp: TcpConfig) -> En
         ..worker_config(64)
     };
     let config = EngineConfig {
+        xdp: None,
         tcp: Some(tcp),
         ..config("127.0.0.1:0", worker)
     };

@@ -54,6 +54,7 @@ fn engine_full(listen: &[&str], tcp: TcpConfig, grease_per_million: u32) -> (Eng
     let config = EngineConfig {
         listen: listen.iter().map(|a| a.parse().unwrap()).collect(),
         recv_buffer: None,
+        xdp: None,
         tcp: Some(tcp),
         ..config(listen[0], worker)
     };
@@ -528,6 +529,7 @@ fn a_reload_reaches_udp_workers_and_open_tcp_connections() {
     use gnomon_server::offline::{Delegation, OfflineStore};
     let lt = KeyPair::from_seed(&[41; 32]);
     let base = EngineConfig {
+        xdp: None,
         tcp: Some(tcp_config()),
         ..config("127.0.0.1:0", worker_config(64))
     };

@@ -17,6 +17,7 @@ use gnomon_server::offline::OfflineStore;
 use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::tcp::TcpConfig;
 use gnomon_server::worker::{VersLists, WorkerConfig};
+use gnomon_server::xdp::XdpConfig;
 use gnomon_server::{activation, keyfile, metrics};
 use gnomon_server::{Engine, EngineConfig};
 use tracing_subscriber::filter::LevelFilter;
@@ -135,6 +136,10 @@ fn engine_config(config: &Config) -> EngineConfig {
             max_per_network: tcp.max_per_network.get() as usize,
             source_prefix_v4: tcp.source_prefix_v4.get(),
             source_prefix_v6: tcp.source_prefix_v6.get(),
+        }),
+        xdp: config.xdp.clone().map(|interface| XdpConfig {
+            interface,
+            mode: None,
         }),
     }
 }
@@ -273,6 +278,24 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     for addr in engine.tcp_local() {
         tracing::info!("listening on tcp {addr}{how}");
+    }
+    if let Some(x) = engine.xdp_info() {
+        tracing::info!(
+            "serving udp on {} through AF_XDP: {} queue(s), program {} ({}), sockets {}",
+            x.interface,
+            x.queues,
+            x.mode,
+            if x.mode == "native" {
+                "in the driver"
+            } else {
+                "generic: after the kernel made a socket buffer"
+            },
+            if x.zero_copy {
+                "zero-copy"
+            } else {
+                "in copy mode"
+            }
+        );
     }
     if activated && config.tcp.enable && engine.tcp_local().is_empty() {
         tracing::info!("no TCP socket was passed: TCP is not served");

@@ -16,6 +16,7 @@ pub const RESTART_ONLY: &[&str] = &[
     "recv-buffer",
     "tcp.enable",
     "metrics",
+    "xdp",
     "log.format",
 ];
 

@@ -184,6 +184,16 @@ pub static KEYS: &[KeySpec] = &[
         help: "Serve Prometheus metrics and /health on this address",
     },
     KeySpec {
+        key: "xdp",
+        flag: "xdp",
+        env: "GNOMON_XDP",
+        kind: Value,
+        value_name: "IFACE",
+        expected: "a network interface's name, or \"off\"",
+        default: "\"off\"",
+        help: "Serve the UDP listen addresses arriving on this interface through AF_XDP (docs/OPERATIONS.md, \"The AF_XDP path\")",
+    },
+    KeySpec {
         key: "grease",
         flag: "grease",
         env: "GNOMON_GREASE",

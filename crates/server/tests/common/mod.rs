@@ -40,6 +40,7 @@ pub(crate) fn config(listen: &str, worker: WorkerConfig) -> EngineConfig {
         radius_floor_us: 3_000_000,
         // This machine's kernel may call its clock unsynchronized.
         unsynchronized_radius_us: Some(10_000_000),
+        xdp: None,
         tcp: None,
     }
 }

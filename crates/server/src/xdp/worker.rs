@@ -1,0 +1,211 @@
+//! One AF_XDP worker: the socket worker's run-to-completion loop with the
+//! kernel's socket path replaced by one queue's rings. Frames are read
+//! from the receive ring, their UDP payloads loaded into the same batch
+//! the socket worker fills, answered by the same [`Worker::respond`], and
+//! each reply written over its request's frame (a reply is never longer
+//! than its request) and put on the send ring. Nothing is allocated after
+//! [`XdpWorker::run`] starts.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::sources::SourceFilter;
+use crate::stats::Drop;
+use crate::sys::{RecvMeta, MAX_DATAGRAM};
+use crate::worker::{Worker, WorkerState};
+
+use super::frame::{self, Datagram, Refused};
+use super::sys::{Frame, Xsk, RING};
+
+/// How long a worker waits for frames before it looks at the stop flag
+/// and ticks its heartbeat again, ms.
+const IDLE_WAIT_MS: i32 = 100;
+
+/// One queue's worker.
+pub struct XdpWorker {
+    /// The settings, keys, clock and counters every worker shares; its
+    /// socket is never read here.
+    pub worker: Worker,
+    /// The queue's socket.
+    pub xsk: Xsk,
+}
+
+impl From<Refused> for Drop {
+    fn from(r: Refused) -> Drop {
+        match r {
+            Refused::Truncated => Drop::FrameTruncated,
+            Refused::NotIp => Drop::FrameNotIp,
+            Refused::NotUdp => Drop::FrameNotUdp,
+            Refused::Fragment => Drop::FrameFragment,
+            Refused::BadLength => Drop::FrameBadLength,
+            Refused::BadChecksum => Drop::FrameBadChecksum,
+        }
+    }
+}
+
+/// The loop's buffers, made once.
+struct Rings {
+    /// Frames read this round.
+    rx: Vec<Frame>,
+    /// For each batch slot, its frame and what it holds.
+    slots: Vec<(Frame, Datagram)>,
+    /// Which slots got a reply.
+    answered: Vec<bool>,
+    /// Replies to send.
+    tx: Vec<Frame>,
+    /// Frames that are ours and idle: given to the fill ring as it has room.
+    free: Vec<u64>,
+    /// Sent frames the completion ring gave back.
+    done: Vec<u64>,
+}
+
+impl XdpWorker {
+    /// Run until the stop flag is set. An error only for a socket failure
+    /// that will not go away.
+    pub fn run(mut self) -> io::Result<()> {
+        // The frame's own destination decides, as on a wildcard socket.
+        let mut state = self
+            .worker
+            .prepare_with(SourceFilter::for_socket(None, false));
+        let cap = state.batch().capacity();
+        let frames = self.xsk.frames();
+        let mut rings = Rings {
+            rx: vec![Frame::default(); cap],
+            slots: Vec::with_capacity(cap),
+            answered: vec![false; cap],
+            tx: Vec::with_capacity(cap),
+            free: (0..u64::from(frames))
+                .map(|i| i * u64::from(super::sys::FRAME_SIZE))
+                .collect(),
+            done: vec![0; RING as usize],
+        };
+        self.xsk.fill_from(&mut rings.free);
+        let mut last_publish = Instant::now();
+        while !self.worker.stop.load(Ordering::Relaxed) {
+            self.worker.heartbeat.tick();
+            self.serve_once(&mut state, &mut rings)?;
+            if let Some(n) = state
+                .config()
+                .fail_after
+                .filter(|&n| state.stats.received >= n)
+            {
+                return Err(io::Error::other(format!(
+                    "injected fault after {n} datagrams"
+                )));
+            }
+            if last_publish.elapsed().as_millis() >= 200 {
+                self.counters(&mut state);
+                if let Ok(mut p) = self.worker.published.try_lock() {
+                    *p = state.stats;
+                    last_publish = Instant::now();
+                }
+            }
+        }
+        self.counters(&mut state);
+        if let Ok(mut p) = self.worker.published.lock() {
+            *p = state.stats;
+        }
+        Ok(())
+    }
+
+    fn counters(&self, state: &mut WorkerState) {
+        if let Ok(k) = self.xsk.counters() {
+            state.stats.xdp_ring_full = k.rx_ring_full;
+            state.stats.xdp_kernel_dropped = k.rx_dropped + k.invalid;
+            state.stats.xdp_fill_empty = k.fill_empty;
+        }
+    }
+
+    /// Take back sent frames, read one batch of frames (waiting a while
+    /// when there is none) and answer it.
+    fn serve_once(&mut self, state: &mut WorkerState, r: &mut Rings) -> io::Result<()> {
+        let t0 = Instant::now();
+        let n = self.xsk.completed(&mut r.done);
+        r.free.extend_from_slice(&r.done[..n]);
+        self.xsk.fill_from(&mut r.free);
+        let got = self.xsk.receive(&mut r.rx);
+        if got == 0 {
+            // Sends still queued in copy mode need the kick; then sleep in
+            // poll, which also wakes the driver for the fill ring.
+            self.xsk.kick()?;
+            self.xsk.wait(IDLE_WAIT_MS)?;
+            state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
+            return Ok(());
+        }
+        state.stats.xdp_received += got as u64;
+        r.slots.clear();
+        for &f in &r.rx[..got] {
+            let Some(bytes) = self.xsk.bytes(f) else {
+                state.stats.drop(Drop::FrameTruncated);
+                r.free.push(f.addr);
+                continue;
+            };
+            match frame::parse(bytes) {
+                Ok(d) => {
+                    let payload = &bytes[d.payload.clone()];
+                    state.batch().load(
+                        r.slots.len(),
+                        payload,
+                        RecvMeta {
+                            len: payload.len(),
+                            truncated: payload.len() > MAX_DATAGRAM,
+                            from: d.from,
+                            to: Some(d.to.ip()),
+                            // No kernel receive stamp on this path: the
+                            // ring's size bounds how long a frame waits.
+                            rx_ns: None,
+                        },
+                    );
+                    r.slots.push((f, d));
+                }
+                Err(why) => {
+                    state.stats.drop(why.into());
+                    r.free.push(f.addr);
+                }
+            }
+        }
+        let loaded = r.slots.len();
+        if loaded == 0 {
+            return Ok(());
+        }
+        let count = self.worker.respond(state, loaded);
+        r.answered[..loaded].fill(false);
+        r.tx.clear();
+        for k in 0..count {
+            let (reply, src) = state.batch().reply(k);
+            let (f, d) = &r.slots[src];
+            let f = *f;
+            let written = self
+                .xsk
+                .bytes(f)
+                .and_then(|b| frame::reply_in_place(b, d, reply));
+            match written {
+                Some(len) => {
+                    r.answered[src] = true;
+                    r.tx.push(Frame {
+                        addr: f.addr,
+                        len: len as u32,
+                    });
+                }
+                // Longer than the request: the responder never does this.
+                None => state.stats.drop(Drop::TooSmall),
+            }
+        }
+        for (k, (f, _)) in r.slots.iter().enumerate() {
+            if !r.answered[k] {
+                r.free.push(f.addr);
+            }
+        }
+        let t_send = Instant::now();
+        let sent = self.xsk.send(&r.tx);
+        for f in &r.tx[sent..] {
+            state.stats.drop(Drop::XdpSendFull);
+            r.free.push(f.addr);
+        }
+        state.stats.xdp_sent += sent as u64;
+        self.xsk.kick()?;
+        state.stats.ns_syscalls += t_send.elapsed().as_nanos() as u64;
+        Ok(())
+    }
+}
