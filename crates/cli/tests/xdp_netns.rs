@@ -38,7 +38,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 // The series this test reads, in one place: the XDP ones are new.
 const FRAMES_RECEIVED: &str = "gnomon_xdp_frames_received_total";
 const FRAMES_SENT: &str = "gnomon_xdp_frames_sent_total";
-/// `gnomon_xdp_attached{interface="xs0",mode="native"|"generic"} 1`.
+/// `gnomon_xdp_attached{interface="xs0",mode="native"|"generic",...} 1`.
 const ATTACHED: &str = "gnomon_xdp_attached";
 const REQUESTS: &str = "gnomon_requests_received_total";
 const RESPONSES: &str = "gnomon_responses_total{";
@@ -181,6 +181,10 @@ impl Net {
             ip_in(ns, &format!("addr add {v6}/64 dev {dev} nodad"));
             ip_in(ns, &format!("link set {dev} up"));
         }
+        // A forged source must not become the sender address of the
+        // client's ARP request (127.0.0.1 is the client's own, and the
+        // server ignores a request from it): ask from the link's address.
+        fleet_support::sysctl_in(&c, "net.ipv4.conf.all.arp_announce=2");
         let out = run_bounded(
             Command::new("ip").args(["netns", "exec", &c, "ethtool", "-K", CLIENT_IF, "tx", "off"]),
             PATIENCE,
@@ -414,14 +418,17 @@ fn sum_of(text: &str, prefix: &str) -> u64 {
         .sum()
 }
 
-/// The XDP attachment gauge line for the server's end, if published with
-/// 1: its mode.
+/// The XDP attachment gauge for the server's end, if it reads 1: its
+/// labels (`mode="native"`, ...).
 fn attached_mode(text: &str) -> Option<String> {
-    let prefix = format!("{ATTACHED}{{interface=\"{SERVER_IF}\",mode=\"");
+    let interface = format!("interface=\"{SERVER_IF}\"");
     text.lines().find_map(|l| {
-        let rest = l.strip_prefix(&prefix)?;
-        let (mode, value) = rest.split_once("\"} ")?;
-        (value.trim().parse::<f64>().ok()? == 1.0).then(|| mode.to_owned())
+        let (labels, value) = l
+            .strip_prefix(ATTACHED)?
+            .strip_prefix('{')?
+            .split_once("} ")?;
+        let on = value.trim().parse::<f64>().ok()? == 1.0;
+        (on && labels.split(',').any(|kv| kv == interface)).then(|| labels.to_owned())
     })
 }
 
@@ -462,7 +469,7 @@ impl Net {
             return self.wait_metrics(server, "metrics", |m| m.contains(REQUESTS));
         }
         let page = self.wait_metrics(server, "XDP attached", |m| attached_mode(m).is_some());
-        eprintln!("XDP attached, mode {:?}", attached_mode(&page).unwrap());
+        eprintln!("XDP attached: {}", attached_mode(&page).unwrap());
         page
     }
 }
@@ -689,6 +696,7 @@ fn xdp_netns_helper() {
         ["burst", to, n, key] => burst(to.parse().unwrap(), n.parse().unwrap(), &decode_key(key)),
         ["spoof-loopback", _] => spoof((Ipv4Addr::LOCALHOST, 2000).into()),
         ["spoof-broadcast", _] => spoof((Ipv4Addr::new(10, 77, 1, 255), 2000).into()),
+        ["spoof-from", from] => spoof(from.parse().unwrap()),
         ["garbage", key] => garbage(&decode_key(key)),
         ["bad-checksum", key] => bad_checksum(server4(), &decode_key(key)),
         ["bad-checksum6", key] => bad_checksum(server6(), &decode_key(key)),
