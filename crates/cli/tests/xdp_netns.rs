@@ -7,7 +7,8 @@
 //! IPv4 and IPv6; a burst from one socket is all answered; forged,
 //! garbage and badly checksummed frames are dropped, counted under their
 //! reasons and never answered; TCP, ICMP (and ARP and neighbour discovery,
-//! without which nothing would be answered) still reach the kernel; the
+//! without which nothing would be answered) still reach the kernel, and so
+//! do IPv4 with options and fragments, answered by the UDP sockets; the
 //! program leaves the interface when the server exits, cleanly or killed,
 //! and a restart attaches it again.
 //!
@@ -526,6 +527,12 @@ fn every_udp_version_is_answered_through_xdp_over_ipv4_and_ipv6() {
             received(&page),
             sent(&page)
         );
+        // And none by the sockets: every response counted went out as an
+        // XDP frame (a retried query's too).
+        let responses = |m: &str| sum_of(m, RESPONSES);
+        net.wait_metrics(&mut server, "as many frames sent as responses", |m| {
+            sent(m) - sent(&before) == responses(m) - responses(&before)
+        });
     }
     drop(page);
     server.terminate();
@@ -615,13 +622,13 @@ fn hostile_frames_are_dropped_counted_and_never_answered() {
 }
 
 #[test]
-fn tcp_and_icmp_still_reach_the_kernel() {
-    let test = "tcp_and_icmp_still_reach_the_kernel";
+fn tcp_icmp_and_what_the_program_passes_still_reach_the_kernel() {
+    let test = "tcp_icmp_and_what_the_program_passes_still_reach_the_kernel";
     let Some(net) = Net::build(test, "k") else {
         return;
     };
     let mut server = net.serve();
-    net.wait_attached(&mut server);
+    let before = net.wait_attached(&mut server);
     let public = server.public;
     for to in [server4(), server6()] {
         let j = net.query(to, &public, &["--tcp"]);
@@ -629,7 +636,26 @@ fn tcp_and_icmp_still_reach_the_kernel() {
     }
     let said = net.helper(&net.client(), &format!("ping {SERVER4}"));
     assert!(said.contains("PING reply"), "{said}");
-    server.assert_alive();
+    // UDP the program leaves to the kernel: IPv4 with options, and a
+    // request in two fragments. The server's UDP sockets answer them.
+    let key = b64(&public);
+    for kind in ["ip-options", "fragments"] {
+        let said = net.helper(&net.client(), &format!("{kind} {key}"));
+        assert!(said.contains(&format!("ANSWERED {kind}")), "{said}");
+    }
+    if xdp_check(test, "none of it went through AF_XDP") {
+        let page = net.wait_metrics(&mut server, "the sockets' answers counted", |m| {
+            sum_of(m, RESPONSES) >= sum_of(&before, RESPONSES) + 2
+        });
+        for series in [FRAMES_RECEIVED, FRAMES_SENT] {
+            assert_eq!(
+                find_sample(&page, series),
+                find_sample(&before, series),
+                "{series}: {page}"
+            );
+        }
+    }
+    server.terminate();
 }
 
 #[test]
@@ -682,7 +708,7 @@ fn the_program_leaves_with_the_server_on_sigterm_and_sigkill() {
 /// Run inside a namespace by the tests above, told what to do by
 /// `HELPER_ENV`: `metrics ADDR`, `burst ADDR N KEY`, `spoof-loopback KEY`,
 /// `spoof-broadcast KEY`, `garbage KEY`, `bad-checksum KEY`,
-/// `bad-checksum6 KEY`, `ping ADDR`.
+/// `bad-checksum6 KEY`, `ping ADDR`, `ip-options KEY`, `fragments KEY`.
 #[test]
 #[ignore = "run inside a network namespace by the xdp_netns tests"]
 fn xdp_netns_helper() {
@@ -701,6 +727,7 @@ fn xdp_netns_helper() {
         ["bad-checksum", key] => bad_checksum(server4(), &decode_key(key)),
         ["bad-checksum6", key] => bad_checksum(server6(), &decode_key(key)),
         ["ping", to] => ping(to.parse().unwrap()),
+        [kind @ ("ip-options" | "fragments"), key] => passed_to_kernel(kind, &decode_key(key)),
         _ => panic!("unknown helper command {command:?}"),
     }
 }
@@ -842,6 +869,72 @@ fn bad_checksum(to: SocketAddr, public: &[u8; 32]) {
     send_raw(to, &packet);
     println!("HOSTILE sent");
     probe(&sock, public);
+}
+
+/// A valid request from this namespace's own socket, sent raw as IPv4
+/// with options (`ip-options`) or in two fragments (`fragments`): the
+/// answer must come back to the socket.
+fn passed_to_kernel(kind: &str, public: &[u8; 32]) {
+    let to = server4();
+    let sock = client_socket(to);
+    let request = gnomon_testkit::request(Profile::rfc(), 0x0b7);
+    let mut packet = gnomon_testkit::raw::packet(sock.local_addr().unwrap(), to, &request);
+    fill_udp_checksum(&mut packet);
+    let packets = match kind {
+        "ip-options" => vec![with_options(&packet)],
+        _ => fragments(&packet),
+    };
+    for p in &packets {
+        send_raw(to, p);
+    }
+    sock.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut buf = [0u8; 2048];
+    let n = sock
+        .recv(&mut buf)
+        .unwrap_or_else(|e| panic!("{kind}: no answer: {e}"));
+    verify_response(&request, &buf[..n], public)
+        .unwrap_or_else(|e| panic!("{kind}: the answer does not verify: {e:?}"));
+    println!("ANSWERED {kind}");
+}
+
+/// The IPv4 header checksum of `packet`, written into it.
+fn fill_ip_checksum(packet: &mut [u8]) {
+    let ihl = usize::from(packet[0] & 0x0f) * 4;
+    packet[10..12].copy_from_slice(&[0, 0]);
+    let sum = internet_checksum(&packet[..ihl]);
+    packet[10..12].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// `packet` (IPv4, no options) with four bytes of options: NOP, NOP, NOP,
+/// end of list.
+fn with_options(packet: &[u8]) -> Vec<u8> {
+    let mut p = packet[..20].to_vec();
+    p.extend_from_slice(&[1, 1, 1, 0]);
+    p.extend_from_slice(&packet[20..]);
+    p[0] = 0x46;
+    let total = p.len() as u16;
+    p[2..4].copy_from_slice(&total.to_be_bytes());
+    fill_ip_checksum(&mut p);
+    p
+}
+
+/// `packet` (IPv4, no options) as two fragments, the first of 512 bytes.
+fn fragments(packet: &[u8]) -> Vec<Vec<u8>> {
+    let (head, body) = packet.split_at(20);
+    let cut = 512;
+    [(0, &body[..cut], true), (cut, &body[cut..], false)]
+        .iter()
+        .map(|(offset, part, more)| {
+            let mut p = head.to_vec();
+            p[4..6].copy_from_slice(&0x4a4bu16.to_be_bytes());
+            let flags = (offset / 8) as u16 | if *more { 0x2000 } else { 0 };
+            p[6..8].copy_from_slice(&flags.to_be_bytes());
+            p[2..4].copy_from_slice(&((20 + part.len()) as u16).to_be_bytes());
+            p.extend_from_slice(part);
+            fill_ip_checksum(&mut p);
+            p
+        })
+        .collect()
 }
 
 /// ICMP echo to `to` from a raw socket, until a matching reply (bounded).
