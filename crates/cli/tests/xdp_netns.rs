@@ -202,6 +202,12 @@ impl Net {
     /// on the server's end (unless developing without it), metrics on the
     /// namespace's loopback.
     fn serve(&self) -> Server {
+        self.serve_with(false)
+    }
+
+    /// [`Net::serve`], XDP asked for by `--xdp` or (`by_env`) by
+    /// `GNOMON_XDP`.
+    fn serve_with(&self, by_env: bool) -> Server {
         let s = self.server();
         let six = format!("[{SERVER6}]:{PORT}");
         let mut extra = vec![
@@ -217,14 +223,18 @@ impl Net {
             "--limit-allow",
             "fd77::/64",
         ];
-        if xdp_on() {
+        if xdp_on() && !by_env {
             extra.extend(["--xdp", SERVER_IF]);
         }
         let started = start_serve_via(
             &["ip", "netns", "exec", &s],
             &server4().to_string(),
             &extra,
-            |_| {},
+            |cmd| {
+                if xdp_on() && by_env {
+                    cmd.env("GNOMON_XDP", SERVER_IF);
+                }
+            },
         );
         Server::new(started, s)
     }
@@ -693,8 +703,9 @@ fn the_program_leaves_with_the_server_on_sigterm_and_sigkill() {
     }
     drop(server);
 
-    // And a restart attaches and answers again.
-    let mut server = net.serve();
+    // And a restart attaches and answers again (XDP asked for through
+    // the environment this time).
+    let mut server = net.serve_with(true);
     answered(&mut server);
     server.terminate();
     if checks {
