@@ -230,11 +230,14 @@ pub fn reply_in_place(frame: &mut [u8], d: &Datagram, reply: &[u8]) -> Option<us
     let frame = frame.get_mut(..end)?;
     frame.get_mut(payload..)?.copy_from_slice(reply);
     swap_adjacent(frame, 0, 6)?;
+    swap_adjacent(frame, ip.addrs().start, ip.addrs().len() / 2)?;
+    swap_adjacent(frame, udp, 2)?;
     match ip {
         Ip::V4 => {
             let h: &mut [u8; 20] = frame.get_mut(ETH_LEN..udp)?.try_into().ok()?;
-            // TOS 0: echoing the request's ECN bits (CE above all) would
-            // misreport congestion on the reverse path.
+            // TOS 0, as the socket path sends: echoing the request's ECN
+            // bits (CE above all) would report congestion the reply never
+            // met, and IPv6's traffic class is cleared alike.
             h[1] = 0;
             [h[2], h[3]] = ip_len.to_be_bytes();
             [h[4], h[5]] = [0, 0];
@@ -252,10 +255,6 @@ pub fn reply_in_place(frame: &mut [u8], d: &Datagram, reply: &[u8]) -> Option<us
             h[7] = REPLY_TTL;
         }
     }
-    // Swapping leaves the pseudo-header's sum as it was; the IPv4 header
-    // checksum above is over both addresses too.
-    swap_adjacent(frame, ip.addrs().start, ip.addrs().len() / 2)?;
-    swap_adjacent(frame, udp, 2)?;
     put16(frame, udp + 4, udp_len)?;
     put16(frame, udp + 6, 0)?;
     let total = add(

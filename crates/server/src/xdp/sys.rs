@@ -595,32 +595,48 @@ impl Xsk {
     }
 
     /// Tell the kernel to send what is queued, when it asks to be told
-    /// (copy mode always does). A full device queue is not an error: the
-    /// frames stay queued and the next call sends them.
-    pub fn kick(&self) -> io::Result<()> {
+    /// (copy mode always does). In copy mode one call sends at most 32
+    /// frames and says EAGAIN while more wait, so this calls again until
+    /// the ring is empty or the device pushes back (a full device queue:
+    /// the frames stay queued and the next call sends them). Returns
+    /// whether frames are still waiting.
+    pub fn kick(&self) -> io::Result<bool> {
         if !self.tx.needs_wakeup() {
-            return Ok(());
+            return Ok(self.tx_waiting());
         }
-        // SAFETY: a zero-length send with no buffer and no address, which
-        // AF_XDP reads as "process the send ring".
-        let r = unsafe {
-            libc::sendto(
-                self.raw(),
-                std::ptr::null(),
-                0,
-                libc::MSG_DONTWAIT,
-                std::ptr::null(),
-                0,
-            )
-        };
-        if r < 0 {
+        // A bound: the ring's size in calls of 32, and some.
+        for _ in 0..RING / 16 {
+            // SAFETY: a zero-length send with no buffer and no address,
+            // which AF_XDP reads as "process the send ring".
+            let r = unsafe {
+                libc::sendto(
+                    self.raw(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
+            };
+            if r >= 0 {
+                return Ok(self.tx_waiting());
+            }
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
-                Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::ENETDOWN) => {}
+                // More to send: again.
+                Some(libc::EAGAIN) if self.tx_waiting() => continue,
+                Some(libc::EAGAIN) => return Ok(false),
+                // The device is busy or down: later.
+                Some(libc::EBUSY | libc::ENOBUFS | libc::ENETDOWN) => return Ok(true),
                 _ => return Err(e),
             }
         }
-        Ok(())
+        Ok(self.tx_waiting())
+    }
+
+    /// Whether frames on the send ring wait for the kernel.
+    fn tx_waiting(&self) -> bool {
+        self.tx.room().1 < RING
     }
 
     /// Frames the kernel has sent, given back into `out`.

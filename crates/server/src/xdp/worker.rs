@@ -128,8 +128,9 @@ impl XdpWorker {
         if got == 0 {
             // Sends still queued in copy mode need the kick; then sleep in
             // poll, which also wakes the driver for the fill ring.
-            self.xsk.kick()?;
-            self.xsk.wait(IDLE_WAIT_MS)?;
+            let waiting = self.xsk.kick()?;
+            // Replies still queued: come back soon rather than sleep.
+            self.xsk.wait(if waiting { 1 } else { IDLE_WAIT_MS })?;
             state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
             return Ok(());
         }
@@ -198,7 +199,15 @@ impl XdpWorker {
             }
         }
         let t_send = Instant::now();
-        let sent = self.xsk.send(&r.tx);
+        let mut sent = self.xsk.send(&r.tx);
+        if sent < r.tx.len() {
+            // The ring is full of earlier replies: push them out, take
+            // back what went, and try once more before dropping.
+            self.xsk.kick()?;
+            let n = self.xsk.completed(&mut r.done);
+            r.free.extend_from_slice(&r.done[..n]);
+            sent += self.xsk.send(&r.tx[sent..]);
+        }
         for f in &r.tx[sent..] {
             state.stats.drop(Drop::XdpSendFull);
             r.free.push(f.addr);

@@ -1,0 +1,145 @@
+"""The XDP-against-sockets table of docs/COST.md ("The AF_XDP path"); run
+by scripts/bench-xdp, which builds gnomon and makes the namespaces first.
+
+  bench_xdp.py SECONDS RATE[,RATE...] SERVER_NS CLIENT_NS SERVER_ADDR IFACE
+
+Runs inside CLIENT_NS (the load generator's side of the veth pair). For
+each path, a `gnomon serve` with one worker pinned to core 0 in SERVER_NS
+(plus, for the XDP path, the queue's AF_XDP worker, on the same core);
+`gnomon bench load` pinned to core 1 here, at `--max` and at each RATE.
+Reported per response: the server process's CPU (user + system, from
+/proc/PID/stat) and the whole machine's (every core's busy time from
+/proc/stat, the generator's and the kernel's softirq work included), since
+on veth much of the kernel's receive work runs on the sender's core.
+Standard library only.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("GNOMON_BIN") or os.path.join(ROOT, "target", "release", "gnomon")
+PORT, METRICS = 2002, 25420
+
+
+def machine_busy():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    def __init__(self, ns, addr, iface):
+        xdp = ["--xdp", iface] if iface else []
+        self.addr = addr
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, "taskset", "-c", "0", BIN, "serve", "--listen", f"{addr}:{PORT}",
+             "--workers", "1", "--batch-size", "64", "--summary-interval", "0", "--tcp-enable=false",
+             "--metrics", f"{addr}:{METRICS}",
+             # The generator is exempt, as loopback is in scripts/bench-server.
+             "--limit-allow", "10.78.0.0/24", *xdp],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("public key (base64): "):
+            raise SystemExit(f"serve did not start: {line!r}")
+        self.key = line.split(": ", 1)[1].strip()
+        end = time.monotonic() + 10
+        while True:
+            try:
+                m = self.metrics()
+                break
+            except OSError:
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.05)
+        attached = [k for k in m if k.startswith("gnomon_xdp_attached")]
+        if bool(iface) != bool(attached):
+            raise SystemExit(f"xdp attached: {attached}, asked: {iface!r}")
+        self.mode = attached[0] if attached else "sockets"
+
+    def cpu_secs(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def metrics(self):
+        text = urllib.request.urlopen(f"http://{self.addr}:{METRICS}/metrics", timeout=5).read().decode()
+        values = {}
+        for line in text.splitlines():
+            m = re.match(r"^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$", line)
+            if m:
+                values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+        return values
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def total(values, name):
+    return sum(v for k, v in values.items() if k == name or k.startswith(name + "{"))
+
+
+def load(server, pacing, window, secs):
+    args = ["taskset", "-c", "1", BIN, "bench", "load", "--target", f"{server.addr}:{PORT}", "--allow-remote",
+            "--key", server.key, "--version", "rfc-10049", *pacing, "--duration", str(secs), "--workers", "2",
+            "--window", str(window), "--timeout", "0.2", "--verify-fraction", "0.01", "--json"]
+    # Metrics after the server published (every 200 ms).
+    before, cpu0, busy0 = server.metrics(), server.cpu_secs(), machine_busy()
+    out = subprocess.run(args, capture_output=True, text=True, timeout=secs + 60)
+    busy1, cpu1 = machine_busy(), server.cpu_secs()
+    time.sleep(0.5)
+    after = server.metrics()
+    if not out.stdout.strip():
+        raise SystemExit(f"bench load failed: {out.stderr}")
+    r = json.loads(out.stdout)
+    if r.get("invalid"):
+        raise SystemExit(f"{r['invalid']} invalid responses")
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    responses = max(total(d, "gnomon_responses_total"), 1)
+    return {
+        "answered_per_sec": r["answered"] / r["elapsed_secs"],
+        "loss_pct": r["loss_pct"],
+        "verified": r["verified"],
+        "server_us": (cpu1 - cpu0) * 1e6 / responses,
+        "machine_us": (busy1 - busy0) * 1e6 / responses,
+        "generator_us": r["cpu_secs"] * 1e6 / max(r["answered"], 1),
+        "xdp_sent": d.get("gnomon_xdp_frames_sent_total", 0),
+        "responses": responses,
+        "mean_batch": d.get("gnomon_batch_size_sum", 0) / max(d.get("gnomon_batch_size_count", 0), 1),
+        "p50": r["latency_us"]["p50"],
+        "p99": r["latency_us"]["p99"],
+    }
+
+
+def main():
+    secs, rates, server_ns, _client_ns, addr, iface = sys.argv[1:7]
+    secs = float(secs)
+    print(f"load average {os.getloadavg()[0]:.1f} at the start")
+    print("| path | offered | answered/s | loss | server CPU µs/response | machine CPU µs/response "
+          "| generator CPU µs/answer | mean batch | p50 µs | p99 µs |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    loads = [("--max", ["--max"], 32)] + [(f"{int(r):,}/s", ["--rate", r], 4096) for r in rates.split(",") if r]
+    for label, pacing, window in loads:
+        for name, use in (("sockets", None), ("AF_XDP", iface)):
+            server = Server(server_ns, addr, use)
+            try:
+                r = load(server, pacing, window, secs)
+            finally:
+                server.stop()
+            if use and r["xdp_sent"] < 0.99 * r["responses"]:
+                raise SystemExit(f"only {r['xdp_sent']:.0f} of {r['responses']:.0f} answers went through AF_XDP")
+            mode = " (" + re.search(r'mode="([a-z]+)"', server.mode).group(1) + ")" if use else ""
+            print(f"| {name}{mode} | {label} | {r['answered_per_sec']:,.0f} | {r['loss_pct']:.2f} % | "
+                  f"{r['server_us']:.2f} | {r['machine_us']:.2f} | {r['generator_us']:.2f} | "
+                  f"{r['mean_batch']:.1f} | {r['p50']:.0f} | {r['p99']:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
