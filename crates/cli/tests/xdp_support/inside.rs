@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gnomon_protocol::{verify_response, Profile};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::{server4, CLIENT4, CLIENT6, PATIENCE};
+use super::{server4, server6, CLIENT4, CLIENT6, PATIENCE};
 
 /// A socket in the client namespace for talking to `to`.
 pub fn client_socket(to: SocketAddr) -> UdpSocket {
@@ -102,10 +102,11 @@ pub fn send_raw(to: SocketAddr, packet: &[u8]) {
 /// A valid request from a forged `from`, its checksums right. The answer
 /// would go to `from`, not here: the metrics say whether there was one.
 pub fn spoof(from: SocketAddr) {
+    let to = if from.is_ipv4() { server4() } else { server6() };
     let mut packet =
-        gnomon_testkit::raw::packet(from, server4(), &gnomon_testkit::request(Profile::rfc(), 7));
+        gnomon_testkit::raw::packet(from, to, &gnomon_testkit::request(Profile::rfc(), 7));
     fill_udp_checksum(&mut packet);
-    send_raw(server4(), &packet);
+    send_raw(to, &packet);
     println!("HOSTILE sent");
 }
 
