@@ -14,7 +14,7 @@ use socket2::{Domain, Socket, Type};
 
 use crate::fleet_support::{self, ip_in, wait_bounded, Namespaces};
 use crate::serve_support::peer::sigterm_and_wait;
-use crate::serve_support::{self, start_serve_via, Started};
+use crate::serve_support::{self, Started};
 
 pub mod inside;
 
@@ -184,15 +184,34 @@ impl Net {
         if xdp_on() && !by_env {
             extra.extend(["--xdp", SERVER_IF]);
         }
-        let started = start_serve_via(
-            &["ip", "netns", "exec", &s],
+        let mut cmd = serve_support::serve_command(
+            serve_support::gnomon_via(&["ip", "netns", "exec", &s]),
             &server4().to_string(),
             &extra,
-            |cmd| {
-                if xdp_on() && by_env {
-                    cmd.env("GNOMON_XDP", SERVER_IF);
-                }
-            },
+        );
+        if xdp_on() && by_env {
+            cmd.env("GNOMON_XDP", SERVER_IF);
+        }
+        let mut child = cmd.spawn().unwrap();
+        // Reading up to "listening" blocks: a server that hangs before it
+        // is killed after `PATIENCE`, ending the read. Not reaped until
+        // the read ends, so the pid is still this child's.
+        let (disarm, armed) = std::sync::mpsc::channel::<()>();
+        let pid = child.id().to_string();
+        let watchdog = std::thread::spawn(move || {
+            if armed.recv_timeout(PATIENCE).is_err() {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+                return true;
+            }
+            false
+        });
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let started = Started::read(child, stderr);
+        let _ = disarm.send(());
+        assert!(
+            !watchdog.join().unwrap(),
+            "the server took over {PATIENCE:?} to listen: {:?}",
+            started.startup
         );
         Server::new(started, s)
     }
