@@ -25,6 +25,9 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("GNOMON_BIN") or os.path.join(ROOT, "target", "release", "gnomon")
 PORT, METRICS = 2002, 25420
+# BENCH_RT=1: server and generator under SCHED_FIFO, as in scripts/benchlib.py,
+# so that builds sharing the machine do not decide the figures.
+RT = ["chrt", "-f", "10"] if os.environ.get("BENCH_RT") else []
 
 
 def machine_busy():
@@ -39,7 +42,7 @@ class Server:
         xdp = ["--xdp", iface] if iface else []
         self.addr = addr
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, "taskset", "-c", "0", BIN, "serve", "--listen", f"{addr}:{PORT}",
+            ["ip", "netns", "exec", ns, *RT, "taskset", "-c", "0", BIN, "serve", "--listen", f"{addr}:{PORT}",
              "--workers", "1", "--batch-size", "64", "--summary-interval", "0", "--tcp-enable=false",
              "--metrics", f"{addr}:{METRICS}",
              # The generator is exempt, as loopback is in scripts/bench-server.
@@ -87,7 +90,7 @@ def total(values, name):
 
 
 def load(server, pacing, window, secs):
-    args = ["taskset", "-c", "1", BIN, "bench", "load", "--target", f"{server.addr}:{PORT}", "--allow-remote",
+    args = [*RT, "taskset", "-c", "1", BIN, "bench", "load", "--target", f"{server.addr}:{PORT}", "--allow-remote",
             "--key", server.key, "--version", "rfc-10049", *pacing, "--duration", str(secs), "--workers", "2",
             "--window", str(window), "--timeout", "0.2", "--verify-fraction", "0.01", "--json"]
     # Metrics after the server published (every 200 ms).
@@ -111,6 +114,10 @@ def load(server, pacing, window, secs):
         "machine_us": (busy1 - busy0) * 1e6 / responses,
         "generator_us": r["cpu_secs"] * 1e6 / max(r["answered"], 1),
         "xdp_sent": d.get("gnomon_xdp_frames_sent_total", 0),
+        # The worker's own clock on parsing and answering; the rest of the
+        # server's CPU is I/O: the rings or the socket calls, and copies.
+        "protocol_us": (d.get('gnomon_stage_seconds_total{stage="parse"}', 0)
+                        + d.get('gnomon_stage_seconds_total{stage="respond"}', 0)) * 1e6 / responses,
         "responses": responses,
         "mean_batch": d.get("gnomon_batch_size_sum", 0) / max(d.get("gnomon_batch_size_count", 0), 1),
         "p50": r["latency_us"]["p50"],
@@ -122,9 +129,9 @@ def main():
     secs, rates, server_ns, _client_ns, addr, iface = sys.argv[1:7]
     secs = float(secs)
     print(f"load average {os.getloadavg()[0]:.1f} at the start")
-    print("| path | offered | answered/s | loss | server CPU µs/response | machine CPU µs/response "
-          "| generator CPU µs/answer | mean batch | p50 µs | p99 µs |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| path | offered | answered/s | loss | server CPU µs/response | of which protocol | of which I/O "
+          "| machine CPU µs/response | generator CPU µs/answer | mean batch | p50 µs | p99 µs |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     loads = [("--max", ["--max"], 32)] + [(f"{int(r):,}/s", ["--rate", r], 4096) for r in rates.split(",") if r]
     for label, pacing, window in loads:
         for name, use in (("sockets", None), ("AF_XDP", iface)):
@@ -137,7 +144,8 @@ def main():
                 raise SystemExit(f"only {r['xdp_sent']:.0f} of {r['responses']:.0f} answers went through AF_XDP")
             mode = " (" + re.search(r'mode="([a-z]+)"', server.mode).group(1) + ")" if use else ""
             print(f"| {name}{mode} | {label} | {r['answered_per_sec']:,.0f} | {r['loss_pct']:.2f} % | "
-                  f"{r['server_us']:.2f} | {r['machine_us']:.2f} | {r['generator_us']:.2f} | "
+                  f"{r['server_us']:.2f} | {r['protocol_us']:.2f} | {r['server_us'] - r['protocol_us']:.2f} | "
+                  f"{r['machine_us']:.2f} | {r['generator_us']:.2f} | "
                   f"{r['mean_batch']:.1f} | {r['p50']:.0f} | {r['p99']:.0f} |", flush=True)
 
 

@@ -48,6 +48,52 @@ fn draft03_short_nonce() -> Vec<u8> {
     out
 }
 
+/// An Ethernet frame carrying `payload` from `from` to `to` over UDP, its
+/// checksums right: written as the reply `to` would send `from`, then
+/// turned around by the path's own `reply_in_place`, which fills in the
+/// lengths and checksums.
+fn udp_frame(from: std::net::SocketAddr, to: std::net::SocketAddr, payload: &[u8]) -> Vec<u8> {
+    use std::net::IpAddr;
+    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+    let ip = match (to.ip(), from.ip()) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => {
+            f.extend_from_slice(&[0x08, 0x00]);
+            let total = (20 + 8 + payload.len()) as u16;
+            let mut h = vec![0x45, 0];
+            h.extend_from_slice(&total.to_be_bytes());
+            h.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
+            h.extend_from_slice(&src.octets());
+            h.extend_from_slice(&dst.octets());
+            h
+        }
+        (IpAddr::V6(src), IpAddr::V6(dst)) => {
+            f.extend_from_slice(&[0x86, 0xdd]);
+            let mut h = vec![0x60, 0, 0, 0];
+            h.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+            h.extend_from_slice(&[17, 64]);
+            h.extend_from_slice(&src.octets());
+            h.extend_from_slice(&dst.octets());
+            h
+        }
+        _ => panic!("one family"),
+    };
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&to.port().to_be_bytes());
+    f.extend_from_slice(&from.port().to_be_bytes());
+    f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    let start = f.len();
+    f.extend_from_slice(payload);
+    let d = gnomon_server::xdp::frame::Datagram {
+        from: to,
+        to: from,
+        payload: start..f.len(),
+    };
+    let len = gnomon_server::xdp::frame::reply_in_place(&mut f, &d, payload).expect("a frame");
+    f.truncate(len);
+    f
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
     let parse = fresh(&root, "request_parse");
@@ -126,6 +172,21 @@ fn main() {
         "legacy",
         br#"{"nonces":["AAEC","AwQF"],"responses":["BgcI","CQoL"]}"#,
     );
+    // Frames for the AF_XDP path: a version-1 request to each served
+    // address the target's program knows, and one to a port it does not.
+    let frames = fresh(&root, "xdp_frame");
+    let req = request(Profile::rfc(), 4, 1024);
+    for (name, client, server) in [
+        ("udp4-served", "10.77.0.2:40000", "10.77.0.1:2002"),
+        ("udp6-served", "[fd77::2]:40000", "[fd77::1]:2002"),
+        ("udp4-other-port", "10.77.0.2:40000", "10.77.0.1:2003"),
+    ] {
+        write(
+            &frames,
+            name,
+            &udp_frame(client.parse().unwrap(), server.parse().unwrap(), &req),
+        );
+    }
     // Relayed proofs (binary form) bound to the fuzz device value: the
     // RFC's and draft 14's formats, and the post-quantum scheme.
     let proof = fresh(&root, "proof_verify");

@@ -689,6 +689,11 @@ impl WorkerState {
         &mut self.batch
     }
 
+    /// Most datagrams one batch holds.
+    pub fn batch_capacity(&self) -> usize {
+        self.batch.capacity()
+    }
+
     /// The settings in force.
     pub fn config(&self) -> &WorkerConfig {
         &self.config

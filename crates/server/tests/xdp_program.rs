@@ -297,3 +297,15 @@ fn every_shape_of_served_list_loads_into_this_kernel() {
         }
     }
 }
+
+/// The size DESIGN.md quotes: one IPv4 and one IPv6 address served.
+#[test]
+fn the_usual_program_is_a_few_dozen_instructions() {
+    let served = [
+        "10.77.0.1:2002".parse().unwrap(),
+        "[fd77::1]:2002".parse().unwrap(),
+    ];
+    let n = assemble(&served, 7).len();
+    assert!((40..=60).contains(&n), "{n} instructions");
+    eprintln!("{n} instructions");
+}

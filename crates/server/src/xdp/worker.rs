@@ -44,8 +44,8 @@ impl From<Refused> for Drop {
     }
 }
 
-/// The loop's buffers, made once.
-struct Rings {
+/// The loop's buffers, made once by [`XdpWorker::prepare`].
+pub struct Rings {
     /// Frames read this round.
     rx: Vec<Frame>,
     /// For each batch slot, its frame and what it holds.
@@ -58,17 +58,20 @@ struct Rings {
     free: Vec<u64>,
     /// Sent frames the completion ring gave back.
     done: Vec<u64>,
+    /// When the receive ring was last seen empty: no frame read since
+    /// arrived earlier.
+    empty_at: Option<Instant>,
 }
 
 impl XdpWorker {
-    /// Run until the stop flag is set. An error only for a socket failure
-    /// that will not go away.
-    pub fn run(mut self) -> io::Result<()> {
+    /// Allocate everything the loop will use and give the kernel its
+    /// frames to receive into.
+    pub fn prepare(&mut self) -> (WorkerState, Rings) {
         // The frame's own destination decides, as on a wildcard socket.
-        let mut state = self
+        let state = self
             .worker
             .prepare_with(SourceFilter::for_socket(None, false));
-        let cap = state.batch().capacity();
+        let cap = state.batch_capacity();
         let frames = self.xsk.frames();
         let mut rings = Rings {
             rx: vec![Frame::default(); cap],
@@ -79,8 +82,16 @@ impl XdpWorker {
                 .map(|i| i * u64::from(super::sys::FRAME_SIZE))
                 .collect(),
             done: vec![0; RING as usize],
+            empty_at: None,
         };
         self.xsk.fill_from(&mut rings.free);
+        (state, rings)
+    }
+
+    /// Run until the stop flag is set. An error only for a socket failure
+    /// that will not go away.
+    pub fn run(mut self) -> io::Result<()> {
+        let (mut state, mut rings) = self.prepare();
         let mut last_publish = Instant::now();
         while !self.worker.stop.load(Ordering::Relaxed) {
             self.worker.heartbeat.tick();
@@ -117,9 +128,48 @@ impl XdpWorker {
         }
     }
 
+    /// `batch-wait`, as the socket worker does it: when a read found
+    /// fewer frames than a batch holds, wait until the first of them has
+    /// waited the configured time and read again, so one signature covers
+    /// more requests at moderate load. A frame carries no receive time, so
+    /// its arrival is taken as no earlier than when the ring was last seen
+    /// empty (a read that came back short, or the wake-up from poll that
+    /// the arrival caused): the wait never exceeds the configured one.
+    /// Returns the frames now read.
+    fn gather(
+        &mut self,
+        state: &mut WorkerState,
+        r: &mut Rings,
+        got: usize,
+        read_at: Instant,
+    ) -> usize {
+        let cap = r.rx.len();
+        let wait_ns = state.config().batch_wait_us.saturating_mul(1_000);
+        let since = r.empty_at;
+        if got < cap {
+            r.empty_at = Some(read_at);
+        }
+        let (Some(since), true) = (since, got < cap && wait_ns > 0) else {
+            return got;
+        };
+        let waited = read_at.saturating_duration_since(since).as_nanos() as u64;
+        if waited >= wait_ns {
+            return got;
+        }
+        let slept = Instant::now();
+        std::thread::sleep(std::time::Duration::from_nanos(wait_ns - waited));
+        state.stats.ns_batch_wait += slept.elapsed().as_nanos() as u64;
+        let again = Instant::now();
+        let more = self.xsk.receive(&mut r.rx[got..]);
+        if got + more < cap {
+            r.empty_at = Some(again);
+        }
+        got + more
+    }
+
     /// Take back sent frames, read one batch of frames (waiting a while
-    /// when there is none) and answer it.
-    fn serve_once(&mut self, state: &mut WorkerState, r: &mut Rings) -> io::Result<()> {
+    /// when there is none) and answer it. Allocates nothing.
+    pub fn serve_once(&mut self, state: &mut WorkerState, r: &mut Rings) -> io::Result<()> {
         let t0 = Instant::now();
         let n = self.xsk.completed(&mut r.done);
         r.free.extend_from_slice(&r.done[..n]);
@@ -131,9 +181,13 @@ impl XdpWorker {
             let waiting = self.xsk.kick()?;
             // Replies still queued: come back soon rather than sleep.
             self.xsk.wait(if waiting { 1 } else { IDLE_WAIT_MS })?;
+            // Woken by an arrival (or the timeout): what is read next came
+            // no earlier than about now.
+            r.empty_at = Some(Instant::now());
             state.stats.ns_syscalls += t0.elapsed().as_nanos() as u64;
             return Ok(());
         }
+        let got = self.gather(state, r, got, t0);
         state.stats.xdp_received += got as u64;
         r.slots.clear();
         for &f in &r.rx[..got] {
