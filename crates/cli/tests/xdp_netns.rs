@@ -3,21 +3,26 @@
 //! (`xs0`), every query sent from the client's end (`xc0`).
 //!
 //! Shown here: every version served over UDP is answered through the
-//! AF_XDP path (the XDP frame counters rise by at least the answers) over
-//! IPv4 and IPv6; a burst from one socket is all answered; forged,
-//! garbage and badly checksummed frames are dropped, counted under their
-//! reasons and never answered; TCP, ICMP (and ARP and neighbour discovery,
-//! without which nothing would be answered) still reach the kernel, and so
-//! do IPv4 with options and fragments, answered by the UDP sockets; the
-//! program leaves the interface when the server exits, cleanly or killed,
-//! and a restart attaches it again.
+//! AF_XDP path over IPv4 and IPv6 (the XDP frame counters rise by at
+//! least the answers, and every response counted left as an XDP frame);
+//! a burst from one socket is all answered; frames from forged sources
+//! (127.0.0.1, ::1, the LAN's broadcast address), garbage and frames with
+//! a wrong UDP checksum are dropped, counted under their reasons and never
+//! answered; TCP and ICMP (and ARP and neighbour discovery, without which
+//! nothing would be answered) still reach the kernel, and so do IPv4 with
+//! options and fragments, answered by the UDP sockets; the program leaves
+//! the interface when the server exits, cleanly or killed, and a restart
+//! attaches it again.
 //!
-//! Root and a kernel with AF_XDP and veth are needed; elsewhere each test
-//! says SKIPPED and why. The client's end has its transmit checksum offload
-//! turned off (`ethtool -K xc0 tx off`): over veth a datagram otherwise
-//! crosses with its UDP checksum unfinished (the kernel trusts it, an
-//! AF_XDP socket sees the bytes), where a frame from a real wire carries a
-//! whole one.
+//! Root and a kernel with AF_XDP and veth are needed, and ethtool; where
+//! one is missing each test says SKIPPED and why. The client's end has its
+//! transmit checksum offload turned off (`ethtool -K xc0 tx off`): over
+//! veth a datagram otherwise crosses with its UDP checksum unfinished (the
+//! kernel trusts it, an AF_XDP socket sees the bytes), where a frame from
+//! a real wire carries a whole one.
+//!
+//! For work on the harness itself, `GNOMON_XDP_NETNS_WITHOUT_XDP=1` runs
+//! the server without `--xdp` and skips (saying so) every XDP assertion.
 
 mod fleet_support;
 mod serve_support;
