@@ -10,9 +10,9 @@
 //! a wrong UDP checksum are dropped, counted under their reasons and never
 //! answered; TCP and ICMP (and ARP and neighbour discovery, without which
 //! nothing would be answered) still reach the kernel, and so do IPv4 with
-//! options and fragments, answered by the UDP sockets; the program leaves
-//! the interface when the server exits, cleanly or killed, and a restart
-//! attaches it again.
+//! options, fragments and IPv6 with an extension header, answered by the
+//! UDP sockets; the program leaves the interface when the server exits,
+//! cleanly or killed, and a restart attaches it again.
 //!
 //! Root and a kernel with AF_XDP and veth are needed, and ethtool; where
 //! one is missing each test says SKIPPED and why. The client's end has its
@@ -317,16 +317,17 @@ fn tcp_icmp_and_what_the_program_passes_still_reach_the_kernel() {
         let said = net.helper(&net.client(), &format!("ping {SERVER4}"));
         assert!(said.contains("PING reply"), "{said}");
     }
-    // UDP the program leaves to the kernel: IPv4 with options, and a
-    // request in two fragments. The server's UDP sockets answer them.
+    // UDP the program leaves to the kernel: IPv4 with options, a request
+    // in two fragments, IPv6 with an extension header. The server's UDP
+    // sockets answer them.
     let key = b64(&public);
-    for kind in ["ip-options", "fragments"] {
+    for kind in ["ip-options", "fragments", "ipv6-extension"] {
         let said = net.helper(&net.client(), &format!("{kind} {key}"));
         assert!(said.contains(&format!("ANSWERED {kind}")), "{said}");
     }
     if xdp_check(test, "none of it went through AF_XDP") {
         let page = net.wait_metrics(&mut server, "the sockets' answers counted", |m| {
-            sum_of(m, RESPONSES) >= sum_of(&before, RESPONSES) + 2
+            sum_of(m, RESPONSES) >= sum_of(&before, RESPONSES) + 3
         });
         for series in [FRAMES_RECEIVED, FRAMES_SENT] {
             assert_eq!(
@@ -390,7 +391,8 @@ fn the_program_leaves_with_the_server_on_sigterm_and_sigkill() {
 /// Run inside a namespace by the tests above, told what to do by
 /// `HELPER_ENV`: `metrics ADDR`, `burst ADDR N KEY`, `spoof-loopback KEY`,
 /// `spoof-loopback6 KEY`, `spoof-broadcast KEY`, `garbage KEY`, `bad-checksum KEY`,
-/// `bad-checksum6 KEY`, `ping ADDR`, `ip-options KEY`, `fragments KEY`.
+/// `bad-checksum6 KEY`, `ping ADDR`, `ip-options KEY`, `fragments KEY`,
+/// `ipv6-extension KEY`.
 #[test]
 #[ignore = "run inside a network namespace by the xdp_netns tests"]
 fn xdp_netns_helper() {
@@ -409,7 +411,9 @@ fn xdp_netns_helper() {
         ["bad-checksum", key] => bad_checksum(server4(), &decode_key(key)),
         ["bad-checksum6", key] => bad_checksum(server6(), &decode_key(key)),
         ["ping", to] => ping(to.parse().unwrap()),
-        [kind @ ("ip-options" | "fragments"), key] => passed_to_kernel(kind, &decode_key(key)),
+        [kind @ ("ip-options" | "fragments" | "ipv6-extension"), key] => {
+            passed_to_kernel(kind, &decode_key(key))
+        }
         _ => panic!("unknown helper command {command:?}"),
     }
 }

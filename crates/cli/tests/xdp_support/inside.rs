@@ -154,17 +154,23 @@ pub fn bad_checksum(to: SocketAddr, public: &[u8; 32]) {
 }
 
 /// A valid request from this namespace's own socket, sent raw as IPv4
-/// with options (`ip-options`) or in two fragments (`fragments`): the
-/// answer must come back to the socket.
+/// with options (`ip-options`), in two IPv4 fragments (`fragments`) or as
+/// IPv6 with a destination options header (`ipv6-extension`): the answer
+/// must come back to the socket.
 pub fn passed_to_kernel(kind: &str, public: &[u8; 32]) {
-    let to = server4();
+    let to = if kind == "ipv6-extension" {
+        server6()
+    } else {
+        server4()
+    };
     let sock = client_socket(to);
     let request = gnomon_testkit::request(Profile::rfc(), 0x0b7);
     let mut packet = gnomon_testkit::raw::packet(sock.local_addr().unwrap(), to, &request);
     fill_udp_checksum(&mut packet);
     let packets = match kind {
         "ip-options" => vec![with_options(&packet)],
-        _ => fragments(&packet),
+        "fragments" => fragments(&packet),
+        _ => vec![with_extension(&packet)],
     };
     for p in &packets {
         send_raw(to, p);
@@ -197,6 +203,20 @@ pub fn with_options(packet: &[u8]) -> Vec<u8> {
     let total = p.len() as u16;
     p[2..4].copy_from_slice(&total.to_be_bytes());
     fill_ip_checksum(&mut p);
+    p
+}
+
+/// `packet` (IPv6, UDP next) with an empty destination options header
+/// (one PadN option) between the IPv6 header and UDP. The UDP checksum
+/// stays right: its pseudo-header holds no extension header.
+pub fn with_extension(packet: &[u8]) -> Vec<u8> {
+    let mut p = packet[..40].to_vec();
+    // Next header UDP, length 0 (8 bytes), PadN of 4 zero bytes.
+    p.extend_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]);
+    p.extend_from_slice(&packet[40..]);
+    p[6] = 60;
+    let payload = (p.len() - 40) as u16;
+    p[4..6].copy_from_slice(&payload.to_be_bytes());
     p
 }
 
