@@ -7,12 +7,13 @@
 //! least the answers, and every response counted left as an XDP frame);
 //! a burst from one socket is all answered; frames from forged sources
 //! (127.0.0.1, ::1, the LAN's broadcast address), garbage and frames with
-//! a wrong UDP checksum are dropped, counted under their reasons and never
-//! answered; TCP and ICMP (and ARP and neighbour discovery, without which
-//! nothing would be answered) still reach the kernel, and so do IPv4 with
-//! options, fragments and IPv6 with an extension header, answered by the
-//! UDP sockets; the program leaves the interface when the server exits,
-//! cleanly or killed, and a restart attaches it again.
+//! a wrong UDP checksum or length are dropped, counted under their
+//! reasons and never answered; TCP and ICMP (and ARP and neighbour
+//! discovery, without which nothing would be answered) still reach the
+//! kernel, and so do IPv4 with options, fragments and IPv6 with an
+//! extension header, answered by the UDP sockets; the program leaves the
+//! interface when the server exits, cleanly or killed, and a restart
+//! attaches it again.
 //!
 //! Root and a kernel with AF_XDP and veth are needed, and ethtool; where
 //! one is missing each test says SKIPPED and why. The client's end has its
@@ -32,7 +33,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
 
 use gnomon_protocol::PROFILES;
-use xdp_support::inside::{bad_checksum, burst, garbage, passed_to_kernel, ping, spoof};
+use xdp_support::inside::{
+    bad_checksum, bad_length, burst, garbage, passed_to_kernel, ping, spoof,
+};
 use xdp_support::{
     b64, decode_key, have, run_bounded, server4, server6, xdp_on, Net, Server, HELPER_ENV,
     PATIENCE, SERVER4, SERVER6, SERVER_IF, WITHOUT_XDP_ENV,
@@ -47,6 +50,7 @@ const REQUESTS: &str = "gnomon_requests_received_total";
 const RESPONSES: &str = "gnomon_responses_total{";
 const DROPPED: &str = "gnomon_dropped_total";
 const BAD_CHECKSUM: &str = "frame_bad_checksum";
+const BAD_LENGTH: &str = "frame_bad_length";
 const SOURCE_LOOPBACK: &str = "source_loopback";
 const SOURCE_BROADCAST: &str = "source_broadcast";
 /// The reasons a payload that is not a request may be dropped under
@@ -233,6 +237,7 @@ const HOSTILE: &[(&str, &[&str], bool)] = &[
     ("garbage", PARSE_REASONS, false),
     ("bad-checksum", &[BAD_CHECKSUM], true),
     ("bad-checksum6", &[BAD_CHECKSUM], true),
+    ("bad-length", &[BAD_LENGTH], true),
 ];
 
 #[test]
@@ -391,7 +396,7 @@ fn the_program_leaves_with_the_server_on_sigterm_and_sigkill() {
 /// Run inside a namespace by the tests above, told what to do by
 /// `HELPER_ENV`: `metrics ADDR`, `burst ADDR N KEY`, `spoof-loopback KEY`,
 /// `spoof-loopback6 KEY`, `spoof-broadcast KEY`, `garbage KEY`, `bad-checksum KEY`,
-/// `bad-checksum6 KEY`, `ping ADDR`, `ip-options KEY`, `fragments KEY`,
+/// `bad-checksum6 KEY`, `bad-length KEY`, `ping ADDR`, `ip-options KEY`, `fragments KEY`,
 /// `ipv6-extension KEY`.
 #[test]
 #[ignore = "run inside a network namespace by the xdp_netns tests"]
@@ -410,6 +415,7 @@ fn xdp_netns_helper() {
         ["garbage", key] => garbage(&decode_key(key)),
         ["bad-checksum", key] => bad_checksum(server4(), &decode_key(key)),
         ["bad-checksum6", key] => bad_checksum(server6(), &decode_key(key)),
+        ["bad-length", key] => bad_length(server4(), &decode_key(key)),
         ["ping", to] => ping(to.parse().unwrap()),
         [kind @ ("ip-options" | "fragments" | "ipv6-extension"), key] => {
             passed_to_kernel(kind, &decode_key(key))

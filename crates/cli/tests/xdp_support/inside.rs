@@ -139,18 +139,31 @@ pub fn garbage(public: &[u8; 32]) {
 }
 
 /// A valid request from this namespace's own socket's address and port,
-/// its UDP checksum wrong, then a probe from that socket.
-pub fn bad_checksum(to: SocketAddr, public: &[u8; 32]) {
+/// broken by `breaking` (given the packet and where UDP starts), then a
+/// probe from that socket.
+fn broken(to: SocketAddr, public: &[u8; 32], breaking: impl Fn(&mut [u8], usize)) {
     let sock = client_socket(to);
     let from = sock.local_addr().unwrap();
     let mut packet =
         gnomon_testkit::raw::packet(from, to, &gnomon_testkit::request(Profile::rfc(), 8));
     fill_udp_checksum(&mut packet);
-    let at = if to.is_ipv4() { 20 + 6 } else { 40 + 6 };
-    packet[at] ^= 0x5a;
+    breaking(&mut packet, if to.is_ipv4() { 20 } else { 40 });
     send_raw(to, &packet);
     println!("HOSTILE sent");
     probe(&sock, public);
+}
+
+/// A request whose UDP checksum is wrong.
+pub fn bad_checksum(to: SocketAddr, public: &[u8; 32]) {
+    broken(to, public, |p, udp| p[udp + 6] ^= 0x5a);
+}
+
+/// A request whose UDP length runs past its IP packet (the kernel sets
+/// the IPv4 total length of what a raw socket sends, not the UDP one).
+pub fn bad_length(to: SocketAddr, public: &[u8; 32]) {
+    broken(to, public, |p, udp| {
+        p[udp + 4..udp + 6].copy_from_slice(&1500u16.to_be_bytes());
+    });
 }
 
 /// A valid request from this namespace's own socket, sent raw as IPv4
