@@ -5,7 +5,8 @@
 //! Shown here: every version served over UDP is answered through the
 //! AF_XDP path over IPv4 and IPv6 (the XDP frame counters rise by at
 //! least the answers, and every response counted left as an XDP frame);
-//! a burst from one socket is all answered; frames from forged sources
+//! a burst from one socket is all answered, and bursts from many over a
+//! link of two queues (a worker each); frames from forged sources
 //! (127.0.0.1, ::1, the LAN's broadcast address), garbage and frames with
 //! a wrong UDP checksum or length are dropped, counted under their
 //! reasons and never answered; TCP and ICMP (and ARP and neighbour
@@ -212,7 +213,7 @@ fn a_burst_from_one_socket_is_all_answered_through_xdp() {
     let key = b64(&server.public);
     let burst = 64u64;
     for to in [server4(), server6()] {
-        let said = net.helper(&net.client(), &format!("burst {to} {burst} {key}"));
+        let said = net.helper(&net.client(), &format!("burst {to} 1 {burst} {key}"));
         assert!(
             said.contains(&format!("BURST answered {burst} of {burst}")),
             "{to}: {said}"
@@ -225,6 +226,40 @@ fn a_burst_from_one_socket_is_all_answered_through_xdp() {
         });
     }
     server.assert_alive();
+}
+
+#[test]
+fn bursts_over_two_queues_are_all_answered_one_worker_a_queue() {
+    let test = "bursts_over_two_queues_are_all_answered_one_worker_a_queue";
+    let Some(net) = Net::build_with(test, "q", 2) else {
+        return;
+    };
+    let mut server = net.serve();
+    let before = wait_attached(&net, &mut server);
+    if xdp_check(test, "a socket on each of the two queues") {
+        let labels = attached_mode(&before).unwrap();
+        assert!(labels.contains("queues=\"2\""), "{labels}");
+    }
+    // Sixteen flows (the client's send queue, and so the server's receive
+    // queue, is chosen per flow), sixteen requests each.
+    let key = b64(&server.public);
+    let (flows, each) = (16u64, 16u64);
+    let said = net.helper(
+        &net.client(),
+        &format!("burst {} {flows} {each} {key}", server4()),
+    );
+    let total = flows * each;
+    assert!(
+        said.contains(&format!("BURST answered {total} of {total}")),
+        "{said}"
+    );
+    if xdp_check(test, "the bursts went through AF_XDP") {
+        let sent = |m: &str| find_sample(m, FRAMES_SENT).unwrap_or(0);
+        net.wait_metrics(&mut server, "the bursts' frames sent", |m| {
+            sent(m) >= sent(&before) + total
+        });
+    }
+    server.terminate();
 }
 
 /// What the client's helper sends in `hostile_frames_...`, the reason the
@@ -394,7 +429,7 @@ fn the_program_leaves_with_the_server_on_sigterm_and_sigkill() {
 // Inside a namespace.
 
 /// Run inside a namespace by the tests above, told what to do by
-/// `HELPER_ENV`: `metrics ADDR`, `burst ADDR N KEY`, `spoof-loopback KEY`,
+/// `HELPER_ENV`: `metrics ADDR`, `burst ADDR SOCKETS N KEY`, `spoof-loopback KEY`,
 /// `spoof-loopback6 KEY`, `spoof-broadcast KEY`, `garbage KEY`, `bad-checksum KEY`,
 /// `bad-checksum6 KEY`, `bad-length KEY`, `ping ADDR`, `ip-options KEY`, `fragments KEY`,
 /// `ipv6-extension KEY`.
@@ -408,7 +443,12 @@ fn xdp_netns_helper() {
             let page = serve_support::peer::get(at.parse().unwrap(), "/metrics");
             println!("METRICS-BEGIN\n{page}\nMETRICS-END");
         }
-        ["burst", to, n, key] => burst(to.parse().unwrap(), n.parse().unwrap(), &decode_key(key)),
+        ["burst", to, sockets, n, key] => burst(
+            to.parse().unwrap(),
+            sockets.parse().unwrap(),
+            n.parse().unwrap(),
+            &decode_key(key),
+        ),
         ["spoof-loopback", _] => spoof((Ipv4Addr::LOCALHOST, 2000).into()),
         ["spoof-loopback6", _] => spoof((Ipv6Addr::LOCALHOST, 2000).into()),
         ["spoof-broadcast", _] => spoof((Ipv4Addr::new(10, 77, 1, 255), 2000).into()),

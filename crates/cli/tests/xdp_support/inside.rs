@@ -24,38 +24,50 @@ pub fn client_socket(to: SocketAddr) -> UdpSocket {
     sock
 }
 
-/// `n` requests sent back to back from one socket, then every answer
-/// awaited (bounded): each must verify against its own request.
-pub fn burst(to: SocketAddr, n: u64, public: &[u8; 32]) {
-    let sock = client_socket(to);
-    let requests: Vec<Vec<u8>> = (0..n)
-        .map(|i| gnomon_testkit::request(Profile::rfc(), 0xb0_0000 + i))
+/// `n` requests sent back to back from each of `sockets` sockets (each its
+/// own source port, so its own flow: on a link with several queues, the
+/// flows spread over them), then every answer awaited (bounded): each
+/// must verify against its own request.
+pub fn burst(to: SocketAddr, sockets: u64, n: u64, public: &[u8; 32]) {
+    let flows: Vec<(UdpSocket, Vec<Vec<u8>>)> = (0..sockets)
+        .map(|s| {
+            let requests = (0..n)
+                .map(|i| gnomon_testkit::request(Profile::rfc(), 0xb0_0000 + s * n + i))
+                .collect();
+            (client_socket(to), requests)
+        })
         .collect();
-    for r in &requests {
-        sock.send(r).unwrap();
+    for (sock, requests) in &flows {
+        for r in requests {
+            sock.send(r).unwrap();
+        }
     }
     let deadline = Instant::now() + PATIENCE;
-    let mut answered = BTreeSet::new();
+    let mut total = 0;
     let mut buf = [0u8; 2048];
-    while (answered.len() as u64) < n {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        sock.set_read_timeout(Some(left)).unwrap();
-        match sock.recv(&mut buf) {
-            Ok(len) => {
-                let which = requests
-                    .iter()
-                    .position(|r| verify_response(r, &buf[..len], public).is_ok())
-                    .unwrap_or_else(|| panic!("an answer ({len} bytes) to none of the burst"));
-                assert!(answered.insert(which), "request {which} answered twice");
+    for (sock, requests) in &flows {
+        let mut answered = BTreeSet::new();
+        while (answered.len() as u64) < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
-            Err(e) => panic!("recv: {e}"),
+            sock.set_read_timeout(Some(left)).unwrap();
+            match sock.recv(&mut buf) {
+                Ok(len) => {
+                    let which = requests
+                        .iter()
+                        .position(|r| verify_response(r, &buf[..len], public).is_ok())
+                        .unwrap_or_else(|| panic!("an answer ({len} bytes) to none of the burst"));
+                    assert!(answered.insert(which), "request {which} answered twice");
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+                Err(e) => panic!("recv: {e}"),
+            }
         }
+        total += answered.len();
     }
-    println!("BURST answered {} of {n}", answered.len());
+    println!("BURST answered {total} of {}", sockets * n);
 }
 
 /// The UDP checksum (RFC 768) of the datagram in an IPv4 or IPv6 packet

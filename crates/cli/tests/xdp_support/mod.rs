@@ -97,6 +97,11 @@ impl Net {
     /// the other tests' of this run), or `None` after saying SKIPPED and
     /// why.
     pub fn build(test: &str, tag: &str) -> Option<Net> {
+        Net::build_with(test, tag, 1)
+    }
+
+    /// [`Net::build`] with `queues` receive and send queues on each end.
+    pub fn build_with(test: &str, tag: &str, queues: u32) -> Option<Net> {
         let test = format!("xdp_netns::{test}");
         if !gnomon_testkit::is_root() {
             gnomon_testkit::skip(&test, "network namespaces and XDP need root");
@@ -123,10 +128,17 @@ impl Net {
             tag: tag.to_owned(),
         };
         let (s, c) = (net.server(), net.client());
-        if !fleet_support::ip(&[
-            "-n", &s, "link", "add", SERVER_IF, "type", "veth", "peer", "name", CLIENT_IF, "netns",
-            &c,
-        ]) {
+        let q = queues.to_string();
+        let queues = ["numtxqueues", &q, "numrxqueues", &q];
+        let veth = [
+            &["-n", &s, "link", "add", SERVER_IF][..],
+            &queues,
+            &["type", "veth", "peer", "name", CLIENT_IF],
+            &queues,
+            &["netns", &c],
+        ]
+        .concat();
+        if !fleet_support::ip(&veth) {
             gnomon_testkit::skip(&test, "cannot make a veth pair between namespaces");
             return None;
         }
