@@ -8,9 +8,11 @@ each path, a `gnomon serve` with one worker pinned to core 0 in SERVER_NS
 (plus, for the XDP path, the queue's AF_XDP worker, on the same core);
 `gnomon bench load` pinned to core 1 here, at `--max` and at each RATE.
 Reported per response: the server process's CPU (user + system, from
-/proc/PID/stat) and the whole machine's (every core's busy time from
-/proc/stat, the generator's and the kernel's softirq work included), since
-on veth much of the kernel's receive work runs on the sender's core.
+/proc/PID/stat), split into protocol work (the workers' own stage clocks)
+and the rest; core 0's busy time and the whole machine's (from
+/proc/stat, softirq included), since on veth the kernel's receive work
+runs where scripts/bench-xdp's RPS steering (or, without it, the sender)
+puts it.
 Standard library only (and scripts/benchlib.py).
 """
 
@@ -30,9 +32,12 @@ PORT, METRICS = 2002, 25420
 RT = ["chrt", "-f", "10"] if os.environ.get("BENCH_RT") else []
 
 
-def machine_busy():
+def busy(cpu=""):
+    """Busy time, s, of every core (`cpu` "") or of core `cpu`, softirq and
+    irq included, from /proc/stat."""
     with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
+        line = next(l for l in f if l.split()[0] == f"cpu{cpu}")
+    v = [int(x) for x in line.split()[1:]]
     # user nice system idle iowait irq softirq steal
     return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / os.sysconf("SC_CLK_TCK")
 
@@ -82,9 +87,9 @@ def load(server, pacing, window, secs):
             "--key", server.key, "--version", "rfc-10049", *pacing, "--duration", str(secs), "--workers", "2",
             "--window", str(window), "--timeout", "0.2", "--verify-fraction", "0.01", "--json"]
     # Metrics after the server published (every 200 ms).
-    before, cpu0, busy0 = server.metrics(), server.cpu_secs(), machine_busy()
+    before, cpu0, busy0, core0 = server.metrics(), server.cpu_secs(), busy(), busy(0)
     out = subprocess.run(args, capture_output=True, text=True, timeout=secs + 60)
-    busy1, cpu1 = machine_busy(), server.cpu_secs()
+    busy1, core1, cpu1 = busy(), busy(0), server.cpu_secs()
     time.sleep(0.5)
     after = server.metrics()
     if not out.stdout.strip():
@@ -100,6 +105,7 @@ def load(server, pacing, window, secs):
         "verified": r["verified"],
         "server_us": (cpu1 - cpu0) * 1e6 / responses,
         "machine_us": (busy1 - busy0) * 1e6 / responses,
+        "core_us": (core1 - core0) * 1e6 / responses,
         "generator_us": r["cpu_secs"] * 1e6 / max(r["answered"], 1),
         "xdp_sent": d.get("gnomon_xdp_frames_sent_total", 0),
         # The worker's own clock on parsing and answering; the rest of the
@@ -118,8 +124,9 @@ def main():
     secs = float(secs)
     print(f"load average {os.getloadavg()[0]:.1f} at the start")
     print("| path | offered | answered/s | loss | server CPU µs/response | of which protocol | of which I/O "
-          "| machine CPU µs/response | generator CPU µs/answer | mean batch | p50 µs | p99 µs |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| server core µs/response | machine CPU µs/response | generator CPU µs/answer | mean batch | p50 µs "
+          "| p99 µs |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     loads = [("--max", ["--max"], 32)] + [(f"{int(r):,}/s", ["--rate", r], 4096) for r in rates.split(",") if r]
     for label, pacing, window in loads:
         for name, use in (("sockets", None), ("AF_XDP", iface)):
@@ -133,7 +140,7 @@ def main():
             mode = " (" + re.search(r'mode="([a-z]+)"', server.mode).group(1) + ")" if use else ""
             print(f"| {name}{mode} | {label} | {r['answered_per_sec']:,.0f} | {r['loss_pct']:.2f} % | "
                   f"{r['server_us']:.2f} | {r['protocol_us']:.2f} | {r['server_us'] - r['protocol_us']:.2f} | "
-                  f"{r['machine_us']:.2f} | {r['generator_us']:.2f} | "
+                  f"{r['core_us']:.2f} | {r['machine_us']:.2f} | {r['generator_us']:.2f} | "
                   f"{r['mean_batch']:.1f} | {r['p50']:.0f} | {r['p99']:.0f} |", flush=True)
 
 
