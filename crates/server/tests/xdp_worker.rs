@@ -1,7 +1,9 @@
 //! The AF_XDP worker on a real queue: a veth pair between two network
 //! namespaces made here, the program attached to the server's end, and
 //! a batch of requests from a client in the other namespace answered by
-//! `XdpWorker::serve_once` without one allocation, every answer verified.
+//! `XdpWorker::serve_once` without one allocation, every answer verified;
+//! then a reload that denies the client's network, which the worker
+//! follows at its next batch.
 //!
 //! The test re-runs itself inside the server's namespace (an AF_XDP socket
 //! binds to an interface of its own namespace); the client is Python's
@@ -18,7 +20,8 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use gnomon_protocol::{verify_response, KeyPair, Profile};
 use gnomon_server::keys::mint_epoch;
-use gnomon_server::stats::WorkerStats;
+use gnomon_server::limit::LimitConfig;
+use gnomon_server::stats::{Drop as Dropped, WorkerStats};
 use gnomon_server::worker::{live, ClockState, Worker, WorkerConfig, WorkerState};
 use gnomon_server::xdp::worker::Rings;
 use gnomon_server::xdp::{self, XdpConfig};
@@ -249,5 +252,31 @@ fn child(client_ns: &str) {
             "a reply verifies against no request"
         );
     }
+    // A reload reaches the AF_XDP worker as it reaches a socket worker:
+    // with the client's network denied, its next request is dropped and
+    // counted, not answered.
+    let reloaded = WorkerConfig {
+        limit: LimitConfig {
+            deny: vec!["10.79.0.0/24".parse().unwrap()],
+            ..w.worker.config.load().limit.clone()
+        },
+        ..(**w.worker.config.load()).clone()
+    };
+    w.worker.config.store(Arc::new(reloaded));
+    let denied = vec![request(Profile::rfc(), 999)];
+    let mut client = send(client_ns, dir.path(), &denied);
+    let end = Instant::now() + Duration::from_secs(20);
+    while state.stats.drops[Dropped::Denied as usize] == 0 && Instant::now() < end {
+        w.serve_once(&mut state, &mut rings).unwrap();
+    }
+    assert_eq!(state.stats.drops[Dropped::Denied as usize], 1);
+    // The client waits its 20 s for an answer that does not come: stop it.
+    let _ = client.kill();
+    let _ = client.wait();
+    assert_eq!(
+        state.stats.xdp_sent,
+        1 + BATCH as u64,
+        "the denied source was answered"
+    );
     drop(attached);
 }
