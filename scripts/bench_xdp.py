@@ -53,19 +53,8 @@ class Server:
              # The generator is exempt, as loopback is in scripts/bench-server.
              "--limit-allow", "10.78.0.0/24", *xdp],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("public key (base64): "):
-            raise SystemExit(f"serve did not start: {line!r}")
-        self.key = line.split(": ", 1)[1].strip()
-        end = time.monotonic() + 10
-        while True:
-            try:
-                m = self.metrics()
-                break
-            except OSError:
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.05)
+        self.key = benchlib.started(self.proc, self.metrics)
+        m = self.metrics()
         attached = [k for k in m if k.startswith("gnomon_xdp_attached")]
         if bool(iface) != bool(attached):
             raise SystemExit(f"xdp attached: {attached}, asked: {iface!r}")

@@ -80,6 +80,24 @@ def wait_for_port(port, deadline_s=10):
     raise SystemExit(f"nothing bound UDP port {port}")
 
 
+def started(proc, metrics):
+    """The public key a starting `gnomon serve` prints first, once its
+    metrics endpoint answers (within 10 s); the endpoint's first reading
+    is discarded."""
+    line = proc.stdout.readline()
+    if not line.startswith("public key (base64): "):
+        raise SystemExit(f"serve did not start: {line!r}")
+    end = time.monotonic() + 10
+    while True:
+        try:
+            metrics()
+            return line.split(": ", 1)[1].strip()
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.05)
+
+
 class Gnomon(Process):
     """gnomon serve, one worker, with metrics. `batch_disputed` batches the
     versions whose tree orientation is disputed (off by default in gnomon,
@@ -90,19 +108,7 @@ class Gnomon(Process):
         super().__init__([SERVER_BIN, "serve", "--listen", f"127.0.0.1:{PORT}", "--workers", "1",
                           "--batch-size", str(batch), *disputed, "--summary-interval", "0",
                           "--tcp-enable=false", "--metrics", f"127.0.0.1:{METRICS}", *extra])
-        line = self.proc.stdout.readline()
-        if not line.startswith("public key (base64): "):
-            raise SystemExit(f"serve did not start: {line!r}")
-        self.key = line.split(": ", 1)[1].strip()
-        end = time.monotonic() + 10
-        while True:
-            try:
-                self.metrics()
-                return
-            except OSError:
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.05)
+        self.key = started(self.proc, self.metrics)
 
     def metrics(self):
         return scrape(f"http://127.0.0.1:{METRICS}/metrics")

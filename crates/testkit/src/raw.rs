@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 /// The Internet checksum (RFC 1071).
-pub(crate) fn checksum(bytes: &[u8]) -> u16 {
+pub fn checksum(bytes: &[u8]) -> u16 {
     let mut sum: u32 = bytes
         .chunks(2)
         .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))

@@ -214,7 +214,7 @@ pub fn passed_to_kernel(kind: &str, public: &[u8; 32]) {
 pub fn fill_ip_checksum(packet: &mut [u8]) {
     let ihl = usize::from(packet[0] & 0x0f) * 4;
     packet[10..12].copy_from_slice(&[0, 0]);
-    let sum = internet_checksum(&packet[..ihl]);
+    let sum = gnomon_testkit::raw::checksum(&packet[..ihl]);
     packet[10..12].copy_from_slice(&sum.to_be_bytes());
 }
 
@@ -279,7 +279,7 @@ pub fn ping(to: Ipv4Addr) {
         echo.extend_from_slice(&id.to_be_bytes());
         echo.extend_from_slice(&seq.to_be_bytes());
         echo.extend_from_slice(b"gnomon xdp_netns");
-        let sum = internet_checksum(&echo);
+        let sum = gnomon_testkit::raw::checksum(&echo);
         echo[2..4].copy_from_slice(&sum.to_be_bytes());
         sock.send_to(&echo, (to, 0)).unwrap();
         // Two seconds per try, as `ping -W 2`.
@@ -308,15 +308,4 @@ pub fn ping(to: Ipv4Addr) {
         }
     }
     panic!("no echo reply from {to} in {PATIENCE:?}");
-}
-
-pub fn internet_checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = bytes
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
