@@ -326,6 +326,14 @@ fn hostile_frames_are_dropped_counted_and_never_answered() {
             let sent = |m: &str| find_sample(m, FRAMES_SENT).unwrap_or(0);
             assert_eq!(sent(&page), sent(&before) + probes, "{kind}: {page}");
         }
+        // Received = answered + dropped: the hostile datagram is received
+        // once, whichever stage refused it.
+        let received = |m: &str| find_sample(m, REQUESTS).unwrap_or(0);
+        assert_eq!(
+            received(&page),
+            received(&before) + 1 + probes,
+            "{kind}: {page}"
+        );
         server.assert_alive();
     }
     // Still serving.

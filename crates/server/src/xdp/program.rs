@@ -45,16 +45,6 @@ impl Insn {
             imm,
         }
     }
-
-    /// The opcode byte.
-    pub fn code(&self) -> u8 {
-        self.code
-    }
-
-    /// The jump offset or memory offset.
-    pub fn off(&self) -> i16 {
-        self.off
-    }
 }
 
 // Opcodes: class | operation | source. Only those the program uses.

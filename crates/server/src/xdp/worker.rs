@@ -191,7 +191,10 @@ impl XdpWorker {
         state.stats.xdp_received += got as u64;
         r.slots.clear();
         for &f in &r.rx[..got] {
+            // A refused frame is a datagram received and dropped, as on
+            // the socket path: received = answered + dropped holds.
             let Some(bytes) = self.xsk.bytes(f) else {
+                state.stats.received += 1;
                 state.stats.drop(Drop::FrameTruncated);
                 r.free.push(f.addr);
                 continue;
@@ -215,6 +218,7 @@ impl XdpWorker {
                     r.slots.push((f, d));
                 }
                 Err(why) => {
+                    state.stats.received += 1;
                     state.stats.drop(why.into());
                     r.free.push(f.addr);
                 }

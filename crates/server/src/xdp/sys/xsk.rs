@@ -237,12 +237,6 @@ impl Xsk {
         Some(unsafe { std::slice::from_raw_parts_mut(self.umem.as_ptr().add(start), end - start) })
     }
 
-    /// Room in the chunk from `f.addr` on: how long a frame written there
-    /// may be.
-    pub fn room(f: Frame) -> u32 {
-        FRAME_SIZE - (f.addr % u64::from(FRAME_SIZE)) as u32
-    }
-
     /// Give idle frames to the kernel to receive into, from the end of
     /// `free`, as many as the fill ring has room for.
     pub fn fill_from(&mut self, free: &mut Vec<u64>) {
@@ -350,11 +344,6 @@ impl Xsk {
             }
         }
         Ok(())
-    }
-
-    /// Whether the fill ring wants a wake-up (the caller then waits).
-    pub fn fill_needs_wakeup(&self) -> bool {
-        self.fill.needs_wakeup()
     }
 
     /// The kernel's counters for this socket.
