@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use crate::error::WireError;
 use crate::hash::Hash;
 use crate::profile::{ChainRule, HashAlg, Profile};
-use crate::proof::{Proof, ProofFormError, MAX_DEVICE_VALUE};
+use crate::proof::{check_device_value, Proof, ProofFormError};
 use crate::report::Report;
 use crate::scheme::{LongTermKey, PublicKey};
 use crate::verify::{verify_response, SentRequest, Verified, VerifyError};
@@ -174,9 +174,11 @@ impl Measurement {
     /// [`crate::proof`]): the first nonce is `chain_nonce(profile, D, rand)`,
     /// D standing where a previous response would, so every request is
     /// provably made after D existed. The first exchange keeps its rand,
-    /// which the device needs to check that.
+    /// which the device needs to check that. D is 16 to 64 bytes
+    /// ([`crate::proof::check_device_value`]): a shorter one could be
+    /// guessed, and its chain run before the device made it.
     pub fn bound(device: &[u8]) -> Result<Measurement, ProofFormError> {
-        if device.is_empty() || device.len() > MAX_DEVICE_VALUE {
+        if check_device_value(device).is_err() {
             return Err(ProofFormError::DeviceLength(device.len()));
         }
         Ok(Measurement {

@@ -15,8 +15,8 @@
 use alloc::vec::Vec;
 
 use super::{
-    ProofError, MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST, PROOF_FORMAT_VERSION,
-    PROOF_MAGIC,
+    ProofError, MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST, MIN_DEVICE_NONCE,
+    PROOF_FORMAT_VERSION, PROOF_MAGIC,
 };
 use crate::chain::MAX_NONCE_LEN;
 use crate::scheme::PublicKey;
@@ -71,9 +71,11 @@ impl<'a> ProofView<'a> {
         if n == 0 || n > MAX_PROOF_ENTRIES {
             return Err(ProofError::Malformed("entry count"));
         }
+        // A short D is refused here, before any signature: a relay could
+        // have prepared the bundle before the device made it.
         let d = usize::from(r.u8()?);
-        if d == 0 || d > MAX_DEVICE_VALUE {
-            return Err(ProofError::Malformed("device value length"));
+        if !(MIN_DEVICE_NONCE..=MAX_DEVICE_VALUE).contains(&d) {
+            return Err(ProofError::DeviceValueLength(d));
         }
         let device = r.take(d)?;
         let mut entries = [EntryView::default(); MAX_PROOF_ENTRIES];

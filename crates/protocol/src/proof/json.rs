@@ -14,7 +14,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::binary::{self, EntryOut, ProofView};
-use super::{ProofError, MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST};
+use super::{check_device_value, ProofError, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST};
 use crate::chain::MAX_NONCE_LEN;
 use crate::report::{parse_report, ParsedReport, Report, ReportEntry, ReportParseError, B64};
 use crate::scheme::PublicKey;
@@ -42,7 +42,8 @@ pub enum ProofFormError {
     MissingDeviceNonce,
     /// `"deviceNonce"` is not a base64 string.
     DeviceNonce,
-    /// D is empty or longer than [`MAX_DEVICE_VALUE`] (its length).
+    /// D is shorter than [`super::MIN_DEVICE_NONCE`] or longer than
+    /// [`super::MAX_DEVICE_VALUE`] (its length).
     DeviceLength(usize),
     /// No entries, or more than [`MAX_PROOF_ENTRIES`] (the count).
     EntryCount(usize),
@@ -63,7 +64,7 @@ impl Proof {
     /// form. Nothing cryptographic is checked: that is
     /// [`super::verify_proof`]'s job, on the device.
     pub fn new(device: Vec<u8>, report: Report) -> Result<Proof, ProofFormError> {
-        if device.is_empty() || device.len() > MAX_DEVICE_VALUE {
+        if check_device_value(&device).is_err() {
             return Err(ProofFormError::DeviceLength(device.len()));
         }
         let n = report.entries.len();

@@ -1,7 +1,7 @@
 //! Relayed proofs: proven time for a device that cannot reach a server.
 //!
 //! ```text
-//!  device ── D (1..=64 bytes) ──▶ relay ── chain bound to D ──▶ servers
+//!  device ── D (16..=64 bytes) ──▶ relay ── chain bound to D ──▶ servers
 //!    ▲                              │
 //!    └──────── bundle (binary) ◀────┘   verify_proof(bundle, D, pinned keys, elapsed)
 //!                                          ▶ Proven { earliest_us, latest_us }
@@ -81,6 +81,27 @@ pub const MAX_PROOF_ENTRIES: usize = 16;
 
 /// Longest device value D.
 pub const MAX_DEVICE_VALUE: usize = 64;
+
+/// Shortest device value D: 16 bytes, room for the 128 bits the relay
+/// cannot predict that make a proof fresh. A relay that can guess D
+/// (a short one, a counter, a clock reading) can run the chain for it in
+/// advance and hand over a bundle signed before the device made D, which
+/// the interval does not allow for (docs/PROOF.md, "The binding").
+pub const MIN_DEVICE_NONCE: usize = 16;
+
+/// Whether `device` has a device value's length, [`MIN_DEVICE_NONCE`] to
+/// [`MAX_DEVICE_VALUE`] bytes; else [`ProofError::DeviceValueLength`].
+/// For the value a device is about to pass to a relay or to
+/// [`verify_proof`]; the bundle's own D is held to the same range by
+/// [`ProofView::parse`] and [`Proof::new`] (so the JSON form and the
+/// relay's [`crate::Measurement::bound`] too).
+pub fn check_device_value(device: &[u8]) -> Result<(), ProofError> {
+    if (MIN_DEVICE_NONCE..=MAX_DEVICE_VALUE).contains(&device.len()) {
+        Ok(())
+    } else {
+        Err(ProofError::DeviceValueLength(device.len()))
+    }
+}
 
 /// Longest request a bundle may carry: the size every profile's request is
 /// built at (the UDP size; the client sends the same size over TCP), so the
@@ -190,6 +211,10 @@ pub enum ProofError {
     Malformed(&'static str),
     /// The format version is not one this verifier reads.
     UnknownFormat(u8),
+    /// The device value D is shorter than [`MIN_DEVICE_NONCE`] or longer
+    /// than [`MAX_DEVICE_VALUE`] (its length): in the bundle, or the value
+    /// the device passed ([`check_device_value`]).
+    DeviceValueLength(usize),
     /// The bundle was made for another device value: replayed, or another
     /// device's.
     WrongNonce,
@@ -264,6 +289,11 @@ impl fmt::Display for ProofError {
             ProofError::Truncated => write!(f, "the bundle is truncated"),
             ProofError::Malformed(what) => write!(f, "malformed bundle: {what}"),
             ProofError::UnknownFormat(v) => write!(f, "unknown bundle format version {v}"),
+            ProofError::DeviceValueLength(n) => write!(
+                f,
+                "the device value is {n} bytes; it must be {MIN_DEVICE_NONCE} to \
+                 {MAX_DEVICE_VALUE}, at least 128 bits of it unpredictable to the relay"
+            ),
             ProofError::WrongNonce => write!(f, "the bundle was made for another device value"),
             ProofError::Binding => write!(f, "the chain does not start at the device value"),
             ProofError::UnknownKey(i) => write!(f, "entry {i}: the key is not pinned"),

@@ -4,12 +4,15 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod fresh;
 mod liars;
 mod tampering;
 
 use common::relay::{self, Ask};
 use common::*;
-use gnomon_protocol::proof::{EntrySet, ProofView, MAX_PROOF_ENTRIES, PROOF_MAGIC};
+use gnomon_protocol::proof::{
+    EntrySet, ProofView, MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, PROOF_MAGIC,
+};
 use gnomon_protocol::report::Link;
 use gnomon_protocol::wire::{self, Message};
 use gnomon_protocol::{

@@ -221,12 +221,14 @@ fn trailing_bytes_bad_magic_and_unknown_versions_are_refused() {
             Err(ProofError::Malformed("entry count"))
         );
     }
-    let mut device = bundle.clone();
-    device[6] = 0;
-    assert_eq!(
-        verify(&device, D, &keys),
-        Err(ProofError::Malformed("device value length"))
-    );
+    for d in [0, MAX_DEVICE_VALUE as u8 + 1] {
+        let mut device = bundle.clone();
+        device[6] = d;
+        assert_eq!(
+            verify(&device, D, &keys),
+            Err(ProofError::DeviceValueLength(usize::from(d)))
+        );
+    }
     // A stored request head that ends in zero: not the writer's encoding.
     let view = ProofView::parse(&bundle).unwrap();
     let head = view.entries()[0].request_head;
