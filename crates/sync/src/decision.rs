@@ -148,6 +148,17 @@ pub fn raise_floor(old: Option<i128>, e: &Evidence, local_now_us: i128) -> i128 
     old.map_or(new, |o| o.max(new))
 }
 
+/// Whether `e`, measured when the local clock read `local_now_us`, lies
+/// wholly below `floor`: its upper end, local + high, is earlier than a
+/// time this machine proved had passed. Then the round or the floor is
+/// wrong, and which cannot be told from here: a floor planted in the
+/// state or proven by liars, liars in this round, or a clock outside its
+/// drift bound. The floor is not lowered (the round may be the liar);
+/// the operator is told, and the now socket answers a contradiction.
+pub fn below_floor(floor: Option<i128>, e: &Evidence, local_now_us: i128) -> bool {
+    floor.is_some_and(|f| local_now_us + e.high_us < f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +254,20 @@ mod tests {
         assert_eq!(raise_floor(None, &e, NOW), NOW - 2 * S);
         assert_eq!(raise_floor(Some(NOW), &e, NOW), NOW);
         assert_eq!(raise_floor(Some(NOW - 10 * S), &e, NOW), NOW - 2 * S);
+    }
+
+    #[test]
+    fn a_consensus_wholly_below_the_floor_contradicts_it() {
+        let e = ev(-2 * S, 4 * S, 3);
+        assert!(!below_floor(None, &e, NOW));
+        // The upper end reaches the floor: the floor may be the truth.
+        assert!(!below_floor(Some(NOW + 4 * S), &e, NOW));
+        assert!(below_floor(Some(NOW + 4 * S + 1), &e, NOW));
+        // A floor an hour ahead, then honest servers: contradicted, and
+        // the floor is not lowered by the round.
+        let hour = NOW + 3600 * S;
+        assert!(below_floor(Some(hour), &e, NOW));
+        assert_eq!(raise_floor(Some(hour), &e, NOW), hour);
     }
 
     #[test]

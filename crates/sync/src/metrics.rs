@@ -55,6 +55,7 @@ pub struct SyncMetrics {
     rounds: [AtomicU64; 4],
     reports_sent: AtomicU64,
     reports_failed: AtomicU64,
+    floor_contradictions: AtomicU64,
     /// The list refresh's results.
     pub refresh: Arc<refresh::Counts>,
     chrony: Mutex<Option<Arc<chrony::Counters>>>,
@@ -103,6 +104,11 @@ impl SyncMetrics {
             &self.reports_failed
         };
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A round whose consensus lies wholly below the proven floor.
+    pub fn floor_contradiction(&self) {
+        self.floor_contradictions.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The chrony sink's counters.
@@ -175,6 +181,11 @@ impl SyncMetrics {
                 ("sent", self.reports_sent.load(Ordering::Relaxed)),
                 ("failed", self.reports_failed.load(Ordering::Relaxed)),
             ],
+        );
+        let _ = writeln!(
+            o,
+            "# HELP gnomon_sync_floor_contradictions_total Rounds whose consensus lies wholly below the proven floor (the round or the floor is wrong).\n# TYPE gnomon_sync_floor_contradictions_total counter\ngnomon_sync_floor_contradictions_total {}",
+            self.floor_contradictions.load(Ordering::Relaxed)
         );
         counter(
             &mut o,

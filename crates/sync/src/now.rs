@@ -2,50 +2,177 @@
 //! programs that must not believe the wall clock (docs/NOW.md).
 //!
 //! ```text
-//!  Service::round (a quorum consensus) ──Anchor──▶ Board ◀──answer── now socket (crate::now_socket)
-//!  state file (the floor, after a restart) ──────────▲
+//!  Service::round (consensus + quorum) ──Anchor, Floor──▶ Board ◀──answer── now socket
+//!  state file (the floor, after a restart) ─────────────────▲   └─reads─▶ Clock (the kernel's,
+//!                                                                          or a test's)
 //! ```
 //!
-//! At the end of a round whose consensus the quorum agrees on (however
-//! wide: the width is in the answer), the proven interval
-//! for true time is pinned to the boot clock (CLOCK_BOOTTIME: it counts
-//! through suspend and nothing but the kernel moves it; settimeofday does
-//! not): an [`Anchor`] (boot_ns, earliest, latest). At any later boot
-//! time `b`, true time lies in
+//! At the end of a round whose consensus exists and the quorum agrees on
+//! (however wide: the width is in the answer), the proven interval for
+//! true time is pinned to a [`Reading`] of the kernel's clocks: an
+//! [`Anchor`]. It is extrapolated on two counts only, neither of which
+//! NTP slews nor settimeofday moves:
+//!
+//! - `awake`: CLOCK_MONOTONIC_RAW since the anchor, the oscillator counted
+//!   at its nominal rate. CLOCK_BOOTTIME and CLOCK_MONOTONIC are not used
+//!   for this: they run at the disciplined rate, which chrony slews by up
+//!   to 83,333 ppm and adjtimex's tick moves by ±10 %, so a bound of
+//!   100 ppm on them would hold only while nobody corrects the clock
+//!   (and an attacker who steers NTP chooses the correction).
+//! - `asleep`: the time spent suspended since the anchor, CLOCK_BOOTTIME
+//!   − CLOCK_MONOTONIC (both run at the same rate while awake, so the
+//!   difference grows only when the kernel adds a suspend). The kernel
+//!   measures a suspend with a clock source that keeps running, converted
+//!   at its nominal rate (not the disciplined one), or else with the RTC
+//!   in whole seconds: a crystal either way, bounded by ρ like the raw
+//!   clock, plus [`SUSPEND_SLACK_US`] for the RTC's rounding.
+//!
+//! At a later reading, true time lies in
 //!
 //! ```text
-//!   [earliest + (b − boot_ns)(1 − ρ), latest + (b − boot_ns)(1 + ρ)]
+//!   [earliest + (awake + asleep)(1 − ρ) − s, latest + (awake + asleep)(1 + ρ) + s]
 //! ```
 //!
-//! where ρ is the drift bound (`now-drift-ppm`): how far the boot clock's
-//! rate may be from true. Stepping the wall clock changes nothing here.
-//! Within the round itself (a few seconds) the client places answers by
-//! the monotonic clock, whose rate is taken as true: the error that adds,
-//! ρ × the round's length, is microseconds, below the servers' radius.
+//! where ρ is the drift bound (`now-drift-ppm`) and s is
+//! [`SUSPEND_SLACK_US`] once the machine has been suspended since the
+//! anchor (0 before). Within the round itself (a few seconds) the client
+//! places answers by the monotonic clock, whose rate is taken as true:
+//! the error that adds, at most the slew rate × the round's length, is
+//! below the servers' radius.
 //!
 //! An anchor lives in memory only: after sync restarts (or the machine
-//! reboots, which resets the boot clock) only the persisted floor, a
-//! lower bound, is known until the next good round; [`Known`] says which.
-//!
-//! Everything here but [`boot_ns`] is arithmetic, tested below.
+//! reboots, which resets these clocks) only the persisted floor, a lower
+//! bound, is known until the next good round; [`Known`] says which. A
+//! round whose upper end lies below the floor contradicts it: the answer
+//! says so ([`Kind::Contradiction`]) instead of narrowing the interval to
+//! nothing.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
 /// The drift bound unless told: 100 ppm, ten times the worst crystal a
-/// PC or server board ships with (±20…50 ppm) and above what a machine
-/// disciplined or not drifts between rounds.
+/// PC or server board ships with (±20…50 ppm).
 pub const DEFAULT_DRIFT_PPM: u32 = 100;
 
 /// The protocol version of the answer's JSON (`"v"`).
 pub const VERSION: u32 = 1;
 
-/// The proven interval of one round, pinned to the boot clock.
+/// Widens each end once the machine was suspended since the anchor: an
+/// RTC-measured suspend is rounded to whole seconds, and the kernel keeps
+/// repeated suspends from adding the rounding up (rtc_suspend's delta
+/// compensation, which lets the difference drift by less than 2 s).
+pub const SUSPEND_SLACK_US: i128 = 2_000_000;
+
+/// How much faster than true the boot clock may run, ppm, over the moment
+/// between a round's end and its anchor: the tick ±10 %, the frequency
+/// ±500 ppm, and the raw oscillator itself within the largest ρ allowed
+/// (10 %): 1.1005 × 1.1 < 1.25.
+const PIN_SLACK_PPM: i128 = 250_000;
+
+/// A suspend between the first and the last read of [`KernelClock::read`]
+/// shows as the boot clock moving by more than this (4 vDSO reads take
+/// well under a µs unpreempted); the reads are then made again. The
+/// suspended time read is thus off by less than this, and a change
+/// smaller than it is the reads' own timing, never a suspend (one takes
+/// milliseconds at least).
+pub const BRACKET_NS: i128 = 100_000;
+
+/// One reading of the kernel's clocks, taken together, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// CLOCK_MONOTONIC_RAW: the oscillator at its nominal rate; stops in
+    /// suspend.
+    pub raw_ns: i128,
+    /// CLOCK_MONOTONIC: the disciplined rate; stops in suspend.
+    pub monotonic_ns: i128,
+    /// CLOCK_BOOTTIME: CLOCK_MONOTONIC plus the time spent suspended.
+    pub boottime_ns: i128,
+}
+
+impl Reading {
+    /// Time spent suspended since boot.
+    pub fn suspended_ns(&self) -> i128 {
+        (self.boottime_ns - self.monotonic_ns).max(0)
+    }
+}
+
+/// Where readings come from: the kernel, or a test that sets the rates.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The clocks now.
+    fn read(&self) -> Reading;
+}
+
+/// The kernel's clocks, read by rustix (through the vDSO) without an
+/// unsafe block of ours.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelClock;
+
+impl Clock for KernelClock {
+    fn read(&self) -> Reading {
+        use rustix::time::ClockId;
+        // The boot clock read first and last brackets the others: when it
+        // moved by less than BRACKET_NS, no suspend fell between the reads
+        // and the difference to CLOCK_MONOTONIC is the suspended time as
+        // of the raw read (short by the ns between two reads).
+        // Preempted every time (a machine at its limit): the tightest.
+        let mut best = (i128::MAX, Reading::default());
+        for _ in 0..8 {
+            let boot = ns(ClockId::Boottime);
+            let r = Reading {
+                raw_ns: ns(ClockId::MonotonicRaw),
+                monotonic_ns: ns(ClockId::Monotonic),
+                boottime_ns: boot,
+            };
+            let spread = ns(ClockId::Boottime) - boot;
+            if spread < best.0 {
+                best = (spread, r);
+            }
+            if spread < BRACKET_NS {
+                break;
+            }
+        }
+        best.1
+    }
+}
+
+fn ns(id: rustix::time::ClockId) -> i128 {
+    let t = rustix::time::clock_gettime(id);
+    i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec)
+}
+
+/// `ns` of a clock within `drift_ppm` of true, as the least and most true
+/// µs it may stand for: rounded down and up, so integer arithmetic never
+/// narrows an interval.
+fn span_us(ns: i128, drift_ppm: u32) -> (i128, i128) {
+    let rho = i128::from(drift_ppm);
+    let slow = (ns * (1_000_000 - rho)).div_euclid(1_000_000_000);
+    let fast = -(-(ns * (1_000_000 + rho))).div_euclid(1_000_000_000);
+    (slow, fast)
+}
+
+/// Time suspended from `from` to `to`, ns: 0 for a change within the
+/// reads' own timing ([`BRACKET_NS`]).
+fn asleep_ns(from: &Reading, to: &Reading) -> i128 {
+    let d = to.suspended_ns() - from.suspended_ns();
+    if d < BRACKET_NS {
+        0
+    } else {
+        d
+    }
+}
+
+/// Awake plus suspended time from `from` to `to`, ns, as the clocks count
+/// it (not widened): how old something is, never what is proven.
+fn elapsed_ns(from: &Reading, to: &Reading) -> i128 {
+    (to.raw_ns - from.raw_ns).max(0) + asleep_ns(from, to)
+}
+
+/// The proven interval of one round, pinned to the kernel's clocks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Anchor {
-    /// CLOCK_BOOTTIME when the round ended, ns.
-    pub boot_ns: i128,
+    /// The clocks when the interval below held.
+    pub at: Reading,
     /// True time then was no earlier than this, Unix µs.
     pub earliest_us: i128,
     /// … and no later than this.
@@ -57,17 +184,75 @@ pub struct Anchor {
 }
 
 impl Anchor {
-    /// True time at boot time `boot_ns` (not before the anchor's: an
-    /// earlier one is taken as the anchor's own), widened by `drift_ppm`.
-    /// The lower end rounds down and the upper end up, so integer
-    /// arithmetic never narrows the interval.
-    pub fn at(&self, boot_ns: i128, drift_ppm: u32) -> (i128, i128) {
-        let e = (boot_ns - self.boot_ns).max(0);
-        let rho = i128::from(drift_ppm);
-        // e ns × (1 ∓ ρ) in µs: e × (10^6 ∓ ppm) / 10^9.
-        let slow = (e * (1_000_000 - rho)).div_euclid(1_000_000_000);
-        let fast = -(-(e * (1_000_000 + rho))).div_euclid(1_000_000_000);
-        (self.earliest_us + slow, self.latest_us + fast)
+    /// The interval [`earliest_us`, `latest_us`] of a round that ended
+    /// when CLOCK_BOOTTIME read `ended_boot_ns`, pinned to `now`, read a
+    /// moment later: the lower end still holds (time only grows), the
+    /// upper end grows by that moment at the disciplined clock's worst
+    /// rate.
+    pub fn pin(
+        now: Reading,
+        ended_boot_ns: i128,
+        (earliest_us, latest_us): (i128, i128),
+        round: u64,
+        servers: Vec<String>,
+    ) -> Anchor {
+        let late = (now.boottime_ns - ended_boot_ns).max(0);
+        let grown = -(-(late * (1_000_000 + PIN_SLACK_PPM))).div_euclid(1_000_000_000);
+        Anchor {
+            at: now,
+            earliest_us,
+            latest_us: latest_us + grown,
+            round,
+            servers,
+        }
+    }
+
+    /// True time at `now` (not before the anchor: an earlier reading is
+    /// taken as the anchor's own), widened by `drift_ppm`.
+    pub fn at(&self, now: &Reading, drift_ppm: u32) -> (i128, i128) {
+        let awake = (now.raw_ns - self.at.raw_ns).max(0);
+        let asleep = asleep_ns(&self.at, now);
+        let (awake_lo, awake_hi) = span_us(awake, drift_ppm);
+        let (asleep_lo, asleep_hi) = span_us(asleep, drift_ppm);
+        let slack = if asleep > 0 { SUSPEND_SLACK_US } else { 0 };
+        (
+            self.earliest_us + awake_lo + asleep_lo - slack,
+            self.latest_us + awake_hi + asleep_hi + slack,
+        )
+    }
+}
+
+/// The proven floor (state.rs): time now is no earlier.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Floor {
+    /// The floor, Unix µs.
+    pub us: i128,
+    /// The local clock at the end of the round that proved it; `None`
+    /// from a state file written before this was kept.
+    pub proven_at_us: Option<i128>,
+    /// The kernel's clocks then, when that round ran in this run of sync.
+    pub proven_reading: Option<Reading>,
+}
+
+impl Floor {
+    /// A floor with nothing known about its round.
+    pub fn bare(us: i128) -> Floor {
+        Floor {
+            us,
+            proven_at_us: None,
+            proven_reading: None,
+        }
+    }
+
+    /// Seconds since the round that proved it: by the kernel's clocks when
+    /// it ran in this run of sync (no wall clock involved), else by the
+    /// wall clock, the only clock that spans restarts (a hint: whoever
+    /// sets the wall clock sets this age).
+    pub fn age_s(&self, now: &Reading, wall_us: i128) -> Option<f64> {
+        if let Some(r) = &self.proven_reading {
+            return Some(elapsed_ns(r, now) as f64 / 1e9);
+        }
+        self.proven_at_us.map(|p| (wall_us - p) as f64 / 1e6)
     }
 }
 
@@ -76,8 +261,8 @@ impl Anchor {
 pub struct Known {
     /// The last good round's anchor, when there was one since sync started.
     pub anchor: Option<Anchor>,
-    /// The proven floor (state.rs): time now is no earlier, Unix µs.
-    pub floor_us: Option<i128>,
+    /// The proven floor.
+    pub floor: Option<Floor>,
 }
 
 /// The kind of answer (`"known"`).
@@ -89,6 +274,10 @@ pub enum Kind {
     Floor,
     /// Nothing proven.
     None,
+    /// The last round's interval lies wholly below the floor: one of the
+    /// two is wrong (a floor planted or proven by liars, liars in the
+    /// round, or a clock outside ρ), and which cannot be told.
+    Contradiction,
 }
 
 impl Kind {
@@ -98,6 +287,7 @@ impl Kind {
             Kind::Interval => "interval",
             Kind::Floor => "floor",
             Kind::None => "none",
+            Kind::Contradiction => "contradiction",
         }
     }
 }
@@ -107,16 +297,24 @@ impl Kind {
 pub struct Answer {
     /// What is known.
     pub kind: Kind,
-    /// Earliest possible time now, Unix µs (the floor when only a floor).
+    /// Earliest possible time now, Unix µs: the floor when only a floor,
+    /// the round's own lower end in a contradiction.
     pub earliest_us: Option<i128>,
-    /// Latest possible time now (an interval only).
+    /// Latest possible time now (an interval or a contradiction).
     pub latest_us: Option<i128>,
-    /// The round, its servers and its age, s (an interval only).
+    /// The round, its servers and its age, s (an interval or a
+    /// contradiction).
     pub source: Option<(u64, Vec<String>, f64)>,
+    /// The floor, Unix µs.
+    pub floor_us: Option<i128>,
+    /// The local clock when the floor was proven, Unix µs.
+    pub floor_proven_us: Option<i128>,
+    /// Seconds since then ([`Floor::age_s`]).
+    pub floor_age_s: Option<f64>,
     /// The wall clock as read for this answer, Unix µs.
     pub wall_us: i128,
     /// Whether the wall clock lies inside what is known (`None`: nothing
-    /// is).
+    /// consistent is).
     pub wall_inside: Option<bool>,
     /// ρ.
     pub drift_ppm: u32,
@@ -126,42 +324,55 @@ pub struct Answer {
 }
 
 impl Known {
-    /// The answer at boot time `boot_ns` and wall clock `wall_us`.
+    /// The answer with the clocks at `now` and the wall clock at `wall_us`.
     pub fn answer(
         &self,
-        boot_ns: i128,
+        now: &Reading,
         wall_us: i128,
         drift_ppm: u32,
         at_least: Option<i128>,
     ) -> Answer {
-        let (kind, earliest, latest, source) = match (&self.anchor, self.floor_us) {
+        let floor = self.floor.as_ref().map(|f| f.us);
+        let (kind, earliest, latest, source) = match (&self.anchor, floor) {
             (Some(a), floor) => {
-                let (lo, hi) = a.at(boot_ns, drift_ppm);
-                // The floor is a proof too (a later round may have raised
-                // it without an anchor: a consensus too wide to use); it
-                // never lifts the lower end past the upper.
-                let lo = floor.map_or(lo, |f| lo.max(f.min(hi)));
-                let age = (boot_ns - a.boot_ns).max(0) as f64 / 1e9;
-                (
-                    Kind::Interval,
-                    Some(lo),
-                    Some(hi),
-                    Some((a.round, a.servers.clone(), age)),
-                )
+                let (lo, hi) = a.at(now, drift_ppm);
+                let age = elapsed_ns(&a.at, now) as f64 / 1e9;
+                let source = Some((a.round, a.servers.clone(), age));
+                match floor {
+                    // Clamping the floor into [lo, hi] would answer a
+                    // zero-width interval that the evidence does not
+                    // support: the two proofs disagree, and that is the
+                    // answer.
+                    Some(f) if f > hi => (Kind::Contradiction, Some(lo), Some(hi), source),
+                    // The floor is a proof too (raised in a round whose
+                    // anchor is older): it lifts the lower end.
+                    f => (
+                        Kind::Interval,
+                        Some(f.map_or(lo, |f| lo.max(f))),
+                        Some(hi),
+                        source,
+                    ),
+                }
             }
             (None, Some(f)) => (Kind::Floor, Some(f), None, None),
             (None, None) => (Kind::None, None, None, None),
         };
-        let wall_inside = earliest.map(|lo| lo <= wall_us && latest.is_none_or(|hi| wall_us <= hi));
+        let consistent = kind != Kind::Contradiction;
+        let wall_inside = earliest
+            .filter(|_| consistent)
+            .map(|lo| lo <= wall_us && latest.is_none_or(|hi| wall_us <= hi));
         Answer {
             kind,
             earliest_us: earliest,
             latest_us: latest,
             source,
+            floor_us: floor,
+            floor_proven_us: self.floor.as_ref().and_then(|f| f.proven_at_us),
+            floor_age_s: self.floor.as_ref().and_then(|f| f.age_s(now, wall_us)),
             wall_us,
             wall_inside,
             drift_ppm,
-            at_least: at_least.map(|t| (t, earliest.is_some_and(|lo| lo >= t))),
+            at_least: at_least.map(|t| (t, consistent && earliest.is_some_and(|lo| lo >= t))),
         }
     }
 }
@@ -171,6 +382,7 @@ impl Answer {
     /// docs/NOW.md describes each.
     pub fn to_json(&self) -> Value {
         let int = |v: Option<i128>| v.map(|v| v as i64);
+        let ms = |s: f64| (s * 1000.0).round() / 1000.0;
         json!({
             "v": VERSION,
             "known": self.kind.word(),
@@ -179,8 +391,11 @@ impl Answer {
             "source": self.source.as_ref().map(|(round, servers, age)| json!({
                 "round": round,
                 "servers": servers,
-                "age_s": (age * 1000.0).round() / 1000.0,
+                "age_s": ms(*age),
             })),
+            "floor_unix_us": int(self.floor_us),
+            "floor_proven_unix_us": int(self.floor_proven_us),
+            "floor_age_s": self.floor_age_s.map(ms),
             "wall_clock_unix_us": self.wall_us as i64,
             "wall_clock_inside": self.wall_inside,
             "drift_ppm": self.drift_ppm,
@@ -222,22 +437,42 @@ pub fn error_json(why: &str) -> Value {
     json!({ "v": VERSION, "error": why })
 }
 
-/// What the service knows, shared with the socket's threads. The service
-/// writes; clients only read a copy.
-#[derive(Debug, Default)]
+/// What the service knows, shared with the socket's threads, and the
+/// clock it is read against. The service writes; clients only read a
+/// copy.
+#[derive(Debug)]
 pub struct Board {
     known: Mutex<Known>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for Board {
+    fn default() -> Board {
+        Board::new(None, Arc::new(KernelClock))
+    }
 }
 
 impl Board {
-    /// A board that knows `floor_us` (from the state file).
-    pub fn with_floor(floor_us: Option<i128>) -> Board {
+    /// A board that knows `floor` (from the state file), read against
+    /// `clock`.
+    pub fn new(floor: Option<Floor>, clock: Arc<dyn Clock>) -> Board {
         Board {
             known: Mutex::new(Known {
                 anchor: None,
-                floor_us,
+                floor,
             }),
+            clock,
         }
+    }
+
+    /// A board on the kernel's clocks that knows a bare floor.
+    pub fn with_floor(floor_us: Option<i128>) -> Board {
+        Board::new(floor_us.map(Floor::bare), Arc::new(KernelClock))
+    }
+
+    /// The clocks now.
+    pub fn read(&self) -> Reading {
+        self.clock.read()
     }
 
     /// A copy of what is known.
@@ -245,22 +480,36 @@ impl Board {
         self.known.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// After a round: the floor, and the anchor when the round's consensus
-    /// is used.
-    pub fn update(&self, anchor: Option<Anchor>, floor_us: Option<i128>) {
+    /// The answer now.
+    pub fn answer(&self, drift_ppm: u32, at_least: Option<i128>) -> Answer {
+        let now = self.read();
+        self.known().answer(&now, wall_us(), drift_ppm, at_least)
+    }
+
+    /// After a round: the floor, and the anchor when the round proved one.
+    /// A floor without a reading that is the one already known keeps the
+    /// reading of the round that proved it.
+    pub fn update(&self, anchor: Option<Anchor>, floor: Option<Floor>) {
         let mut k = self.known.lock().unwrap_or_else(|p| p.into_inner());
         if anchor.is_some() {
             k.anchor = anchor;
         }
-        k.floor_us = floor_us;
+        let old = k.floor.take();
+        k.floor = floor.map(|mut f| {
+            if let Some(o) = old.filter(|o| f.proven_reading.is_none() && o.us == f.us) {
+                f.proven_reading = o.proven_reading;
+            }
+            f
+        });
     }
 }
 
-/// CLOCK_BOOTTIME, ns. rustix reads it (through the vDSO) without an
-/// unsafe block of ours; it cannot fail for this clock on Linux ≥ 2.6.39.
+/// CLOCK_BOOTTIME, ns: what a round's end is stamped with
+/// (`Round::ended_boot_ns`), from which [`Anchor::pin`] measures the
+/// moment until the anchor. It cannot fail for this clock on Linux ≥
+/// 2.6.39.
 pub fn boot_ns() -> i128 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec)
+    ns(rustix::time::ClockId::Boottime)
 }
 
 /// The wall clock (CLOCK_REALTIME), Unix µs.
@@ -272,160 +521,4 @@ pub fn wall_us() -> i128 {
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    const S: i128 = 1_000_000;
-    const T0: i128 = 1_800_000_000 * S;
-
-    fn anchor(boot_ns: i128, lo: i128, hi: i128) -> Anchor {
-        Anchor {
-            boot_ns,
-            earliest_us: lo,
-            latest_us: hi,
-            round: 3,
-            servers: vec!["a".into(), "b".into()],
-        }
-    }
-
-    #[test]
-    fn the_interval_widens_by_the_drift_bound_and_no_more() {
-        let a = anchor(5_000_000_000, T0 - S, T0 + S);
-        assert_eq!(a.at(5_000_000_000, 100), (T0 - S, T0 + S));
-        // 1000 s later at 100 ppm: ±0.1 s more.
-        let (lo, hi) = a.at(1_005_000_000_000, 100);
-        assert_eq!(lo, T0 - S + 1000 * S - 100_000);
-        assert_eq!(hi, T0 + S + 1000 * S + 100_000);
-        // A boot time before the anchor's is the anchor's.
-        assert_eq!(a.at(0, 100), (T0 - S, T0 + S));
-        // Rounding never narrows: 1 ns later the upper end moves by 1 µs.
-        assert_eq!(a.at(5_000_000_001, 0), (T0 - S, T0 + S + 1));
-    }
-
-    #[test]
-    fn the_answer_says_what_is_known() {
-        let none = Known::default().answer(1, T0, 100, Some(T0));
-        assert_eq!(none.kind, Kind::None);
-        assert_eq!((none.wall_inside, none.at_least), (None, Some((T0, false))));
-        let floor = Known {
-            anchor: None,
-            floor_us: Some(T0),
-        };
-        let f = floor.answer(1, T0 - 1, 100, Some(T0));
-        assert_eq!(
-            (f.kind, f.earliest_us, f.latest_us),
-            (Kind::Floor, Some(T0), None)
-        );
-        assert_eq!((f.wall_inside, f.at_least), (Some(false), Some((T0, true))));
-        let k = Known {
-            anchor: Some(anchor(0, T0 - S, T0 + S)),
-            floor_us: Some(T0 - 5 * S),
-        };
-        let i = k.answer(2_000_000_000, T0 + 2 * S, 100, None);
-        assert_eq!(i.kind, Kind::Interval);
-        assert_eq!(i.earliest_us, Some(T0 + S - 200));
-        assert_eq!(i.latest_us, Some(T0 + 3 * S + 200));
-        assert_eq!(i.wall_inside, Some(true));
-        assert_eq!(i.source, Some((3, vec!["a".into(), "b".into()], 2.0)));
-        // A floor above the anchor's lower end lifts it, never past the
-        // upper.
-        let k = Known {
-            floor_us: Some(T0 + 10 * S),
-            ..k
-        };
-        let i = k.answer(0, T0, 100, Some(T0 + S));
-        assert_eq!((i.earliest_us, i.latest_us), (Some(T0 + S), Some(T0 + S)));
-        assert_eq!(i.at_least, Some((T0 + S, true)));
-    }
-
-    /// The wire format, pinned: docs/NOW.md documents these members.
-    #[test]
-    fn the_json_has_every_documented_member() {
-        let k = Known {
-            anchor: Some(anchor(0, T0 - S, T0 + S)),
-            floor_us: None,
-        };
-        let j = k
-            .answer(1_500_000_000, T0 + S, 100, Some(T0 - 9 * S))
-            .to_json();
-        assert_eq!(
-            j,
-            json!({
-                "v": 1,
-                "known": "interval",
-                "earliest_unix_us": (T0 + S / 2 - 150) as i64,
-                "latest_unix_us": (T0 + S + 3 * S / 2 + 150) as i64,
-                "source": {"round": 3, "servers": ["a", "b"], "age_s": 1.5},
-                "wall_clock_unix_us": (T0 + S) as i64,
-                "wall_clock_inside": true,
-                "drift_ppm": 100,
-                "at_least_unix_us": (T0 - 9 * S) as i64,
-                "at_least_proven": true,
-            })
-        );
-        let j = Known::default().answer(0, T0, 100, None).to_json();
-        assert_eq!(
-            j,
-            json!({
-                "v": 1, "known": "none", "earliest_unix_us": null, "latest_unix_us": null,
-                "source": null, "wall_clock_unix_us": T0 as i64, "wall_clock_inside": null,
-                "drift_ppm": 100, "at_least_unix_us": null, "at_least_proven": null,
-            })
-        );
-    }
-
-    #[test]
-    fn requests_parse_or_say_why_not() {
-        assert_eq!(parse_request(b""), Ok(None));
-        assert_eq!(parse_request(b"  \r"), Ok(None));
-        assert_eq!(parse_request(b"{}"), Ok(None));
-        assert_eq!(parse_request(b"{\"at-least\": 17}"), Ok(Some(17)));
-        assert_eq!(parse_request(b"{\"at-least\": null}"), Ok(None));
-        assert!(parse_request(b"{\"at-least\": 1.5}").is_err());
-        assert!(parse_request(b"{\"at-least\": \"x\"}").is_err());
-        assert!(parse_request(b"{\"set\": 1}")
-            .unwrap_err()
-            .contains("unknown"));
-        assert!(parse_request(b"[1]").is_err());
-        assert!(parse_request(b"\xff").is_err());
-    }
-
-    #[test]
-    fn the_boot_clock_moves_forward() {
-        let a = boot_ns();
-        let b = boot_ns();
-        assert!(a > 0 && b >= a);
-    }
-
-    proptest! {
-        /// For any anchor and any later boot time: a true time that was
-        /// inside the anchor and advanced at a rate within ρ of the boot
-        /// clock's stays inside the answer. The rate is (10^6 + k) / 10^6
-        /// with |k| ≤ ρ ppm, and the comparison is exact (in units of
-        /// 10^-9 µs).
-        #[test]
-        fn true_time_stays_inside(
-            boot in 0i128..1_000_000_000_000_000,
-            lo in -4_000_000_000_000_000i128..4_000_000_000_000_000,
-            width in 0i128..10_000_000_000,
-            at in 0u32..=1_000_000,
-            elapsed in 0i128..100_000_000_000_000_000,
-            ppm in 0u32..=10_000,
-            k_frac in 0u32..=1_000_000,
-        ) {
-            let a = anchor(boot, lo, lo + width);
-            // The true time at the anchor, somewhere in it.
-            let t0 = lo + width * i128::from(at) / 1_000_000;
-            let rho = i128::from(ppm);
-            // k in [-ρ, ρ].
-            let k = -rho + (2 * rho * i128::from(k_frac)) / 1_000_000;
-            let (e, l) = a.at(boot + elapsed, ppm);
-            // True time then, × 10^9: t0 × 10^9 + elapsed ns × (10^6 + k) / 10^6 × 10^3.
-            let t = t0 * 1_000_000_000 + elapsed * (1_000_000 + k);
-            prop_assert!(e * 1_000_000_000 <= t, "earliest {e} above true {t}");
-            prop_assert!(t <= l * 1_000_000_000, "latest {l} below true {t}");
-        }
-    }
-}
+mod tests;

@@ -371,10 +371,7 @@ fn serve(
     let answer = match now::parse_request(request) {
         Ok(at_least) => {
             counts.answered.fetch_add(1, Ordering::Relaxed);
-            board
-                .known()
-                .answer(now::boot_ns(), now::wall_us(), drift_ppm, at_least)
-                .to_json()
+            board.answer(drift_ppm, at_least).to_json()
         }
         Err(why) => {
             counts.bad_request.fetch_add(1, Ordering::Relaxed);
@@ -397,7 +394,7 @@ mod tests {
     use std::io::BufRead;
 
     use super::*;
-    use crate::now::Anchor;
+    use crate::now::{Anchor, Floor};
 
     fn quiet() -> Log {
         Arc::new(|_: &str| {})
@@ -436,18 +433,24 @@ mod tests {
         assert_eq!(a["earliest_unix_us"], 5);
         board.update(
             Some(Anchor {
-                boot_ns: now::boot_ns(),
+                at: board.read(),
                 earliest_us: now::wall_us() - 1_000_000,
                 latest_us: now::wall_us() + 1_000_000,
                 round: 1,
                 servers: vec!["x".into()],
             }),
-            Some(5),
+            Some(Floor::bare(5)),
         );
         let a = ask(&path, "{\"at-least\": 7}\n");
         assert_eq!(a["known"], "interval");
         assert_eq!(a["wall_clock_inside"], true);
         assert_eq!(a["at_least_proven"], true);
+        // A floor above the interval: a contradiction on the wire too,
+        // and nothing proven past.
+        board.update(None, Some(Floor::bare(now::wall_us() + 3_600_000_000)));
+        let a = ask(&path, "{\"at-least\": 7}\n");
+        assert_eq!(a["known"], "contradiction");
+        assert_eq!(a["at_least_proven"], false);
         assert!(ask(&path, "{\"set\": 1}\n")["error"]
             .as_str()
             .unwrap()
@@ -460,12 +463,12 @@ mod tests {
         io::BufReader::new(s).read_line(&mut line).unwrap();
         assert!(line.contains("too long"), "{line}");
         let c = counts.get();
-        // The two asks above, each counted before its answer was written;
+        // The three asks above, each counted before its answer was written;
         // the second spawn's probe of the live socket (a connection closed
         // at once: an empty request) may add one, when its thread got to
         // it before the probe's close did, which a busy machine decides.
         assert_eq!(c[0].0, "answered");
-        assert!((2..=3).contains(&c[0].1), "{c:?}");
+        assert!((3..=4).contains(&c[0].1), "{c:?}");
         assert_eq!(c[1], ("bad_request", 1));
         assert_eq!(c[2], ("too_long", 1));
         assert_eq!(c[4], ("evicted", 0));

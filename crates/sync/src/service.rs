@@ -26,13 +26,13 @@ use gnomon_client::{
 };
 
 use crate::config::Settings;
-use crate::decision::raise_floor;
+use crate::decision::{below_floor, raise_floor};
 use crate::list;
 use crate::metrics::SyncMetrics;
-use crate::now::{Anchor, Board};
+use crate::now::{Anchor, Board, Floor, KernelClock, Reading};
 use crate::refresh::{self, Refresher};
 use crate::round::{self, Round};
-use crate::state::{self, Excluded, LastRound, Loaded, State, Store};
+use crate::state::{self, floor, Excluded, LastRound, Loaded, State, Store};
 
 /// What the process asks of a running service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,7 +177,7 @@ impl Service {
             (None, None) => return Err(NO_LIST.into()),
         };
         let metrics = Arc::new(SyncMetrics::default());
-        let state_floor = state.floor_us.map(i128::from);
+        let board = Board::new(board_floor(&state, None), Arc::new(KernelClock));
         let refresher =
             (settings.servers_url.is_some() || !list.list.sources.is_empty()).then(|| {
                 Refresher::new(
@@ -221,7 +221,7 @@ impl Service {
             refresher,
             metrics,
             seed,
-            board: Arc::new(Board::with_floor(state_floor)),
+            board: Arc::new(board),
         })
     }
 
@@ -258,6 +258,9 @@ impl Service {
     /// Read the list again; a list that fails, or names fewer servers than
     /// the quorum, keeps the old one and says so.
     pub fn reload(&mut self) {
+        // A floor the operator cleared is dropped now, not a round later.
+        drop(floor::guard(&self.store, &mut self.state, &*self.log));
+        self.board.update(None, board_floor(&self.state, None));
         let Some(path) = self.settings.servers.clone() else {
             // No file: the list is the URL's; download it again now (the
             // answer is taken at the next round).
@@ -452,19 +455,45 @@ impl Service {
             self.state.excluded.retain(|e| e.public_key != key);
         }
 
+        // Held until the state is saved: a floor the operator cleared
+        // meanwhile is taken here and not written back (state::floor).
+        let lock = floor::guard(&self.store, &mut self.state, &*self.log);
         let floor_before_us = self.state.floor_us.map(i128::from);
         let mut warnings = Vec::new();
-        if let (true, Some(e)) = (round.quorum_met, round.evidence()) {
-            if let Some(f) = floor_before_us {
-                if now_us + e.high_us < f {
-                    warnings.push(format!(
-                        "the consensus lies below the proven floor {}: the servers agree on a time \
-                         this machine proved has passed",
-                        format_utc(f.max(0) as u64)
-                    ));
-                }
+        // The floor and the anchor rest on one bar: a consensus that
+        // exists and the quorum agrees on. However wide: a wide consensus
+        // is a weaker bound, not a wrong one (max-radius only bounds what
+        // may steer the clock).
+        let proof = round.consensus.as_ref().filter(|_| round.quorum_met);
+        let mut raised = false;
+        if let Some(e) = proof.and(round.evidence()) {
+            if below_floor(floor_before_us, &e, now_us) {
+                self.metrics.floor_contradiction();
+                let f = floor_before_us.unwrap_or_default();
+                let utc = |us: i128| format_utc(us.max(0) as u64);
+                warnings.push(format!(
+                    "round {}: the consensus [{}, {}] lies wholly below the proven floor {}{}: \
+                     the servers agree on a time this machine proved has passed, so the round or \
+                     the floor is wrong; the now socket answers \"contradiction\" (if the floor \
+                     is wrong: gnomon sync --clear-floor)",
+                    self.round_no,
+                    utc(now_us + e.low_us),
+                    utc(now_us + e.high_us),
+                    utc(f),
+                    self.state
+                        .floor_proven_at_us
+                        .map_or(String::new(), |p| format!(
+                            " (proven at {})",
+                            utc(i128::from(p))
+                        )),
+                ));
             }
-            self.state.floor_us = Some(raise_floor(floor_before_us, &e, now_us) as i64);
+            let new = raise_floor(floor_before_us, &e, now_us);
+            if floor_before_us != Some(new) {
+                self.state.floor_us = Some(new as i64);
+                self.state.floor_proven_at_us = Some(now_us as i64);
+                raised = true;
+            }
         }
 
         // A contradiction in the chain proves that one of its two signers
@@ -519,26 +548,24 @@ impl Service {
         });
         // The anchor: the consensus's interval for true time at the end
         // of the round (local_end_us is the local clock at `round.ended`,
-        // as the client placed the answers), pinned to the boot clock read
-        // right then. Every consensus the quorum agrees on (those that
-        // raise the floor), however wide: the width is in the answer, and
-        // max-radius only bounds what may steer the clock.
-        let anchor = round
-            .consensus
-            .as_ref()
-            .filter(|_| round.quorum_met)
-            .map(|c| Anchor {
-                boot_ns: round.ended_boot_ns,
-                earliest_us: now_us + c.low_us,
-                latest_us: now_us + c.high_us,
-                round: self.round_no,
-                servers: c.agreeing.iter().map(|&i| name(i)).collect(),
-            });
+        // as the client placed the answers), pinned to the clocks read now
+        // (crate::now: the moment since the round's end widens it).
+        let reading = self.board.read();
+        let anchor = proof.map(|c| {
+            Anchor::pin(
+                reading,
+                round.ended_boot_ns,
+                (now_us + c.low_us, now_us + c.high_us),
+                self.round_no,
+                c.agreeing.iter().map(|&i| name(i)).collect(),
+            )
+        });
         self.board
-            .update(anchor, self.state.floor_us.map(i128::from));
+            .update(anchor, board_floor(&self.state, raised.then_some(reading)));
         if let Err(e) = self.store.save(&self.state) {
             warnings.push(format!("cannot save the state: {e}"));
         }
+        drop(lock);
         if let Err(e) = self
             .store
             .write(state::CHAIN_FILE, round.chain.to_json().as_bytes())
@@ -715,6 +742,16 @@ impl Service {
             }
         }
     }
+}
+
+/// The floor the now socket answers with, from `state`; `proven` is the
+/// reading of the round that raised it, when this one did.
+fn board_floor(state: &State, proven: Option<Reading>) -> Option<Floor> {
+    state.floor_us.map(|us| Floor {
+        us: i128::from(us),
+        proven_at_us: state.floor_proven_at_us.map(i128::from),
+        proven_reading: proven,
+    })
 }
 
 /// A random number in [0, 1] (0.5 when no random bytes are to be had).
