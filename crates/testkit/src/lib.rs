@@ -1,7 +1,8 @@
 //! Test fixtures for gnomon's client and CLI tests: Roughtime servers on
 //! loopback that speak any set of versions through gnomon-protocol's
 //! `Acceptor` and `Responder`, honestly or not, and an HTTP sink that
-//! records malfeasance reports.
+//! records malfeasance reports, and a UDP forwarder that can drop what
+//! passes between a client and a server (an on-path attacker).
 //!
 //! Every fixture binds `127.0.0.1:0`, serves from its own threads and stops
 //! when dropped: a stop flag is set and the blocked `recv`/`accept` is woken
@@ -12,6 +13,7 @@
 
 mod child;
 pub mod chrony;
+pub mod forwarder;
 mod http;
 mod icmp;
 pub mod postgres;
@@ -19,6 +21,7 @@ pub mod raw;
 mod server;
 
 pub use child::Reaped;
+pub use forwarder::Forwarder;
 pub use http::{slowloris, PostedReport, ReportSink};
 pub use server::{Fixture, FixtureConfig, Mode};
 

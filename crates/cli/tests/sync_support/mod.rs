@@ -340,3 +340,56 @@ pub fn value(text: &str, series: &str) -> f64 {
         .parse()
         .unwrap()
 }
+
+// Lists built entry by entry: servers behind forwarders (UDP only, since
+// the forwarder passes no TCP), and servers with more than one identity.
+
+/// One server-list entry: `key_type` "ed25519" or "ml-dsa-44", the key in
+/// base64, the listed `version`, and its UDP and TCP addresses (either may
+/// be absent).
+pub fn list_entry(
+    name: &str,
+    key_type: &str,
+    key: &str,
+    version: u32,
+    udp: Option<&str>,
+    tcp: Option<&str>,
+) -> String {
+    let addresses: Vec<String> = [("udp", udp), ("tcp", tcp)]
+        .iter()
+        .filter_map(|&(p, a)| Some(format!(r#"{{"protocol":"{p}","address":"{}"}}"#, a?)))
+        .collect();
+    format!(
+        r#"{{"name":"{name}","version":{version},"publicKeyType":"{key_type}","publicKey":"{key}","addresses":[{}]}}"#,
+        addresses.join(",")
+    )
+}
+
+/// A server list of `entries` (from [`list_entry`]) written to `path`.
+pub fn write_list(path: &Path, entries: &[String]) {
+    std::fs::write(path, format!(r#"{{"servers":[{}]}}"#, entries.join(","))).unwrap();
+}
+
+impl Servers {
+    /// A list in the test's directory naming server `i` as `name`, reached
+    /// over UDP only at `addr` (a forwarder in front of it, or the server
+    /// itself), for each (name, i, addr).
+    pub fn list_via(&self, file: &str, entries: &[(&str, usize, std::net::SocketAddr)]) -> PathBuf {
+        let entries: Vec<String> = entries
+            .iter()
+            .map(|&(name, i, addr)| {
+                list_entry(
+                    name,
+                    "ed25519",
+                    &self.keys[i],
+                    1,
+                    Some(&addr.to_string()),
+                    None,
+                )
+            })
+            .collect();
+        let path = self.dir.join(file);
+        write_list(&path, &entries);
+        path
+    }
+}
