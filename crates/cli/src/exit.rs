@@ -15,7 +15,8 @@ pub const OK: u8 = 0;
 pub const NO_ANSWER: u8 = 1;
 /// An answer, report or input that fails verification or parsing.
 pub const INVALID: u8 = 2;
-/// Malfeasance: answers that contradict each other.
+/// Malfeasance: answers that contradict each other; `now`: the last
+/// round and the floor do.
 pub const MALFEASANCE: u8 = 3;
 /// `sync --check`: the local clock is outside the consensus; `now
 /// --at-least`: the time is not proven to be past TIME.
@@ -73,9 +74,10 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: MALFEASANCE,
-        commands: "query, verify-report, relay, verify-proof",
+        commands: "query, verify-report, relay, verify-proof, now",
         meaning: "malfeasance: contradicting answers, a server outside the consensus, \
-                  a report or proof bundle that proves a lie",
+                  a report or proof bundle that proves a lie; now: the last round lies \
+                  wholly below the floor, so one of them is wrong and nothing is proven",
     },
     Status {
         code: OUTSIDE,

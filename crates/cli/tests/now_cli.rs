@@ -194,8 +194,10 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
         sock_s,
     ];
     args.extend_from_slice(&FAST);
+    let started = real_now_us();
     let mut sync = Service::start(&args);
     let (n, before, after) = poll(&sock, &[], |n| n.code == 0);
+    let proven_by = after;
     let j = n.json();
     assert_eq!(j["known"], "interval", "{j}");
     let (lo, hi) = interval(&j);
@@ -236,6 +238,19 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
     assert!(j["earliest_unix_us"].as_i64().unwrap() <= after, "{j}");
     assert_eq!(j["latest_unix_us"], Value::Null);
     assert_eq!(j["source"], Value::Null);
+    // The floor says when it was proven (the first run's round, as its
+    // clock read then) and how old it is (by the wall clock now: the
+    // round was in another run).
+    let proven = j["floor_proven_unix_us"].as_i64().expect("proving time");
+    assert!(started <= proven && proven <= proven_by, "{j}");
+    let age = j["floor_age_s"].as_f64().unwrap();
+    assert!(
+        age >= 0.0 && age <= (real_now_us() - started) as f64 / 1e6,
+        "{j}"
+    );
+    let text = now(&sock, &[]);
+    assert!(text.stdout.contains("floor        "), "{}", text.stdout);
+    assert!(text.stdout.contains(" ago)"), "{}", text.stdout);
     assert_eq!(now(&sock, &["--at-least", &hour_ago]).code, 0);
     again.terminate(PATIENCE);
     let _ = std::fs::remove_dir_all(&dir);
@@ -244,8 +259,10 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
 
 /// The sync process runs under libfaketime with its wall clock (the
 /// offset file) stepped +1 h after its first round; the monotonic clock
-/// is left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), and the boot clock is
-/// read by rustix through the vDSO, which libfaketime does not intercept.
+/// is left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), and the clocks the
+/// anchor runs on (CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC, CLOCK_BOOTTIME)
+/// are read by rustix through the vDSO, which libfaketime does not
+/// intercept.
 /// The answer proves both: `wall_clock_unix_us` moves by the hour (the
 /// step took), the interval does not (it still holds the true time and
 /// only advanced by the real time between the two answers).

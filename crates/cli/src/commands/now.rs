@@ -4,7 +4,9 @@
 //! Exit status: 0 when an interval is known (with `--at-least`: when it
 //! is proven that now is no earlier than TIME, which a floor can prove
 //! too); 1 when there is no proof of now (sync has only a floor or
-//! nothing, or does not answer); 4 when `--at-least` TIME is not proven.
+//! nothing, or does not answer); 3 when the last round and the floor
+//! contradict each other (whatever `--at-least` asks: nothing is proven
+//! then); 4 when `--at-least` TIME is not proven.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -27,7 +29,8 @@ const MAX_ANSWER: u64 = 64 * 1024;
 #[command(
     after_help = "Exit status: 0 an interval is known (with --at-least: TIME is proven \
                         past), 1 no proof of the time now (only a floor, nothing, or no answer \
-                        from sync), 4 --at-least TIME is not proven, 64 usage."
+                        from sync), 3 the last round lies wholly below the floor (one of them is \
+                        wrong; nothing is proven), 4 --at-least TIME is not proven, 64 usage."
 )]
 pub(crate) struct Args {
     /// The socket `gnomon sync --now-socket` answers on.
@@ -87,6 +90,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let known = answer["known"].as_str().unwrap_or("none");
     let code = match args.at_least {
+        // Two proofs that disagree prove nothing, TIME included.
+        _ if known == "contradiction" => exit::MALFEASANCE,
         Some(_) if answer["at_least_proven"] == true => exit::OK,
         Some(_) => exit::OUTSIDE,
         None if known == "interval" => exit::OK,
@@ -147,14 +152,10 @@ fn human(a: &Value, at_least: Option<i64>) -> String {
                 w as f64 / 1e6
             ));
             let s = &a["source"];
-            let servers: Vec<&str> = s["servers"]
-                .as_array()
-                .map(|v| v.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
             o.push_str(&format!(
                 "proven by    round {} of gnomon sync ({}), {:.1} s ago, drift bound {} ppm\n",
                 s["round"],
-                servers.join(", "),
+                servers(s).join(", "),
                 s["age_s"].as_f64().unwrap_or(0.0),
                 a["drift_ppm"]
             ));
@@ -164,7 +165,27 @@ fn human(a: &Value, at_least: Option<i64>) -> String {
              started: no upper bound until its next good round)\n",
             utc(lo)
         )),
+        Some("contradiction") => {
+            let s = &a["source"];
+            o.push_str(&format!(
+                "now          CONTRADICTION: round {} of gnomon sync ({}) puts the time between \
+                 {} and {}, wholly before the floor {}\n",
+                s["round"],
+                servers(s).join(", "),
+                utc(lo),
+                utc(hi),
+                utc(&a["floor_unix_us"])
+            ));
+            o.push_str(
+                "             one of the two is wrong (a floor planted or proven by liars, liars \
+                 in the round, or a clock off by more than its drift bound): nothing is proven; \
+                 if the floor is wrong, gnomon sync --clear-floor removes it (docs/NOW.md)\n",
+            );
+        }
         _ => o.push_str("now          no proof: gnomon sync has not proven the time yet\n"),
+    }
+    if let Some(line) = floor_line(a) {
+        o.push_str(&line);
     }
     let inside = match a["wall_clock_inside"].as_bool() {
         Some(true) => "inside",
@@ -186,6 +207,43 @@ fn human(a: &Value, at_least: Option<i64>) -> String {
     o
 }
 
+fn servers(source: &Value) -> Vec<&str> {
+    source["servers"]
+        .as_array()
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The floor and how old it is: a floor proves only that the time is past
+/// the moment it was proven, which may be long ago.
+fn floor_line(a: &Value) -> Option<String> {
+    let f = &a["floor_unix_us"];
+    f.as_i64()?;
+    let p = &a["floor_proven_unix_us"];
+    let when = match (p.is_i64(), a["floor_age_s"].as_f64()) {
+        (true, Some(age)) => format!(", proven at {} ({} ago)", utc(p), ago(age)),
+        (false, Some(age)) => format!(", proven {} ago", ago(age)),
+        (true, None) => format!(", proven at {}", utc(p)),
+        (false, None) => ", proven at a time not recorded (an older state file)".into(),
+    };
+    Some(format!("floor        {}{when}\n", utc(f)))
+}
+
+/// Seconds in the largest unit that keeps a number of them readable.
+fn ago(s: f64) -> String {
+    let a = s.abs();
+    let (v, unit) = if a < 120.0 {
+        (s, "s")
+    } else if a < 7200.0 {
+        (s / 60.0, "min")
+    } else if a < 172_800.0 {
+        (s / 3600.0, "h")
+    } else {
+        (s / 86_400.0, "d")
+    };
+    format!("{v:.1} {unit}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +253,36 @@ mod tests {
         assert_eq!(parse_time("1800000000"), Ok(1_800_000_000_000_000));
         assert_eq!(parse_time("1970-01-01T00:01:00Z"), Ok(60_000_000));
         assert!(parse_time("yesterday").is_err());
+    }
+
+    /// The attack of issue 33: an honest round below a poisoned floor.
+    /// It reads as a contradiction, naming both, with the floor's age.
+    #[test]
+    fn a_contradiction_names_the_round_and_the_floor() {
+        let a = json!({
+            "known": "contradiction",
+            "earliest_unix_us": 1_800_000_000_000_000i64,
+            "latest_unix_us": 1_800_000_002_000_000i64,
+            "source": {"round": 4, "servers": ["a", "b"], "age_s": 1.0},
+            "floor_unix_us": 1_800_003_600_000_000i64,
+            "floor_proven_unix_us": 1_800_003_600_000_000i64,
+            "floor_age_s": 90_000.0,
+            "wall_clock_unix_us": 1_800_000_001_000_000i64,
+        });
+        let text = human(&a, None);
+        assert!(
+            text.contains("CONTRADICTION: round 4 of gnomon sync (a, b)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("wholly before the floor 2027-01-15T09:00:00"),
+            "{text}"
+        );
+        assert!(text.contains("--clear-floor"), "{text}");
+        assert!(text.contains("floor        2027-01-15T09:00:00"), "{text}");
+        assert!(text.contains("(25.0 h ago)"), "{text}");
+        assert_eq!(ago(42.0), "42.0 s");
+        assert_eq!(ago(3600.0), "60.0 min");
+        assert_eq!(ago(200_000.0), "2.3 d");
     }
 }

@@ -107,8 +107,9 @@ pub(crate) struct Args {
     /// (every local user) [default: 0660].
     #[arg(long, env = "GNOMON_SYNC_NOW_SOCKET_MODE", value_name = "MODE", value_parser = cfg::parse_socket_mode)]
     now_socket_mode: Option<u32>,
-    /// The bound on the boot clock's rate error, ppm, 1..=100000, that
-    /// widens the proven interval as time passes [default: 100].
+    /// The bound on the rate error of the oscillator (CLOCK_MONOTONIC_RAW,
+    /// which NTP does not slew), ppm, 1..=100000, that widens the proven
+    /// interval as time passes [default: 100].
     #[arg(long, env = "GNOMON_SYNC_NOW_DRIFT_PPM", value_name = "PPM", value_parser = cfg::parse_drift_ppm)]
     now_drift_ppm: Option<u32>,
     /// Measure once and exit.
@@ -128,6 +129,11 @@ pub(crate) struct Args {
     /// Print the last state saved in --state-dir and exit.
     #[arg(long, conflicts_with_all = ["once", "check"])]
     status: bool,
+    /// Remove the proven floor from the state in --state-dir, say what was
+    /// removed, and exit; a running service drops it at its next round,
+    /// or at once on SIGHUP.
+    #[arg(long, conflicts_with_all = ["once", "check", "status"])]
+    clear_floor: bool,
     /// Print the effective settings as a [sync] table and exit.
     #[arg(long)]
     print_config: bool,
@@ -197,6 +203,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     if args.status {
         return status(&settings, args.json);
+    }
+    if args.clear_floor {
+        return clear_floor(&settings, args.json);
     }
     let log: Log = Arc::new(|line: &str| {
         use std::io::Write as _;
@@ -601,9 +610,14 @@ fn status(settings: &Settings, as_json: bool) -> ExitCode {
     }
     let utc = |us: i64| format_utc(us.max(0) as u64);
     println!("state        {}", settings.state_dir.display());
-    match state.floor_us {
-        Some(f) => println!("floor        {} (the last proven time)", utc(f)),
-        None => println!("floor        none"),
+    match (state.floor_us, state.floor_proven_at_us) {
+        (Some(f), Some(p)) => println!(
+            "floor        {} (the last proven time; proven at {})",
+            utc(f),
+            utc(p)
+        ),
+        (Some(f), None) => println!("floor        {} (the last proven time)", utc(f)),
+        (None, _) => println!("floor        none"),
     }
     if let Some(l) = &state.last {
         println!(
@@ -632,6 +646,78 @@ fn status(settings: &Settings, as_json: bool) -> ExitCode {
             e.public_key,
             utc(e.since_us)
         );
+    }
+    Exit::Ok.into()
+}
+
+/// `--clear-floor`: the floor out of the state, under the lock a running
+/// service takes before it saves (gnomon_sync::state::floor), so the
+/// service drops its copy instead of writing it back.
+fn clear_floor(settings: &Settings, as_json: bool) -> ExitCode {
+    let dir = &settings.state_dir;
+    let file = dir.join(gnomon_sync::state::STATE_FILE);
+    let say_error = |code: Exit, msg: String| -> ExitCode {
+        if as_json {
+            println!(
+                "{}",
+                json!({"error": {"kind": "clear_floor", "message": msg}, "exit_code": code as u8})
+            );
+        } else {
+            eprintln!("gnomon sync: {msg}");
+        }
+        code.into()
+    };
+    if !dir.is_dir() {
+        return say_error(
+            Exit::NoConsensus,
+            format!("no state directory {}: no floor to clear", dir.display()),
+        );
+    }
+    let cleared = match Store::at(dir).clear_floor() {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            return say_error(
+                Exit::NoConsensus,
+                format!("no state in {} yet: no floor to clear", dir.display()),
+            )
+        }
+        Err(e) => {
+            let code = if e.starts_with("cannot") {
+                Exit::Local
+            } else {
+                Exit::NoConsensus
+            };
+            return say_error(code, format!("--clear-floor: {e}"));
+        }
+    };
+    let utc = |us: Option<i64>| us.map(|us| format_utc(us.max(0) as u64));
+    let after = "a running gnomon sync drops it at its next round, or at once on SIGHUP \
+                 (systemctl reload gnomon-sync)";
+    if as_json {
+        println!(
+            "{}",
+            json!({
+                "state_file": file.display().to_string(),
+                "removed_floor_unix_us": cleared.floor_us,
+                "removed_floor_utc": utc(cleared.floor_us),
+                "removed_floor_proven_utc": utc(cleared.proven_at_us),
+                "floor_clears": cleared.clears,
+                "exit_code": Exit::Ok as u8,
+            })
+        );
+        return Exit::Ok.into();
+    }
+    match utc(cleared.floor_us) {
+        Some(f) => {
+            let proven =
+                utc(cleared.proven_at_us).map_or(String::new(), |p| format!(" (proven at {p})"));
+            println!("cleared      the floor {f}{proven} from {}", file.display());
+            println!("             {after}");
+        }
+        None => println!(
+            "cleared      nothing: {} holds no floor (recorded as a clear all the same: {after})",
+            file.display()
+        ),
     }
     Exit::Ok.into()
 }

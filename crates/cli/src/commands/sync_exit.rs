@@ -24,12 +24,14 @@ impl From<Exit> for ExitCode {
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0   success: a consensus (--once); the clock stepped or already inside it (--set-clock);
-      the clock inside the consensus interval ± --max-offset (--check); the state printed (--status)
-  1   no consensus: too few servers answered or agreed (fewer than --quorum); --status: no state
+      the clock inside the consensus interval ± --max-offset (--check); the state printed (--status);
+      the floor removed (--clear-floor)
+  1   no consensus: too few servers answered or agreed (fewer than --quorum); --status,
+      --clear-floor: no state (or none that can be read)
   4   --check: the local clock is outside the consensus interval ± --max-offset
   5   --set-clock: step refused (consensus wider than --max-radius, or below the proven floor)
   64  usage or configuration error, no usable server list
-  70  local failure (no socket, no random bytes)
+  70  local failure (no socket, no random bytes; --clear-floor: the state cannot be locked or saved)
   71  the system refused: --set-clock could not set the clock (CAP_SYS_TIME missing?),
       or the metrics address is in use";
 
