@@ -36,9 +36,10 @@
 //! where ρ is the drift bound (`now-drift-ppm`) and s is
 //! [`SUSPEND_SLACK_US`] once the machine has been suspended since the
 //! anchor (0 before). Within the round itself (a few seconds) the client
-//! places answers by the monotonic clock, whose rate is taken as true:
-//! the error that adds, at most the slew rate × the round's length, is
-//! below the servers' radius.
+//! places answers by the monotonic clock, at the disciplined rate: the
+//! error that adds, that rate's error × the round's length (0.4 s in a
+//! 5-s round at chrony's fastest slew), is not covered by ρ; docs/NOW.md
+//! says so.
 //!
 //! An anchor lives in memory only: after sync restarts (or the machine
 //! reboots, which resets these clocks) only the persisted floor, a lower
