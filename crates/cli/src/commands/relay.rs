@@ -38,9 +38,13 @@ pub(crate) struct Args {
     /// The servers to ask (RFC 10049 server-list JSON).
     #[arg(long, value_name = "LIST.json")]
     pub(crate) servers: PathBuf,
-    /// The device's value, hex, 1 to 64 bytes: a fresh random nonce it
-    /// made, or the hash of what it commits to. The chain's first nonce is
-    /// derived from it, so every answer is signed after it existed.
+    /// The device's value, hex, 16 to 64 bytes (32 to 128 hex digits): at
+    /// least 128 bits the relay cannot predict, such as fresh random bytes
+    /// or the hash of a new blob that includes them. The chain's first
+    /// nonce is derived from it, so every answer is signed after it
+    /// existed; a value the relay could guess (a counter, a clock reading)
+    /// lets it prepare bundles in advance. Shorter ones are refused before
+    /// any server is asked.
     #[arg(long, value_name = "HEX")]
     pub(crate) device_nonce: String,
     /// Where to write the bundle; `-` writes it to standard output.

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use gnomon_client::{format_utc, Server};
 use gnomon_protocol::proof::{
-    verify_proof, Proof, ProofError, ProofPolicy, ProofWorkspace, Proven, MAX_DEVICE_VALUE,
-    PROOF_MAGIC,
+    check_device_value, verify_proof, Proof, ProofError, ProofFormError, ProofPolicy,
+    ProofWorkspace, Proven, MAX_DEVICE_VALUE, MIN_DEVICE_NONCE, PROOF_MAGIC,
 };
 use gnomon_protocol::{PublicKey, ServerList};
 use serde_json::json;
@@ -62,24 +62,35 @@ impl Policy {
     }
 }
 
-/// Arguments.
+/// Arguments. `--elapsed` is checked by `run`, not clap, so that its
+/// absence gets a message saying what to pass; the usage line still shows
+/// it required.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXIT_CODES)]
+#[command(
+    after_help = EXIT_CODES,
+    override_usage = "gnomon verify-proof [OPTIONS] --device-nonce <HEX> --keys <LIST.json> \
+                      --elapsed <DURATION> <PROOF>"
+)]
 pub(crate) struct Args {
     /// The bundle, binary or JSON (either form `gnomon relay` writes); `-`
     /// reads standard input.
     pub(crate) proof: PathBuf,
-    /// The device's own value, hex: the one it handed to the relay.
+    /// The device's own value, hex: the one it handed to the relay (16 to
+    /// 64 bytes, 32 to 128 hex digits).
     #[arg(long, value_name = "HEX")]
     pub(crate) device_nonce: String,
     /// The pinned keys: a server list (RFC 10049 JSON) whose every usable
     /// entry's key is trusted.
     #[arg(long, value_name = "LIST.json")]
     pub(crate) keys: PathBuf,
-    /// How long ago the device made its value, at most (its own clock's
-    /// drift included). The interval's upper end moves up by this much.
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
-    pub(crate) elapsed: Duration,
+    /// Required: how long ago the device made its value, at most, by its
+    /// own clock with its worst drift added (such as 2.5s). The interval's
+    /// upper end moves up by this much, and only by this: a bundle the
+    /// relay held for a while proves an interval that ends too early
+    /// unless the hold is counted here. There is no default, since any
+    /// default would be too short for some hold.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) elapsed: Option<Duration>,
     #[command(flatten)]
     pub(crate) policy: Policy,
     /// Print one JSON object instead of text.
@@ -87,7 +98,14 @@ pub(crate) struct Args {
     pub(crate) json: bool,
 }
 
-/// The device value from hex: 1 to 64 bytes.
+/// What `verify-proof` says when `--elapsed` is missing.
+const ELAPSED_REQUIRED: &str = "--elapsed is required: how long ago the device made \
+     its value, at most, by its own clock with its worst drift added (such as --elapsed 2.5s). \
+     A bundle the relay held widens the interval only through this time; a value too small \
+     gives an interval that ends before now";
+
+/// The device value from hex: 16 to 64 bytes (the protocol's
+/// `check_device_value`).
 pub(crate) fn parse_device_value(hex: &str) -> Result<Vec<u8>, String> {
     let hex = hex.trim();
     if hex.is_empty() || !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit())
@@ -99,11 +117,21 @@ pub(crate) fn parse_device_value(hex: &str) -> Result<Vec<u8>, String> {
     let bytes: Vec<u8> = (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_default())
         .collect();
-    if bytes.len() > MAX_DEVICE_VALUE {
-        return Err(format!(
-            "--device-nonce: {} bytes; at most {MAX_DEVICE_VALUE}",
-            bytes.len()
-        ));
+    if check_device_value(&bytes).is_err() {
+        return Err(if bytes.len() > MAX_DEVICE_VALUE {
+            format!(
+                "--device-nonce: {} bytes; at most {MAX_DEVICE_VALUE}",
+                bytes.len()
+            )
+        } else {
+            format!(
+                "--device-nonce: {} bytes; at least {MIN_DEVICE_NONCE} bytes ({} hex digits) \
+                 of a value the relay cannot predict (fresh random bytes: a counter or a \
+                 clock reading lets a relay prepare bundles in advance)",
+                bytes.len(),
+                2 * MIN_DEVICE_NONCE
+            )
+        });
     }
     Ok(bytes)
 }
@@ -133,6 +161,7 @@ fn kind(e: &ProofError) -> &'static str {
     match e {
         ProofError::Truncated => "truncated",
         ProofError::Malformed(_) | ProofError::UnknownFormat(_) => "malformed",
+        ProofError::DeviceValueLength(_) => "device_value_length",
         ProofError::WrongNonce => "wrong_nonce",
         ProofError::Binding => "binding",
         ProofError::UnknownKey(_) => "unknown_key",
@@ -160,6 +189,9 @@ fn exit_for(e: &ProofError) -> Exit {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
+    let Some(elapsed) = args.elapsed else {
+        return usage("verify-proof", ELAPSED_REQUIRED);
+    };
     let device = match parse_device_value(&args.device_nonce) {
         Ok(d) => d,
         Err(e) => return usage("verify-proof", e),
@@ -202,20 +234,25 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     let keys: Vec<PublicKey<'_>> = servers.iter().map(|s| s.public_key.as_public()).collect();
     let policy = args.policy.to_policy();
-    let elapsed = u64::try_from(args.elapsed.as_micros()).unwrap_or(u64::MAX);
+    let elapsed = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     // The JSON form is read into the binary one, which the device's
     // verifier takes; anything not starting with the magic is tried as JSON.
     let binary = if raw.starts_with(&PROOF_MAGIC) {
         Ok(raw)
     } else {
-        Proof::from_json(&raw)
-            .map(|p| p.to_binary())
-            .map_err(|e| format!("not a proof bundle (neither binary nor JSON): {e:?}"))
+        Proof::from_json(&raw).map(|p| p.to_binary())
     };
-    let verdict = binary.map(|b| {
-        let mut ws = ProofWorkspace::new();
-        verify_proof(&b, &device, &keys, elapsed, &policy, &mut ws)
-    });
+    let verdict = match binary {
+        Ok(b) => {
+            let mut ws = ProofWorkspace::new();
+            Ok(verify_proof(&b, &device, &keys, elapsed, &policy, &mut ws))
+        }
+        // The JSON form's D out of bounds: the binary form's refusal.
+        Err(ProofFormError::DeviceLength(n)) => Ok(Err(ProofError::DeviceValueLength(n))),
+        Err(e) => Err(format!(
+            "not a proof bundle (neither binary nor JSON): {e:?}"
+        )),
+    };
     let (code, out) = match &verdict {
         Err(msg) => (
             Exit::Invalid,
