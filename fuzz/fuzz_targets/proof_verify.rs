@@ -18,8 +18,8 @@ fuzz_target!(|data: &[u8]| {
     // The fixture has one key per scheme: the loosest policy lets a
     // single key's bundle reach every step.
     let policy = ProofPolicy {
+        max_liars: Some(0),
         quorum: 1,
-        min_keys: 1,
         max_radius_us: None,
     };
     let mut ws = ProofWorkspace::new();

@@ -62,7 +62,10 @@ mod time;
 mod transport;
 
 pub use clock::{SystemClock, WallClock};
-pub use consensus::{agree, Agreement, Consensus, Flag, Vouch};
+pub use consensus::{
+    agree, describe_assumption, Agreement, Assumption, Bond, Consensus, Electorate, Flag, Identity,
+    Vouch,
+};
 pub use entropy::{Entropy, EntropyError, OsEntropy, SeededEntropy};
 pub use error::{describe_verify_error, QueryError, Rejection};
 pub use post::{no_reports_url, post_report, reports_url, PostError, PostPolicy, Posted};

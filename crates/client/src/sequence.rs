@@ -4,7 +4,7 @@
 
 use gnomon_protocol::{Measurement, Report};
 
-use crate::consensus::{agree, Agreement, Vouch};
+use crate::consensus::{agree, Agreement, Assumption, Electorate, Vouch};
 use crate::entropy::below;
 use crate::error::QueryError;
 use crate::query::{Answer, Client};
@@ -27,6 +27,10 @@ pub struct Plan {
     /// Passes over them (two in the RFC: a lie by the last server of the
     /// first pass is caught by the first of the second).
     pub passes: usize,
+    /// The assumption to judge the answers under; `None`: the default for
+    /// the servers given ([`Electorate::assume`]). A caller that asks only
+    /// part of its list passes the whole list's.
+    pub assumption: Option<Assumption>,
 }
 
 impl Default for Plan {
@@ -34,6 +38,7 @@ impl Default for Plan {
         Plan {
             selection: Selection::Random(3),
             passes: 2,
+            assumption: None,
         }
     }
 }
@@ -63,12 +68,13 @@ pub struct Sequence {
     /// Pairs of entries (i, j), i answered before j, whose answers cannot
     /// both be true: MIDP_i − RADI_i > MIDP_j + RADI_j.
     pub contradictions: Vec<(usize, usize)>,
-    /// The majority rule over the answers (one vote per distinct key).
+    /// The quorum rule over the answers (one vote per server: identities
+    /// sharing a key, address or operator are one).
     pub agreement: Agreement,
 }
 
 impl Sequence {
-    /// The servers the majority rule calls liars: those flagged by
+    /// The servers the quorum rule calls liars: those flagged by
     /// [`crate::consensus::agree`]. A contradiction in the chain alone
     /// accuses nobody in particular: it proves that one of its two signers
     /// lied ([`Sequence::contradicting_servers`]).
@@ -92,7 +98,7 @@ impl Sequence {
     }
 
     /// Whether a server lied: a contradiction in the chain, or a server
-    /// flagged by the majority rule.
+    /// flagged by the quorum rule.
     pub fn malfeasance(&self) -> bool {
         !self.contradictions.is_empty() || !self.agreement.flagged.is_empty()
     }
@@ -183,20 +189,21 @@ impl Client {
             .into_iter()
             .map(|(a, b)| (by_exchange[a], by_exchange[b]))
             .collect();
-        let vouches: Vec<Vouch<'_>> = entries
+        let vouches: Vec<Vouch> = entries
             .iter()
             .filter_map(|e| {
                 let a = e.result.as_ref().ok()?;
                 let (low_us, high_us) = a.offset_interval_us();
                 Some(Vouch {
                     server: e.server,
-                    key: servers[e.server].public_key.bytes(),
                     low_us,
                     high_us,
                 })
             })
             .collect();
-        let agreement = agree(&vouches);
+        let electorate = Electorate::of(servers);
+        let assumption = plan.assumption.unwrap_or_else(|| electorate.assume(None));
+        let agreement = agree(&vouches, &electorate, assumption);
         Ok(Sequence {
             order,
             entries,

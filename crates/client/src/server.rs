@@ -38,6 +38,9 @@ pub struct Server {
     pub addresses: Vec<Address>,
     /// What to offer.
     pub versions: Versions,
+    /// Who runs it, when the list says (`"operator"`): servers of one
+    /// operator are one voter ([`crate::Electorate`]).
+    pub operator: Option<String>,
 }
 
 impl Server {
@@ -60,6 +63,7 @@ impl Server {
             versions: Versions::Discover(ProfileSet::ALL.of_scheme(public_key.scheme())),
             public_key,
             addresses,
+            operator: None,
         })
     }
 
@@ -107,6 +111,7 @@ impl Server {
             public_key: u.public_key.clone(),
             addresses: u.addresses.clone(),
             versions: Versions::Discover(set),
+            operator: listed.operator.clone(),
         })
     }
 

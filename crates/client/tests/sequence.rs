@@ -29,6 +29,7 @@ fn all_twice() -> Plan {
     Plan {
         selection: Selection::All,
         passes: 2,
+        assumption: None,
     }
 }
 

@@ -31,7 +31,7 @@ pub mod cert;
 pub mod chain;
 pub mod error;
 pub mod hash;
-pub mod majority;
+pub mod quorum;
 pub mod merkle;
 mod messages;
 pub mod profile;

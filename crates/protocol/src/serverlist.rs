@@ -38,6 +38,9 @@ pub struct ServerList {
 pub struct ListedServer {
     /// Display name, if the entry has one.
     pub name: Option<String>,
+    /// Who runs it (`"operator"`, an extension of gnomon's): entries of
+    /// one operator count as one server when votes are counted.
+    pub operator: Option<String>,
     /// The server, or why it cannot be used.
     pub status: Result<UsableServer, Unusable>,
 }
@@ -272,6 +275,12 @@ fn parse_server(v: &Value) -> ListedServer {
         name: obj
             .and_then(|o| o.get("name"))
             .and_then(Value::as_str)
+            .map(String::from),
+        operator: obj
+            .and_then(|o| o.get("operator"))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
             .map(String::from),
         status: obj.ok_or(Unusable::NotAnObject).and_then(usable_server),
     }

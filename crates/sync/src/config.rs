@@ -69,7 +69,14 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "quorum",
         "an integer in 1..=64",
         "2",
-        "Servers that must agree (and a strict majority of those answering)",
+        "Servers that must agree with the consensus (beyond what max-liars needs)",
+    ),
+    (
+        "max-liars",
+        "an integer in 0..=21, or \"auto\"",
+        "\"auto\"",
+        "How many listed servers may lie: a consensus needs 2 × this + 1 answering; \
+         auto is max(1, (n − 1) / 3) of the n listed",
     ),
     (
         "max-radius",
@@ -198,6 +205,8 @@ pub struct Settings {
     pub min_servers: usize,
     /// `quorum`.
     pub quorum: usize,
+    /// `max-liars`: `None` for auto (max(1, ⌊(n − 1)/3⌋) of the list).
+    pub max_liars: Option<usize>,
     /// `max-radius`.
     pub max_radius: Duration,
     /// `max-offset`.
@@ -243,6 +252,7 @@ impl Default for Settings {
             jitter: 10,
             min_servers: 3,
             quorum: 2,
+            max_liars: None,
             max_radius: Duration::from_secs(10),
             max_offset: Duration::ZERO,
             timeout: Duration::from_secs(1),
@@ -275,6 +285,7 @@ pub struct Layer {
     pub jitter: Option<u8>,
     pub min_servers: Option<usize>,
     pub quorum: Option<usize>,
+    pub max_liars: Option<MaxLiars>,
     pub max_radius: Option<Duration>,
     pub max_offset: Option<Duration>,
     pub timeout: Option<Duration>,
@@ -322,6 +333,7 @@ struct FileTable {
     jitter: Option<i64>,
     min_servers: Option<i64>,
     quorum: Option<i64>,
+    max_liars: Option<IntOrText>,
     max_radius: Option<String>,
     max_offset: Option<String>,
     timeout: Option<String>,
@@ -378,6 +390,10 @@ impl Layer {
             .map(|v| v as usize),
             quorum: int("quorum", t.quorum, |s| parse_count(s).map(|v| v as i64))?
                 .map(|v| v as usize),
+            max_liars: t
+                .max_liars
+                .map(|v| parse_max_liars(&v.text()).map_err(|e| bad("max-liars", e)))
+                .transpose()?,
             max_radius: dur("max-radius", t.max_radius, parse_max_radius)?,
             max_offset: dur("max-offset", t.max_offset, parse_max_offset)?,
             timeout: dur("timeout", t.timeout, parse_timeout)?,
@@ -447,6 +463,7 @@ impl Settings {
             jitter: pick!(jitter).unwrap_or(d.jitter),
             min_servers: pick!(min_servers).unwrap_or(d.min_servers),
             quorum: pick!(quorum).unwrap_or(d.quorum),
+            max_liars: pick!(max_liars).map_or(d.max_liars, |m| m.0),
             max_radius: pick!(max_radius).unwrap_or(d.max_radius),
             max_offset: pick!(max_offset).unwrap_or(d.max_offset),
             timeout: pick!(timeout).unwrap_or(d.timeout),
@@ -489,6 +506,10 @@ impl fmt::Display for Settings {
         writeln!(f, "jitter = {}", self.jitter)?;
         writeln!(f, "min-servers = {}", self.min_servers)?;
         writeln!(f, "quorum = {}", self.quorum)?;
+        match self.max_liars {
+            Some(n) => writeln!(f, "max-liars = {n}")?,
+            None => writeln!(f, "max-liars = \"auto\"")?,
+        }
         writeln!(f, "max-radius = \"{}\"", DurationText(self.max_radius))?;
         writeln!(f, "max-offset = \"{}\"", DurationText(self.max_offset))?;
         writeln!(f, "timeout = \"{}\"", DurationText(self.timeout))?;
@@ -607,19 +628,58 @@ pub fn parse_count(s: &str) -> Result<usize, String> {
     int_in(s, 1, 64, "an integer in 1..=64").map(|v| v as usize)
 }
 
+/// `max-liars` as given: a number, or auto (`None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxLiars(pub Option<usize>);
+
+/// A TOML value that may be written as a number or as text
+/// (`max-liars = 1`, `max-liars = "auto"`).
+#[derive(Deserialize, Clone, Debug)]
+#[serde(untagged)]
+pub enum IntOrText {
+    /// A number.
+    Int(i64),
+    /// Text.
+    Text(String),
+}
+
+impl IntOrText {
+    fn text(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for IntOrText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IntOrText::Int(i) => write!(f, "{i}"),
+            IntOrText::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// `max-liars`: 0..=21 (a list of 64, the longest sync asks, outvotes 21),
+/// or `auto`.
+pub fn parse_max_liars(s: &str) -> Result<MaxLiars, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(MaxLiars(None));
+    }
+    int_in(s, 0, 21, KEYS[6].1).map(|v| MaxLiars(Some(v as usize)))
+}
+
 /// `max-radius`: 1 ms to a day.
 pub fn parse_max_radius(s: &str) -> Result<Duration, String> {
     duration_in(
         s,
         Duration::from_millis(1),
         Duration::from_secs(86_400),
-        KEYS[6].1,
+        KEYS[7].1,
     )
 }
 
 /// `max-offset`: 0 to a day.
 pub fn parse_max_offset(s: &str) -> Result<Duration, String> {
-    duration_in(s, Duration::ZERO, Duration::from_secs(86_400), KEYS[7].1)
+    duration_in(s, Duration::ZERO, Duration::from_secs(86_400), KEYS[8].1)
 }
 
 /// `timeout`: 10 ms to a minute.
@@ -628,13 +688,13 @@ pub fn parse_timeout(s: &str) -> Result<Duration, String> {
         s,
         Duration::from_millis(10),
         Duration::from_secs(60),
-        KEYS[8].1,
+        KEYS[9].1,
     )
 }
 
 /// `retries`: 1..=20.
 pub fn parse_retries(s: &str) -> Result<u32, String> {
-    int_in(s, 1, 20, KEYS[9].1).map(|v| v as u32)
+    int_in(s, 1, 20, KEYS[10].1).map(|v| v as u32)
 }
 
 /// `report-url`: HTTPS only (tests put a loopback HTTP URL in the list's
@@ -653,7 +713,7 @@ pub fn parse_report_url(s: &str) -> Result<String, String> {
 /// at start, not a failure at every sample.
 pub fn parse_chrony_sock(s: &str) -> Result<PathBuf, String> {
     if s.is_empty() || s.len() > 107 || s.contains('\0') {
-        return Err(format!("`{s}` is not {}", KEYS[12].1));
+        return Err(format!("`{s}` is not {}", KEYS[13].1));
     }
     Ok(PathBuf::from(s))
 }
@@ -666,7 +726,7 @@ pub fn parse_chrony_max_radius(s: &str) -> Result<Duration, String> {
         s,
         Duration::from_millis(1),
         Duration::from_secs(3600),
-        KEYS[13].1,
+        KEYS[14].1,
     )
 }
 
@@ -716,7 +776,7 @@ pub fn parse_now_socket(s: &str) -> Result<NowSocket, String> {
         return Ok(NowSocket(None));
     }
     if s.is_empty() || s.len() > 107 || s.contains('\0') {
-        return Err(format!("`{s}` is not {}", KEYS[19].1));
+        return Err(format!("`{s}` is not {}", KEYS[20].1));
     }
     Ok(NowSocket(Some(PathBuf::from(s))))
 }
@@ -730,7 +790,7 @@ pub fn parse_group(s: &str) -> Result<String, String> {
     if ok {
         Ok(s.to_string())
     } else {
-        Err(format!("`{s}` is not {}", KEYS[20].1))
+        Err(format!("`{s}` is not {}", KEYS[21].1))
     }
 }
 
@@ -757,13 +817,13 @@ pub fn parse_socket_mode(s: &str) -> Result<u32, String> {
         "0600" | "600" => Ok(0o600),
         "0660" | "660" => Ok(0o660),
         "0666" | "666" => Ok(0o666),
-        _ => Err(format!("`{s}` is not {}", KEYS[21].1)),
+        _ => Err(format!("`{s}` is not {}", KEYS[22].1)),
     }
 }
 
 /// `now-drift-ppm`: 1..=100000.
 pub fn parse_drift_ppm(s: &str) -> Result<u32, String> {
-    int_in(s, 1, 100_000, KEYS[22].1).map(|v| v as u32)
+    int_in(s, 1, 100_000, KEYS[23].1).map(|v| v as u32)
 }
 
 #[cfg(test)]

@@ -1,5 +1,8 @@
 //! One round: the client's measurement sequence over the servers asked,
-//! then the majority rule over every distinct key that answered.
+//! then the quorum rule over every voter that answered, under the whole
+//! list's assumption (at most f of its n voters lie): servers left out of
+//! the round, backing off or silenced, count as silent, never as absent
+//! from the list.
 //!
 //! Servers marked as lying in an earlier round still vote. Taking a vote
 //! away on the strength of history would make the consensus rest on every
@@ -14,7 +17,7 @@
 use std::time::Instant;
 
 use gnomon_client::{
-    Agreement, Client, Consensus, Flag, Plan, QueryError, Selection, Sequence, Server,
+    Agreement, Assumption, Client, Consensus, Flag, Plan, QueryError, Selection, Sequence, Server,
 };
 use gnomon_protocol::Report;
 
@@ -28,8 +31,14 @@ pub struct Round {
     pub asked: Vec<usize>,
     /// Servers with no verified answer, and the last reason.
     pub unreachable: Vec<(usize, String)>,
-    /// The consensus of every key that answered (before the quorum).
+    /// The consensus of every voter that answered (before the quorum).
     pub consensus: Option<Consensus>,
+    /// The assumption it ran under, and how many voters answered.
+    pub assumption: Assumption,
+    /// Distinct voters that answered (and did not contradict themselves).
+    pub answered: usize,
+    /// Why there is no consensus, in words; `None` when there is one.
+    pub why_none: Option<String>,
     /// Whether at least the quorum (distinct keys) agrees.
     pub quorum_met: bool,
     /// Whether the consensus is wider than `max-radius`: then it is not
@@ -42,11 +51,11 @@ pub struct Round {
     pub still_out: Vec<usize>,
     /// Servers marked before whose answers meet the consensus again.
     pub rejoined: Vec<usize>,
-    /// Why the servers disagree, when a strict majority vouches for more
-    /// than one stretch of offsets.
+    /// Why the servers disagree, when the offsets the rule accepts fall
+    /// in more than one stretch.
     pub disagreement: Option<String>,
-    /// Servers that share one key (one vote between them).
-    pub shared_keys: Vec<Vec<usize>>,
+    /// Servers that are one voter (a shared key, address or operator).
+    pub grouped: Vec<Vec<usize>>,
     /// Local clock (as measured against) when the round ended, Unix µs.
     pub local_end_us: i128,
     /// When the round ended, monotonic.
@@ -77,7 +86,7 @@ impl Round {
         self.consensus.as_ref().map(|c| Evidence {
             low_us: c.low_us,
             high_us: c.high_us,
-            agreeing: c.agreeing_keys,
+            agreeing: c.agreeing_voters,
         })
     }
 
@@ -87,6 +96,17 @@ impl Round {
     }
 }
 
+/// What a round is judged by.
+#[derive(Clone, Copy, Debug)]
+pub struct Bar {
+    /// The whole list's assumption.
+    pub assumption: Assumption,
+    /// Distinct voters that must agree.
+    pub quorum: usize,
+    /// The widest consensus that may steer the clock, µs.
+    pub max_radius_us: i128,
+}
+
 /// Ask `ask` (indices into `servers`) twice over, chained; `marked` says
 /// who was flagged in an earlier round.
 pub fn run(
@@ -94,15 +114,20 @@ pub fn run(
     servers: &[Server],
     ask: &[usize],
     marked: &dyn Fn(usize) -> bool,
-    quorum: usize,
-    max_radius_us: i128,
+    bar: Bar,
 ) -> Result<Round, QueryError> {
+    let Bar {
+        assumption,
+        quorum,
+        max_radius_us,
+    } = bar;
     let subset: Vec<Server> = ask.iter().map(|&i| servers[i].clone()).collect();
     let recorder = Recorder::default();
     let mut client = Client::new(config).with_clock(recorder.clone());
     let plan = Plan {
         selection: Selection::All,
         passes: 2,
+        assumption: Some(assumption),
     };
     let sequence = client.measure(&subset, &plan)?;
     let ended = Instant::now();
@@ -143,7 +168,10 @@ pub fn run(
         quorum_met,
         wide,
         disagreement: agreement.disagreement(),
-        shared_keys: agreement.shared_keys.clone(),
+        why_none: agreement.why_none(),
+        grouped: agreement.grouped.clone(),
+        assumption: agreement.assumption,
+        answered: agreement.answered,
         consensus: agreement.consensus,
         outside: agreement.flagged,
         still_out,
@@ -172,8 +200,8 @@ fn relabel(a: &Agreement, ask: &[usize]) -> Agreement {
             ..c.clone()
         }),
         flagged,
-        regions: a.regions.clone(),
-        shared_keys: a.shared_keys.iter().map(|g| map(g)).collect(),
+        grouped: a.grouped.iter().map(|g| map(g)).collect(),
+        ..a.clone()
     }
 }
 
@@ -186,12 +214,12 @@ struct Vote {
     rejoined: Vec<usize>,
 }
 
-/// Whether the consensus may be used: at least `quorum` distinct keys
+/// Whether the consensus may be used: at least `quorum` distinct voters
 /// agree.
 fn meets(a: &Agreement, quorum: usize) -> bool {
     a.consensus
         .as_ref()
-        .is_some_and(|c| c.agreeing_keys >= quorum)
+        .is_some_and(|c| c.agreeing_voters >= quorum)
 }
 
 /// Split the flagged servers into new ones and those marked before; a
@@ -218,20 +246,31 @@ fn vote(mut agreement: Agreement, marked: &dyn Fn(usize) -> bool) -> Vote {
 }
 
 /// The answers of a round as the rule takes them, for tests: (list
-/// index, key, low, high).
+/// index, key, low, high), each key its own address, under `liars`.
 #[cfg(test)]
-fn agree_at(answers: &[(usize, &[u8], i128, i128)]) -> Agreement {
-    use gnomon_client::{agree, Vouch};
-    let v: Vec<Vouch<'_>> = answers
+fn agree_at(answers: &[(usize, &[u8], i128, i128)], liars: usize) -> Agreement {
+    use gnomon_client::{agree, Electorate, Identity, Vouch};
+    let n = answers.iter().map(|a| a.0 + 1).max().unwrap_or(0);
+    let ids: Vec<Identity> = (0..n)
+        .map(|i| Identity {
+            key: answers
+                .iter()
+                .find(|a| a.0 == i)
+                .map_or(vec![i as u8], |a| a.1.to_vec()),
+            addresses: vec![format!("h:{i}")],
+            operator: None,
+        })
+        .collect();
+    let e = Electorate::new(&ids);
+    let v: Vec<Vouch> = answers
         .iter()
-        .map(|&(server, key, low_us, high_us)| Vouch {
+        .map(|&(server, _, low_us, high_us)| Vouch {
             server,
-            key,
             low_us,
             high_us,
         })
         .collect();
-    agree(&v)
+    agree(&v, &e, e.assume(Some(liars)))
 }
 
 #[cfg(test)]
@@ -243,13 +282,16 @@ mod tests {
     #[test]
     fn a_marked_liar_votes_is_named_again_and_is_cleared_when_it_agrees() {
         let liar = |i: usize| i == 2;
-        let a = agree_at(&[(0, b"a", -5, 5), (1, b"b", -4, 6), (2, b"c", H - 5, H + 5)]);
+        let a = agree_at(
+            &[(0, b"a", -5, 5), (1, b"b", -4, 6), (2, b"c", H - 5, H + 5)],
+            1,
+        );
         let v = vote(a, &liar);
         let c = v.agreement.consensus.unwrap();
         assert_eq!((c.low_us, c.high_us, c.answering), (-4, 5, 3));
         assert_eq!((v.still_out, v.rejoined), (vec![2], vec![]));
         assert!(v.agreement.flagged.is_empty(), "named as marked, not twice");
-        let a = agree_at(&[(0, b"a", -5, 5), (1, b"b", -4, 6), (2, b"c", -1, 1)]);
+        let a = agree_at(&[(0, b"a", -5, 5), (1, b"b", -4, 6), (2, b"c", -1, 1)], 1);
         let v = vote(a, &liar);
         assert_eq!((v.still_out, v.rejoined), (vec![], vec![2]));
     }
@@ -259,13 +301,16 @@ mod tests {
         // 1 and 2 were marked in a round that liars held; now 3 and 4 lie
         // and 0, 1, 2 are honest: the marks take no vote away.
         let marked = |i: usize| i == 1 || i == 2;
-        let a = agree_at(&[
-            (0, b"a", -5, 5),
-            (1, b"b", -4, 6),
-            (2, b"c", -6, 4),
-            (3, b"d", H, H + 5),
-            (4, b"e", H, H + 5),
-        ]);
+        let a = agree_at(
+            &[
+                (0, b"a", -5, 5),
+                (1, b"b", -4, 6),
+                (2, b"c", -6, 4),
+                (3, b"d", H, H + 5),
+                (4, b"e", H, H + 5),
+            ],
+            2,
+        );
         let v = vote(a, &marked);
         let c = v.agreement.consensus.as_ref().unwrap();
         assert_eq!((c.low_us, c.high_us), (-4, 4));
@@ -279,15 +324,18 @@ mod tests {
 
     #[test]
     fn relabel_maps_positions_to_list_indices() {
-        let a = agree_at(&[
-            (0, b"a", -5, 5),
-            (1, b"a", -4, 6),
-            (2, b"c", H, H + 1),
-            (3, b"d", -1, 1),
-        ]);
+        let a = agree_at(
+            &[
+                (0, b"a", -5, 5),
+                (1, b"a", -4, 6),
+                (2, b"c", H, H + 1),
+                (3, b"d", -1, 1),
+            ],
+            1,
+        );
         let r = relabel(&a, &[7, 3, 9, 1]);
         assert_eq!(r.consensus.unwrap().agreeing, [1, 3, 7]);
         assert_eq!(r.flagged, [(9, Flag::OutsideConsensus)]);
-        assert_eq!(r.shared_keys, [vec![3, 7]]);
+        assert_eq!(r.grouped, [vec![3, 7]]);
     }
 }

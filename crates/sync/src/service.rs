@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_client::{
-    format_duration_us, format_utc, no_reports_url, post_report, reports_url, Backoff, Flag,
+    format_duration_us, format_utc, no_reports_url, post_report, reports_url, Backoff, describe_assumption, Electorate, Flag,
     PostPolicy, QueryError, Server, TcpMode,
 };
 
@@ -407,13 +407,19 @@ impl Service {
         let excluded: Vec<bool> = (0..self.list.servers.len())
             .map(|i| self.excluded_key(i))
             .collect();
+        // The whole list's assumption, whoever is asked: a server backing
+        // off is as silent as one an attacker drops.
+        let bar = round::Bar {
+            assumption: Electorate::of(&self.list.servers).assume(self.settings.max_liars),
+            quorum: self.settings.quorum,
+            max_radius_us: self.settings.max_radius.as_micros() as i128,
+        };
         let mut round = round::run(
             self.client_config(),
             &self.list.servers,
             &ask,
             &|i| excluded[i],
-            self.settings.quorum,
-            self.settings.max_radius.as_micros() as i128,
+            bar,
         )?;
         self.round_no += 1;
         let servers = self.list.servers.clone();
@@ -608,11 +614,11 @@ impl Service {
         };
         let head = match (&round.consensus, round.quorum_met) {
             (Some(c), met) => format!(
-                "consensus {} ±{:.3} s (offset {}); {} of {} answering keys agree{}",
+                "consensus {} ±{:.3} s (offset {}); {} of {} answering servers agree{}",
                 format_utc((round.local_end_us + c.midpoint_us()).max(0) as u64),
                 c.radius_us() as f64 / 1e6,
                 format_duration_us(c.midpoint_us()),
-                c.agreeing_keys,
+                c.agreeing_voters,
                 c.answering,
                 if !met {
                     format!(
@@ -628,15 +634,15 @@ impl Service {
                     String::new()
                 }
             ),
-            (None, _) => format!(
-                "no consensus: no majority of the {} answering server(s)",
-                round
-                    .asked
-                    .iter()
-                    .filter(|&&i| !round.unreachable.iter().any(|u| u.0 == i))
-                    .count()
-            ),
+            (None, _) => round
+                .why_none
+                .clone()
+                .unwrap_or_else(|| "no consensus".into()),
         };
+        let head = format!(
+            "{head} ({})",
+            describe_assumption(round.assumption, round.answered)
+        );
         let unreachable = unreachable_words(round, servers);
         let mut line = format!(
             "round {}: {head}; out: {}; unreachable: {}",
@@ -661,9 +667,9 @@ impl Service {
         if let Some(why) = &round.disagreement {
             line.push_str(&format!("; {why}"));
         }
-        for group in &round.shared_keys {
+        for group in &round.grouped {
             line.push_str(&format!(
-                "; {} share one key: one vote",
+                "; {} are one server (a shared key, address or operator): one vote",
                 names(&mut group.iter().copied())
             ));
         }

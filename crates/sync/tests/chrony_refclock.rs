@@ -95,6 +95,7 @@ impl Feeder {
             let plan = Plan {
                 selection: Selection::All,
                 passes: 1,
+                assumption: None,
             };
             let mut widest = 0;
             while !flag.load(Ordering::Relaxed) {

@@ -129,9 +129,14 @@ pub struct Point {
 pub struct Verdict {
     /// The consensus: (low, high) offsets from the local clock, µs.
     pub consensus: Option<(i64, i64)>,
-    /// Why the servers disagree, when a strict majority vouches for more
-    /// than one stretch of offsets.
+    /// Why the servers disagree, when the offsets the rule accepts fall
+    /// in more than one stretch.
     pub disagreement: Option<String>,
+    /// The assumption the round ran under, and who answered ("assumes at
+    /// most 1 of the 5 listed servers lies; …").
+    pub assumption: String,
+    /// Why there was no consensus, when there was none.
+    pub why_none: Option<String>,
 }
 
 /// Everything the web layer shows.
@@ -145,8 +150,12 @@ pub struct Latest {
     /// clock, µs.
     pub consensus: Option<(i64, i64)>,
     /// Why the servers disagreed in the last round (the consensus spans
-    /// more than one majority stretch), if they did.
+    /// more than one stretch), if they did.
     pub disagreement: Option<String>,
+    /// The assumption the last round ran under.
+    pub assumption: String,
+    /// Why the last round had no consensus, when it had none.
+    pub why_none: Option<String>,
     /// Per server, in list order.
     pub servers: Vec<Status>,
     /// Failures by (server, reason), over all rounds.
@@ -183,6 +192,8 @@ impl Latest {
         self.servers = servers;
         self.consensus = verdict.consensus;
         self.disagreement = verdict.disagreement;
+        self.assumption = verdict.assumption;
+        self.why_none = verdict.why_none;
         self.rounds += 1;
         self.last_round_us = Some(now_us);
     }

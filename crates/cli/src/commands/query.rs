@@ -39,17 +39,24 @@ pub(crate) struct Args {
     /// Run the measurement sequence of RFC 10049 over this server list.
     #[arg(long, value_name = "LIST.json")]
     pub(crate) servers: Option<PathBuf>,
-    /// With --servers: query every server in the list, not three at random.
+    /// With --servers: query every server in the list, not a random few.
     #[arg(long, requires = "servers", conflicts_with = "ask")]
     pub(crate) all: bool,
-    /// With --servers: how many servers to ask, at random (default 3, the
-    /// RFC's minimum).
+    /// With --servers: how many servers to ask, at random (default: enough
+    /// to outvote --max-liars liars with as many silenced, 3f + 1, and at
+    /// least 3, the RFC's minimum).
     #[arg(long, value_name = "N", requires = "servers", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) ask: Option<u16>,
     /// With --servers: how many distinct keys must agree with the
     /// consensus (as sync's `quorum`); fewer exits 1.
     #[arg(long, value_name = "N", default_value_t = 2, requires = "servers", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) quorum: u16,
+    /// With --servers: how many of the listed servers may lie (default:
+    /// max(1, (n − 1)/3) of the n listed, servers sharing a key, address
+    /// or operator counted once). A consensus needs 2 × this + 1 of them
+    /// answering; 0 trusts every server that answers.
+    #[arg(long, value_name = "N", requires = "servers", value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub(crate) max_liars: Option<u16>,
     /// Offer only this version: a number (1, 0x8000000b, 3000600613 for
     /// Google) or a name (google, draft-07, draft-14, rfc-10049,
     /// ml-dsa-44).

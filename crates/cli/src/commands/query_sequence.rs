@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gnomon_client::{
     format_duration_us, format_utc, no_reports_url, post_report, reports_url, Backoff, Client,
-    Flag, Plan, PostPolicy, Selection, Sequence, Server,
+    Electorate, Flag, Plan, PostPolicy, Selection, Sequence, Server,
 };
 use gnomon_protocol::ServerList;
 use serde_json::json;
@@ -60,12 +60,33 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             servers.len()
         ));
     }
+    let electorate = Electorate::of(&servers);
+    let assumption = electorate.assume(args.max_liars.map(usize::from));
+    // Enough to outvote f liars with f more silenced (3f + 1 voters), and
+    // every server when some are one voter (which of them to ask is
+    // not worth guessing).
+    let enough = if electorate.voters() < servers.len() {
+        servers.len()
+    } else {
+        (3 * assumption.liars + 1).max(MIN_SERVERS)
+    };
+    let selection = match (args.all, args.ask) {
+        (true, _) => Selection::All,
+        (false, n) => Selection::Random(n.map_or(enough, usize::from)),
+    };
+    if let Selection::Random(k) = selection {
+        if k.min(servers.len()) < assumption.needed() {
+            notes.push(format!(
+                "asking {k} server(s) can give no consensus: {} must answer \
+                 (--ask more, --all, or a lower --max-liars)",
+                assumption.needed()
+            ));
+        }
+    }
     let plan = Plan {
-        selection: match (args.all, args.ask) {
-            (true, _) => Selection::All,
-            (false, n) => Selection::Random(n.map_or(MIN_SERVERS, usize::from)),
-        },
+        selection,
         passes: 2,
+        assumption: Some(assumption),
     };
     let mut client = Client::new(args.client_config());
     let seq = match client.measure(&servers, &plan) {
@@ -81,7 +102,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     let met = quorum_met(&seq, quorum);
     if !met && seq.agreement.consensus.is_some() {
         notes.push(format!(
-            "fewer distinct keys agree than the quorum ({quorum}): the consensus is not enough"
+            "fewer distinct servers agree than the quorum ({quorum}): the consensus is not enough"
         ));
     }
     if args.json {
@@ -100,7 +121,7 @@ fn quorum_met(seq: &Sequence, quorum: usize) -> bool {
     seq.agreement
         .consensus
         .as_ref()
-        .is_some_and(|c| c.agreeing_keys >= quorum)
+        .is_some_and(|c| c.agreeing_voters >= quorum)
 }
 
 fn exit_code(seq: &Sequence, quorum: usize) -> Exit {
@@ -223,26 +244,38 @@ fn print_sequence(servers: &[Server], seq: &Sequence, notes: &[String]) {
             let now = gnomon_client_now_us();
             let mid = now + c.midpoint_us();
             println!(
-                "consensus    {} ±{:.3} s (offset {}; {} of {} answering keys agree)",
+                "consensus    {} ±{:.3} s (offset {}; {} of {} answering servers agree)",
                 format_utc(mid.max(0) as u64),
                 c.radius_us() as f64 / 1e6,
                 format_duration_us(c.midpoint_us()),
-                c.agreeing_keys,
+                c.agreeing_voters,
                 c.answering
             );
         }
-        None => println!("consensus    none: no offset is vouched for by a majority of keys"),
+        None => println!(
+            "consensus    none: {}",
+            seq.agreement
+                .why_none()
+                .as_deref()
+                .and_then(|w| w.strip_prefix("no consensus: "))
+                .unwrap_or("no answers")
+        ),
     }
+    println!("assumption   {}", seq.agreement.assumption_text());
     if let Some(why) = seq.agreement.disagreement() {
         println!("DISAGREE     {why}");
     }
-    for group in &seq.agreement.shared_keys {
+    for group in &seq.agreement.grouped {
         let names: Vec<&str> = group.iter().map(|&s| name(servers, s)).collect();
-        println!("note         {} share one key: one vote", names.join(", "));
+        println!(
+            "note         {} are one server ({}): one vote",
+            names.join(", "),
+            Electorate::of(servers).why_grouped(group)
+        );
     }
     for (s, why) in &seq.agreement.flagged {
         let why = match why {
-            Flag::OutsideConsensus => "its time misses the consensus of a majority of keys",
+            Flag::OutsideConsensus => "its time misses the consensus",
             Flag::SelfContradiction => "its own answers contradict each other",
         };
         println!("FLAGGED      {}: {why}", name(servers, *s));
@@ -317,10 +350,11 @@ fn sequence_json(
             "time_utc": format_utc(mid.max(0) as u64),
             "radius_us": c.radius_us() as i64,
             "agreeing": c.agreeing.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
-            "agreeing_keys": c.agreeing_keys,
+            "agreeing_voters": c.agreeing_voters,
             "answering": c.answering,
         })
     });
+    let electorate = Electorate::of(servers);
     json!({
         "servers": seq.order.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
         "entries": entries,
@@ -338,8 +372,16 @@ fn sequence_json(
             "later_server": name(servers, seq.entries[j].server),
         })).collect::<Vec<_>>(),
         "disagreement": seq.agreement.disagreement(),
-        "shared_keys": seq.agreement.shared_keys.iter()
-            .map(|g| g.iter().map(|&s| name(servers, s)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "grouped": seq.agreement.grouped.iter().map(|g| json!({
+            "servers": g.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
+            "bonds": electorate.why_grouped(g),
+        })).collect::<Vec<_>>(),
+        "max_liars": seq.agreement.assumption.liars,
+        "listed": seq.agreement.assumption.voters,
+        "answered": seq.agreement.answered,
+        "needed": seq.agreement.assumption.needed(),
+        "assumption": seq.agreement.assumption_text(),
+        "no_consensus": seq.agreement.why_none(),
         "malfeasance": seq.malfeasance(),
         "suspects": seq.suspects().iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
         "report_file": report_file,

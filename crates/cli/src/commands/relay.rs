@@ -12,13 +12,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use gnomon_client::{Backoff, Client, Config, Plan, Selection, Server};
-use gnomon_protocol::proof::{verify_proof, ProofWorkspace, MAX_PROOF_ENTRIES};
+use gnomon_client::{Assumption, Backoff, Client, Config, Electorate, Plan, Selection, Server};
+use gnomon_protocol::proof::{verify_proof_grouped, ProofWorkspace, MAX_PROOF_ENTRIES};
 use gnomon_protocol::{PublicKey, ServerList};
 use serde_json::json;
 
 use super::client_out::{parse_duration, print_json, usage, Exit};
-use super::verify_proof::{parse_device_value, policy_json, proven_json, Policy, EXIT_CODES};
+use super::verify_proof::{
+    parse_device_value, pinned_voters, policy_json, proven_json, Policy, EXIT_CODES,
+};
 
 /// The bundle's form. clap_mangen renders a list of possible values as a
 /// block that starts with an empty paragraph, which mandoc's lint refuses:
@@ -59,7 +61,8 @@ pub(crate) struct Args {
     /// bundle holds 16 answers), not three at random.
     #[arg(long, conflicts_with = "ask")]
     pub(crate) all: bool,
-    /// How many servers to ask, at random (default 3, the RFC's minimum).
+    /// How many servers to ask, at random (default: as many as a bundle
+    /// holds, 8: the device needs 2f + 1 of the servers it pins).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=8))]
     pub(crate) ask: Option<u16>,
     /// First UDP wait; each retry waits 1.5 times longer.
@@ -118,13 +121,22 @@ pub(crate) fn run(args: Args) -> ExitCode {
             ),
         );
     }
+    // The device needs 2f + 1 of its pinned servers in the bundle (f =
+    // fewer than half by default): ask as many as a bundle holds.
+    let electorate = Electorate::of(&servers);
+    let assumption = match args.policy.max_liars {
+        Some(f) => Assumption::new(electorate.voters(), usize::from(f)),
+        None => Assumption::for_proof(electorate.voters()),
+    };
+    let fits = MAX_PROOF_ENTRIES / passes;
     let plan = Plan {
         selection: if args.all {
             Selection::All
         } else {
-            Selection::Random(args.ask.map_or(3, usize::from))
+            Selection::Random(args.ask.map_or(fits, usize::from))
         },
         passes,
+        assumption: Some(assumption),
     };
     let mut client = Client::new(Config {
         backoff: Backoff {
@@ -181,7 +193,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let elapsed = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let mut ws = ProofWorkspace::new();
     let policy = args.policy.to_policy();
-    let verdict = verify_proof(&binary, &device, &keys, elapsed, &policy, &mut ws);
+    let voters = pinned_voters(&servers);
+    let verdict = verify_proof_grouped(&binary, &device, &keys, &voters, elapsed, &policy, &mut ws);
     let code = match &verdict {
         Ok(_) => Exit::Ok,
         Err(e) if e.is_malfeasance() => Exit::Malfeasance,

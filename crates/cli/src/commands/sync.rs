@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gnomon_client::{format_duration_us, format_utc};
+use gnomon_client::{describe_assumption, format_duration_us, format_utc, Electorate};
 use gnomon_sync::chrony::ChronySock;
 use gnomon_sync::config::{self as cfg, Layer, Settings};
 use gnomon_sync::decision::{clock_ok, plan_step, trusted};
@@ -41,10 +41,17 @@ pub(crate) struct Args {
     /// Servers asked per round, at least [default: 3].
     #[arg(long, env = "GNOMON_SYNC_MIN_SERVERS", value_name = "N", value_parser = cfg::parse_count)]
     min_servers: Option<usize>,
-    /// Servers that must agree (besides a strict majority of those
-    /// answering) [default: 2].
+    /// Servers that must agree with the consensus (beyond what --max-liars
+    /// needs) [default: 2].
     #[arg(long, env = "GNOMON_SYNC_QUORUM", value_name = "K", value_parser = cfg::parse_count)]
     quorum: Option<usize>,
+    /// How many of the listed servers may lie: a consensus needs 2 × this
+    /// + 1 distinct servers answering, so silencing honest ones leaves no
+    /// consensus rather than the liars' (servers sharing a key, address or
+    /// operator count once) [default: auto, max(1, (n − 1)/3) of the n
+    /// listed].
+    #[arg(long, env = "GNOMON_SYNC_MAX_LIARS", value_name = "F|auto", value_parser = cfg::parse_max_liars)]
+    max_liars: Option<cfg::MaxLiars>,
     /// Never set the clock from a consensus wider (radius) than this
     /// [default: 10s].
     #[arg(long, env = "GNOMON_SYNC_MAX_RADIUS", value_name = "DURATION", value_parser = cfg::parse_max_radius)]
@@ -158,6 +165,7 @@ impl Args {
             jitter: self.jitter,
             min_servers: self.min_servers,
             quorum: self.quorum,
+            max_liars: self.max_liars,
             max_radius: self.max_radius,
             max_offset: self.max_offset,
             timeout: self.timeout,
@@ -378,15 +386,23 @@ fn once(service: &mut Service, args: &Args) -> ExitCode {
             "radius_us": c.radius_us() as i64,
             "time_utc": format_utc((round.local_end_us + c.midpoint_us()).max(0) as u64),
             "agreeing": c.agreeing.iter().map(|&i| name(i)).collect::<Vec<_>>(),
-            "agreeing_keys": c.agreeing_keys,
+            "agreeing_voters": c.agreeing_voters,
             "answering": c.answering,
         })),
+        "max_liars": round.assumption.liars,
+        "listed": round.assumption.voters,
+        "answered": round.answered,
+        "needed": round.assumption.needed(),
+        "assumption": describe_assumption(round.assumption, round.answered),
+        "no_consensus": round.why_none,
         "quorum": settings.quorum,
         "quorum_met": round.quorum_met,
         "too_wide": round.wide,
         "disagreement": round.disagreement,
-        "shared_keys": round.shared_keys.iter()
-            .map(|g| g.iter().map(|&i| name(i)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "grouped": round.grouped.iter().map(|g| json!({
+            "servers": g.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            "bonds": Electorate::of(servers).why_grouped(g),
+        })).collect::<Vec<_>>(),
         "contradictions": round.sequence.contradicting_servers().iter()
             .map(|&(a, b)| [name(round.asked[a]), name(round.asked[b])]).collect::<Vec<_>>(),
         "local_time_utc": format_utc(round.local_end_us.max(0) as u64),

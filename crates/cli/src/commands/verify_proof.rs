@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use gnomon_client::{format_utc, Server};
+use gnomon_client::{describe_assumption, format_utc, Electorate, Server};
 use gnomon_protocol::proof::{
-    check_device_value, verify_proof, Proof, ProofError, ProofFormError, ProofPolicy,
+    check_device_value, verify_proof_grouped, Proof, ProofError, ProofFormError, ProofPolicy,
     ProofWorkspace, Proven, MAX_DEVICE_VALUE, MIN_DEVICE_NONCE, PROOF_MAGIC,
 };
 use gnomon_protocol::{PublicKey, ServerList};
@@ -37,14 +37,17 @@ const MAX_INPUT: u64 = 8 << 20;
 /// What the device requires (`gnomon_protocol::proof::ProofPolicy`).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Policy {
-    /// Distinct keys that must agree with the majority (as sync's quorum).
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=16))]
+    /// How many of the pinned servers may lie (default: fewer than half,
+    /// (n − 1)/2 of the n pinned; servers sharing a key, address or
+    /// operator count once). The bundle must carry 2 × this + 1 of them,
+    /// whatever the relay left out: with the default, every pinned server
+    /// or all but one (docs/PROOF.md).
+    #[arg(long, value_name = "F", value_parser = clap::value_parser!(u16).range(0..=16))]
+    pub(crate) max_liars: Option<u16>,
+    /// Distinct servers that must agree with the proven interval, beyond
+    /// what --max-liars needs.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub(crate) quorum: u16,
-    /// Distinct pinned keys the bundle must carry. With fewer than N/2
-    /// liars among all the pinned keys, no relay can make a wrong interval
-    /// pass, whatever answers it leaves out (docs/PROOF.md).
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=16))]
-    pub(crate) min_keys: u16,
     /// Widest interval accepted (half its width); the elapsed time widens
     /// it too. 0 accepts any width.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -54,8 +57,8 @@ pub(crate) struct Policy {
 impl Policy {
     pub(crate) fn to_policy(&self) -> ProofPolicy {
         ProofPolicy {
+            max_liars: self.max_liars.map(usize::from),
             quorum: usize::from(self.quorum),
-            min_keys: usize::from(self.min_keys),
             max_radius_us: (!self.max_radius.is_zero())
                 .then(|| u64::try_from(self.max_radius.as_micros()).unwrap_or(u64::MAX)),
         }
@@ -137,7 +140,22 @@ pub(crate) fn parse_device_value(hex: &str) -> Result<Vec<u8>, String> {
 }
 
 pub(crate) fn policy_json(p: &ProofPolicy) -> serde_json::Value {
-    json!({ "quorum": p.quorum, "min_keys": p.min_keys, "max_radius_us": p.max_radius_us })
+    json!({ "max_liars": p.max_liars, "quorum": p.quorum, "max_radius_us": p.max_radius_us })
+}
+
+/// The voter of each pinned server: servers sharing a key, address or
+/// operator are one ([`Electorate`]).
+pub(crate) fn pinned_voters(servers: &[Server]) -> Vec<usize> {
+    let e = Electorate::of(servers);
+    (0..servers.len())
+        .map(|i| e.voter_of(i).unwrap_or(i))
+        .collect()
+}
+
+/// The assumption a policy makes of `servers`, in words.
+pub(crate) fn assumption_text(policy: &ProofPolicy, servers: &[Server], answered: usize) -> String {
+    let a = policy.assumption(Electorate::of(servers).voters());
+    describe_assumption(a, answered).replace("listed", "pinned")
 }
 
 pub(crate) fn proven_json(p: &Proven) -> serde_json::Value {
@@ -149,6 +167,8 @@ pub(crate) fn proven_json(p: &Proven) -> serde_json::Value {
         "radius_us": i64::try_from(p.radius_us()).ok(),
         "agreeing_keys": p.agreeing_keys,
         "answering_keys": p.answering_keys,
+        "max_liars": p.assumption.liars,
+        "pinned": p.assumption.voters,
     })
 }
 
@@ -242,10 +262,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
     } else {
         Proof::from_json(&raw).map(|p| p.to_binary())
     };
+    let voters = pinned_voters(&servers);
     let verdict = match binary {
         Ok(b) => {
             let mut ws = ProofWorkspace::new();
-            Ok(verify_proof(&b, &device, &keys, elapsed, &policy, &mut ws))
+            Ok(verify_proof_grouped(
+                &b, &device, &keys, &voters, elapsed, &policy, &mut ws,
+            ))
         }
         // The JSON form's D out of bounds: the binary form's refusal.
         Err(ProofFormError::DeviceLength(n)) => Ok(Err(ProofError::DeviceValueLength(n))),
@@ -253,6 +276,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
             "not a proof bundle (neither binary nor JSON): {e:?}"
         )),
     };
+    let answered = match &verdict {
+        Ok(Ok(p)) => p.answering_keys,
+        Ok(Err(ProofError::TooFewKeys { present, .. })) => *present,
+        _ => 0,
+    };
+    let assumption = assumption_text(&policy, &servers, answered);
     let (code, out) = match &verdict {
         Err(msg) => (
             Exit::Invalid,
@@ -276,13 +305,14 @@ pub(crate) fn run(args: Args) -> ExitCode {
     if args.json {
         let mut out = out;
         out["policy"] = policy_json(&policy);
+        out["assumption"] = json!(assumption);
         out["elapsed_us"] = json!(elapsed);
         out["exit_code"] = json!(code.code());
         print_json(&out);
     } else {
         match &verdict {
             Ok(Ok(p)) => println!(
-                "now is between {} and {} (±{:.3} s); {} of {} keys agree",
+                "now is between {} and {} (±{:.3} s); {} of {} servers agree; {assumption}",
                 utc(p.earliest_us),
                 utc(p.latest_us),
                 p.radius_us() as f64 / 1e6,
@@ -290,7 +320,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 p.answering_keys
             ),
             Ok(Err(e)) => {
-                eprintln!("gnomon verify-proof: {e}");
+                eprintln!("gnomon verify-proof: {e} ({assumption})");
                 if let ProofError::Liar {
                     majority: Some(p), ..
                 }
@@ -299,7 +329,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 } = e
                 {
                     eprintln!(
-                        "gnomon verify-proof: the majority still proves {} .. {}",
+                        "gnomon verify-proof: the other servers still prove {} .. {}",
                         utc(p.earliest_us),
                         utc(p.latest_us)
                     );

@@ -53,6 +53,11 @@ pub(crate) struct Args {
     /// [default: 12].
     #[arg(long, value_name = "N", value_parser = cfg::parse_burst, env = "GNOMON_WATCH_BURST")]
     burst: Option<u16>,
+    /// How many of the listed servers may lie: a consensus needs 2 × this
+    /// + 1 answering, and a server is flagged only outside it [default:
+    /// auto, max(1, (n − 1)/3) of the n listed].
+    #[arg(long, value_name = "F|auto", value_parser = gnomon_sync::config::parse_max_liars, env = "GNOMON_WATCH_MAX_LIARS")]
+    max_liars: Option<gnomon_sync::config::MaxLiars>,
     /// POST each malfeasance report (once per server, when it becomes
     /// flagged) to the list's `reports` URL: true or false [default: false].
     #[arg(long, env = "GNOMON_WATCH_REPORT", value_name = "BOOL", num_args = 0..=1,
@@ -94,6 +99,7 @@ impl Args {
             concurrency: self.concurrency,
             timeout: self.timeout,
             burst: self.burst,
+            max_liars: self.max_liars,
             report: self.report,
             expiry_warning: self.expiry_warning,
             warn_radius: self.warn_radius,
@@ -135,6 +141,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         burst: usize::from(settings.burst),
         report_to: None,
         sink: None,
+        max_liars: settings.max_liars,
     };
     if settings.report {
         match report_url {

@@ -19,7 +19,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gnomon_sync::config::{duration_in, int_in, DurationText};
+use gnomon_sync::config::{
+    duration_in, int_in, parse_max_liars, DurationText, IntOrText, MaxLiars,
+};
 use gnomon_watch::sink::{
     KeySet, SinkConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_QUOTA_PER_SOURCE,
     DEFAULT_QUOTA_TOTAL, DEFAULT_RATE_PER_MINUTE, DEFAULT_RATE_TABLE, DEFAULT_RETENTION,
@@ -184,6 +186,7 @@ pub(crate) struct WatchLayer {
     pub concurrency: Option<u16>,
     pub timeout: Option<Duration>,
     pub burst: Option<u16>,
+    pub max_liars: Option<MaxLiars>,
     pub report: Option<bool>,
     pub expiry_warning: Option<Duration>,
     pub warn_radius: Option<Duration>,
@@ -232,6 +235,7 @@ struct WatchTable {
     concurrency: Option<i64>,
     timeout: Option<String>,
     burst: Option<i64>,
+    max_liars: Option<IntOrText>,
     report: Option<bool>,
     expiry_warning: Option<String>,
     warn_radius: Option<String>,
@@ -291,6 +295,7 @@ impl FileLayers {
                 concurrency: checked(path, wt, "concurrency", w.concurrency, parse_concurrency)?,
                 timeout: checked(path, wt, "timeout", w.timeout, parse_timeout)?,
                 burst: checked(path, wt, "burst", w.burst, parse_burst)?,
+                max_liars: checked(path, wt, "max-liars", w.max_liars, parse_max_liars)?,
                 report: w.report,
                 expiry_warning: checked(
                     path,
@@ -345,6 +350,8 @@ pub(crate) struct WatchSettings {
     pub concurrency: u16,
     pub timeout: Duration,
     pub burst: u16,
+    /// `None`: auto.
+    pub max_liars: Option<usize>,
     pub report: bool,
     pub expiry_warning: Duration,
     pub warn_radius: Duration,
@@ -372,6 +379,7 @@ impl WatchSettings {
             concurrency: pick!(concurrency).unwrap_or(8),
             timeout: pick!(timeout).unwrap_or(Duration::from_secs(1)),
             burst: pick!(burst).unwrap_or(12),
+            max_liars: pick!(max_liars).and_then(|m| m.0),
             report: pick!(report).unwrap_or(false),
             expiry_warning: pick!(expiry_warning).unwrap_or(Duration::from_secs(3600)),
             warn_radius: pick!(warn_radius).unwrap_or(Duration::from_secs(10)),
@@ -466,6 +474,10 @@ impl fmt::Display for WatchSettings {
         writeln!(f, "concurrency = {}", self.concurrency)?;
         writeln!(f, "timeout = \"{}\"", DurationText(self.timeout))?;
         writeln!(f, "burst = {}", self.burst)?;
+        match self.max_liars {
+            Some(n) => writeln!(f, "max-liars = {n}")?,
+            None => writeln!(f, "max-liars = \"auto\"")?,
+        }
         writeln!(f, "report = {}", self.report)?;
         writeln!(
             f,

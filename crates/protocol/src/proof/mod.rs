@@ -64,8 +64,9 @@ use core::fmt;
 
 pub use binary::{EntryView, ProofView};
 pub use json::{Proof, ProofFormError, DEVICE_NONCE_KEY};
-pub use verify::{verify_proof, ProofWorkspace};
+pub use verify::{verify_proof, verify_proof_grouped, ProofWorkspace};
 
+use crate::quorum::Assumption;
 use crate::request::DEFAULT_REQUEST_SIZE;
 use crate::verify::VerifyError;
 
@@ -108,35 +109,47 @@ pub fn check_device_value(device: &[u8]) -> Result<(), ProofError> {
 /// device's workspace needs no more.
 pub const MAX_PROOF_REQUEST: usize = DEFAULT_REQUEST_SIZE;
 
-/// What the device requires of the answers. The default is `gnomon sync`'s
-/// quorum and radius (two distinct keys agreeing, at most 10 s), and at
-/// least three distinct keys in the bundle.
+/// What the device requires of the answers.
 ///
-/// `min_keys` is what makes the majority rule hold whatever the relay
-/// leaves out: the relay picks which keys a bundle carries, so "fewer than
-/// half of the keys in the bundle lie" is the relay's to break (drop honest
-/// answers until a liar is half). With at least `min_keys` keys in every
-/// accepted bundle, fewer than `min_keys / 2` liars among *all* the pinned
-/// keys are fewer than half of any bundle's keys: the assumption becomes
-/// one about the pinned servers alone. The default 3 tolerates one liar
-/// among everything the device pins.
+/// **The assumption is about the pinned servers.** The relay chooses every
+/// answer that arrives: it can leave out any server it likes, and it may
+/// collude with the liars. So the rule never counts the keys in the bundle
+/// as the electorate: of the `n` distinct pinned keys (voters) at most
+/// `f = max_liars` lie, the default being "fewer than half",
+/// `⌊(n − 1)/2⌋`. A bundle proves an interval only when it carries `2f + 1`
+/// distinct pinned voters, and the interval is the hull of the times held
+/// by `m − f` of the `m` it carries ([`crate::quorum`]): whatever the
+/// relay left out, it holds the true now. With the default and `n` pinned,
+/// that is every key (odd `n`) or all but one (even `n`); pin fewer keys, or
+/// assume fewer liars, for a bundle that may lack more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProofPolicy {
-    /// Distinct pinned keys whose intervals must meet the majority hull.
+    /// How many of the pinned servers may lie; `None`: fewer than half of
+    /// them ([`crate::quorum::Assumption::for_proof`]).
+    pub max_liars: Option<usize>,
+    /// Distinct pinned voters whose intervals must meet the proven
+    /// interval (beyond the `m − f` the rule already needs).
     pub quorum: usize,
-    /// Distinct pinned keys the bundle must carry (whether or not they
-    /// agree, a key that contradicts itself included).
-    pub min_keys: usize,
     /// Widest proven interval accepted (half its width, µs); `elapsed`
     /// widens it too, so this also bounds how long a relay may delay.
     pub max_radius_us: Option<u64>,
 }
 
+impl ProofPolicy {
+    /// The assumption for `pinned` distinct pinned voters.
+    pub fn assumption(&self, pinned: usize) -> Assumption {
+        match self.max_liars {
+            Some(f) => Assumption::new(pinned, f),
+            None => Assumption::for_proof(pinned),
+        }
+    }
+}
+
 impl Default for ProofPolicy {
     fn default() -> Self {
         ProofPolicy {
-            quorum: 2,
-            min_keys: 3,
+            max_liars: None,
+            quorum: 1,
             max_radius_us: Some(10_000_000),
         }
     }
@@ -149,10 +162,13 @@ pub struct Proven {
     pub earliest_us: i128,
     /// Latest possible now, Unix µs.
     pub latest_us: i128,
-    /// Distinct keys whose intervals meet the majority hull.
+    /// Distinct voters whose intervals meet the proven interval.
     pub agreeing_keys: usize,
-    /// Distinct keys that answered (a key that contradicts itself excluded).
+    /// Distinct voters that answered (one that contradicts itself
+    /// excluded).
     pub answering_keys: usize,
+    /// The assumption it was proven under (of the pinned voters).
+    pub assumption: Assumption,
 }
 
 impl Proven {
@@ -250,20 +266,24 @@ pub enum ProofError {
         /// The majority's interval, when it meets the policy.
         majority: Option<Proven>,
     },
-    /// The bundle carries fewer distinct pinned keys than the policy's
-    /// `min_keys` (a relay that dropped answers, or servers that did not
-    /// answer it).
+    /// The bundle carries fewer than `2f + 1` distinct pinned voters (a
+    /// relay that dropped answers, or servers that did not answer it):
+    /// what is left may be the liars.
     TooFewKeys {
-        /// Distinct keys in the bundle.
+        /// Distinct voters in the bundle (that did not contradict
+        /// themselves).
         present: usize,
-        /// Keys it must carry.
+        /// `2f + 1`.
         needed: usize,
+        /// The assumption: at most `liars` of `voters` pinned lie.
+        assumption: Assumption,
     },
-    /// Fewer distinct keys agree than the policy's quorum.
+    /// No time is held by `m − f` of the voters in the bundle (more than
+    /// `f` lie), or fewer agree than the policy's quorum.
     NoQuorum {
-        /// Keys that agree.
+        /// Voters that agree.
         agreeing: usize,
-        /// Keys that must.
+        /// Voters that must.
         needed: usize,
     },
     /// The proven interval is wider than the policy allows.
@@ -318,10 +338,16 @@ impl fmt::Display for ProofError {
                 }
                 Ok(())
             }
-            ProofError::TooFewKeys { present, needed } => {
+            ProofError::TooFewKeys {
+                present,
+                needed,
+                assumption,
+            } => {
                 write!(
                     f,
-                    "the bundle carries {present} distinct keys, {needed} needed"
+                    "the bundle carries {present} distinct pinned servers, {needed} needed: \
+                     assuming at most {} of the {} pinned lie, a smaller set may be the liars",
+                    assumption.liars, assumption.voters
                 )
             }
             ProofError::NoQuorum { agreeing, needed } => {

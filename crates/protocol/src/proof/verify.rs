@@ -4,8 +4,8 @@
 use super::binary::{EntryView, ProofView};
 use super::{EntrySet, ProofError, ProofPolicy, Proven, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST};
 use crate::chain::{chain_nonce, MAX_NONCE_LEN};
-use crate::majority::{self, Span};
 use crate::profile::Profile;
+use crate::quorum::{self, NoConsensus, Span};
 use crate::scheme::PublicKey;
 use crate::verify::{verify_response, SentRequest, VerifyError};
 
@@ -27,10 +27,10 @@ struct EntryState {
     latest_us: i128,
 }
 
-/// One distinct pinned key that answered.
+/// One pinned voter (a server: pinned keys grouped as one) that answered.
 #[derive(Clone, Copy, Debug)]
 struct KeyState {
-    /// Index into the pinned keys.
+    /// Its voter number.
     pinned: usize,
     /// Its answers' intervals for now, intersected; `None` once they
     /// contradict each other.
@@ -66,11 +66,28 @@ impl Default for ProofWorkspace {
 
 /// Verify a binary bundle for the device value `device` against the pinned
 /// long-term `keys`, `elapsed_us` (an upper bound, drift included) after the
-/// device made `device`. Allocates nothing.
+/// device made `device`. Each distinct key is one voter. Allocates nothing.
 pub fn verify_proof(
     bundle: &[u8],
     device: &[u8],
     keys: &[PublicKey<'_>],
+    elapsed_us: u64,
+    policy: &ProofPolicy,
+    ws: &mut ProofWorkspace,
+) -> Result<Proven, ProofError> {
+    verify_proof_grouped(bundle, device, keys, &[], elapsed_us, policy, ws)
+}
+
+/// [`verify_proof`] where pinned keys `i` and `j` are one server (one
+/// voter) when `voter_of[i] == voter_of[j]`: the identities of one machine
+/// (two schemes on one port) or of one operator. Empty: each distinct key
+/// is its own voter. A `voter_of` shorter than `keys` leaves the keys past
+/// its end alone.
+pub fn verify_proof_grouped(
+    bundle: &[u8],
+    device: &[u8],
+    keys: &[PublicKey<'_>],
+    voter_of: &[usize],
     elapsed_us: u64,
     policy: &ProofPolicy,
     ws: &mut ProofWorkspace,
@@ -97,11 +114,12 @@ pub fn verify_proof(
             }
             other => ProofError::Response(i, other),
         })?;
-        let key = match ws.keys[..n_keys].iter().position(|k| k.pinned == pinned) {
+        let voter = voter(keys, voter_of, pinned);
+        let key = match ws.keys[..n_keys].iter().position(|k| k.pinned == voter) {
             Some(k) => k,
             None => {
                 ws.keys[n_keys] = KeyState {
-                    pinned,
+                    pinned: voter,
                     span: Span::new(i128::MIN, i128::MAX),
                     entries: EntrySet(0),
                 };
@@ -121,7 +139,34 @@ pub fn verify_proof(
     for i in 1..entries.len() {
         check_link(&entries[i], entries[i - 1].response, i, &mut ws.request)?;
     }
-    decide(&ws.entries[..entries.len()], &ws.keys[..n_keys], policy)
+    let pinned = (0..keys.len())
+        .filter(|&i| (0..i).all(|j| voter(keys, voter_of, j) != voter(keys, voter_of, i)))
+        .count();
+    decide(
+        &ws.entries[..entries.len()],
+        &ws.keys[..n_keys],
+        policy.assumption(pinned),
+        policy,
+    )
+}
+
+/// The voter of pinned key `i`: its group, or else the first pinned key
+/// equal to it (a key pinned twice is one voter), numbered past every
+/// group so the two kinds never meet.
+fn voter(keys: &[PublicKey<'_>], voter_of: &[usize], i: usize) -> usize {
+    match voter_of.get(i) {
+        Some(&g) => g,
+        None => {
+            let first = keys
+                .iter()
+                .position(|k| k.bytes() == keys[i].bytes())
+                .unwrap_or(i);
+            match voter_of.get(first) {
+                Some(&g) => g,
+                None => usize::MAX - first,
+            }
+        }
+    }
 }
 
 /// An entry's request, rebuilt into `buf` (the parser caps its length at
@@ -162,46 +207,50 @@ fn check_link(
     }
 }
 
-/// The causal check, then the majority rule over distinct keys, then the
-/// policy.
+/// The causal check, then the quorum rule over the pinned voters, then
+/// the policy.
 fn decide(
     entries: &[EntryState],
     keys: &[KeyState],
+    assumption: quorum::Assumption,
     policy: &ProofPolicy,
 ) -> Result<Proven, ProofError> {
-    // A key that contradicts itself does not vote (as in the client's
-    // `agree`): it lies whatever the truth is.
+    // A voter that contradicts itself does not vote (as in the client's
+    // `agree`): it lies whatever the truth is, and is one of the f.
+    let proven_liars = keys.iter().filter(|k| k.span.is_none()).count();
+    let rule = assumption.after_proven(proven_liars);
     let spans = keys.iter().filter_map(|k| k.span);
-    let hull = majority::majority_hull(spans.clone());
+    let hull = quorum::consensus(spans.clone(), rule);
     let mut liars = EntrySet(0);
     let mut agreeing_keys = 0;
     for k in keys {
         match (k.span, hull) {
             (None, _) => liars.0 |= k.entries.0,
-            (Some(s), Some(h)) if majority::outside(h, s) => liars.0 |= k.entries.0,
-            (Some(_), Some(_)) => agreeing_keys += 1,
-            (Some(_), None) => {}
+            (Some(s), Ok(h)) if quorum::outside(h, s) => liars.0 |= k.entries.0,
+            (Some(_), Ok(_)) => agreeing_keys += 1,
+            (Some(_), Err(_)) => {}
         }
     }
-    let proven = hull.map(|h| Proven {
-        earliest_us: h.low,
-        latest_us: h.high,
-        agreeing_keys,
-        answering_keys: spans.clone().count(),
-    });
-    let accepted = proven.ok_or(ProofError::NoQuorum {
-        agreeing: 0,
-        needed: policy.quorum,
-    });
+    let answering_keys = spans.clone().count();
+    let accepted = match hull {
+        Err(NoConsensus::TooFew { answered, needed }) => Err(ProofError::TooFewKeys {
+            present: answered,
+            needed,
+            assumption,
+        }),
+        Err(NoConsensus::NoCommonOffset { cover, .. }) => Err(ProofError::NoQuorum {
+            agreeing: 0,
+            needed: cover,
+        }),
+        Ok(h) => Ok(Proven {
+            earliest_us: h.low,
+            latest_us: h.high,
+            agreeing_keys,
+            answering_keys,
+            assumption,
+        }),
+    };
     let accepted = accepted.and_then(|p| {
-        // With fewer keys than `min_keys` the majority is not one the
-        // policy's assumption covers (the relay chose the keys).
-        if keys.len() < policy.min_keys {
-            return Err(ProofError::TooFewKeys {
-                present: keys.len(),
-                needed: policy.min_keys,
-            });
-        }
         if p.agreeing_keys < policy.quorum {
             return Err(ProofError::NoQuorum {
                 agreeing: p.agreeing_keys,

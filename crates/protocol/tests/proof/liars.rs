@@ -1,12 +1,14 @@
 //! Servers that lie, alone or helped by a relay that drops answers: the
-//! majority rule, `min_keys` and the policy's limits.
+//! quorum rule over the pinned servers and the policy's limits.
 
 use super::*;
 
-/// The attack `min_keys` is for: one liar among three pinned keys, and a
-/// relay that drops the honest answer the liar's interval misses. The two
-/// keys left agree on the liar's side of an honest wide interval; with
-/// `min_keys` 2 the device would take it, with the default it refuses.
+/// The attack the assumption about the pinned keys is for: one liar among
+/// three pinned keys, and a relay that drops the honest answer the liar's
+/// interval misses. The two keys left agree on the liar's side of an
+/// honest wide interval; a device that assumed nobody lies would take it,
+/// the default (one liar of three: all three must be in the bundle)
+/// refuses.
 #[test]
 fn a_relay_that_drops_an_honest_key_to_help_a_liar_is_refused() {
     let servers = relay::servers(3);
@@ -25,7 +27,7 @@ fn a_relay_that_drops_an_honest_key_to_help_a_liar_is_refused() {
     // The relay keeps servers 0 and 1 only: their first pass.
     let bundle = rebuilt(&proof, |r| r.entries.truncate(2));
     let two = ProofPolicy {
-        min_keys: 2,
+        max_liars: Some(0),
         max_radius_us: None,
         ..ProofPolicy::default()
     };
@@ -39,7 +41,8 @@ fn a_relay_that_drops_an_honest_key_to_help_a_liar_is_refused() {
         verify(&bundle, D, &keys),
         Err(ProofError::TooFewKeys {
             present: 2,
-            needed: 3
+            needed: 3,
+            assumption: Assumption::new(3, 1),
         })
     );
     // With all three, the chain shows the lie: the liar's answer, 20 s

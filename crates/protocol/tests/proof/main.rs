@@ -13,6 +13,7 @@ use common::*;
 use gnomon_protocol::proof::{
     EntrySet, ProofView, MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, PROOF_MAGIC,
 };
+use gnomon_protocol::quorum::Assumption;
 use gnomon_protocol::report::Link;
 use gnomon_protocol::wire::{self, Message};
 use gnomon_protocol::{
@@ -117,20 +118,23 @@ fn with_two_keys_the_interval_is_the_issues_formula() {
     let servers = relay::servers(2);
     let asks = relay::honest(2, T0, GAP_US);
     let proof = relay::proof(&servers, D, &asks, 0);
-    let two = ProofPolicy {
-        min_keys: 2,
+    let keys = rfc_keys(&servers);
+    // Two pinned: "fewer than half lie" is none, so both together prove
+    // their intersection.
+    let p = verify(&proof.to_binary(), D, &keys).unwrap();
+    assert_eq!(p.assumption, Assumption::new(2, 0));
+    // Assuming one of the two may lie, no bundle of them proves anything.
+    let one_liar = ProofPolicy {
+        max_liars: Some(1),
         ..ProofPolicy::default()
     };
-    let keys = rfc_keys(&servers);
     let mut ws = ProofWorkspace::new();
-    let p = verify_proof(&proof.to_binary(), D, &keys, ELAPSED_US, &two, &mut ws).unwrap();
-    // The default asks for three keys: two are what a relay that dropped
-    // the third would leave.
     assert_eq!(
-        verify(&proof.to_binary(), D, &keys),
+        verify_proof(&proof.to_binary(), D, &keys, ELAPSED_US, &one_liar, &mut ws),
         Err(ProofError::TooFewKeys {
             present: 2,
-            needed: 3
+            needed: 3,
+            assumption: Assumption::new(2, 1),
         })
     );
     let check = proof.report().verify();

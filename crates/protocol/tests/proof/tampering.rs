@@ -138,41 +138,48 @@ fn a_broken_link_or_reordered_entries_are_link_errors() {
 fn a_dropped_tail_leaves_too_few_keys_or_a_valid_shorter_proof() {
     let (servers, proof) = honest();
     let keys = rfc_keys(&servers);
-    // Two of three keys left: the default policy wants all three, since a
-    // relay that drops answers picks which keys vote.
+    // Two of three keys left: the default (one of three may lie) wants all
+    // three, since a relay that drops answers picks which keys vote.
     let bundle = rebuilt(&proof, |r| r.entries.truncate(2));
     assert_eq!(
         verify(&bundle, D, &keys),
         Err(ProofError::TooFewKeys {
             present: 2,
-            needed: 3
+            needed: 3,
+            assumption: Assumption::new(3, 1),
         })
     );
     let two = ProofPolicy {
-        min_keys: 2,
+        max_liars: Some(0),
         ..ProofPolicy::default()
     };
     let mut ws = ProofWorkspace::new();
     let p = verify_proof(&bundle, D, &keys, ELAPSED_US, &two, &mut ws).unwrap();
     assert!(holds_true_now(&p));
     assert_eq!(p.answering_keys, 2);
+    // Assuming nobody lies, one key is enough; a quorum of two is not met.
     let bundle = rebuilt(&proof, |r| r.entries.truncate(1));
+    let p = verify_proof(&bundle, D, &keys, ELAPSED_US, &two, &mut ws).unwrap();
+    assert_eq!(p.answering_keys, 1);
+    let quorum = ProofPolicy { quorum: 2, ..two };
     assert_eq!(
-        verify_proof(&bundle, D, &keys, ELAPSED_US, &two, &mut ws),
-        Err(ProofError::TooFewKeys {
-            present: 1,
-            needed: 2
-        })
-    );
-    let one = ProofPolicy {
-        min_keys: 1,
-        ..ProofPolicy::default()
-    };
-    assert_eq!(
-        verify_proof(&bundle, D, &keys, ELAPSED_US, &one, &mut ws),
+        verify_proof(&bundle, D, &keys, ELAPSED_US, &quorum, &mut ws),
         Err(ProofError::NoQuorum {
             agreeing: 1,
             needed: 2
+        })
+    );
+    // Two liars assumed of three pinned: no bundle can ever be enough.
+    let never = ProofPolicy {
+        max_liars: Some(2),
+        ..ProofPolicy::default()
+    };
+    assert_eq!(
+        verify_proof(&proof.to_binary(), D, &keys, ELAPSED_US, &never, &mut ws),
+        Err(ProofError::TooFewKeys {
+            present: 3,
+            needed: 5,
+            assumption: Assumption::new(3, 2),
         })
     );
 }

@@ -128,6 +128,7 @@ fn the_sample_is_the_consensus_midpoint_against_the_local_clock_at_its_moment() 
             &Plan {
                 selection: Selection::All,
                 passes: 2,
+                assumption: None,
             },
         )
         .unwrap();
@@ -174,6 +175,7 @@ fn no_consensus_no_sample() {
             &Plan {
                 selection: Selection::All,
                 passes: 1,
+                assumption: None,
             },
         )
         .unwrap();

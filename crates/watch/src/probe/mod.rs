@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gnomon_client::{
-    agree, post_report, Answer, Client, Config, Flag, Plan, PostPolicy, Selection, Server,
-    Versions, Vouch,
+    agree, post_report, Answer, Client, Config, Electorate, Flag, Plan, PostPolicy, Selection,
+    Server, Versions, Vouch,
 };
 
 pub use check::now_us;
@@ -51,6 +51,9 @@ pub struct Settings {
     /// and the runtime its store is driven by: each report is checked and
     /// stored there as a POSTed one would be.
     pub sink: Option<(Sink, Handle)>,
+    /// How many of the listed servers may lie (`--max-liars`); `None`:
+    /// max(1, ⌊(n − 1)/3⌋) of the list.
+    pub max_liars: Option<usize>,
 }
 
 impl Default for Settings {
@@ -62,6 +65,7 @@ impl Default for Settings {
             burst: 12,
             report_to: None,
             sink: None,
+            max_liars: None,
         }
     }
 }
@@ -122,20 +126,21 @@ pub fn round(servers: &[Server], settings: &Settings, stop: &AtomicBool) -> (Vec
         answers.push(a);
         statuses.push(s);
     }
-    let vouches: Vec<Vouch<'_>> = answers
+    let vouches: Vec<Vouch> = answers
         .iter()
         .enumerate()
         .filter_map(|(i, a)| {
             let (low_us, high_us) = a.as_ref()?.offset_interval_us();
             Some(Vouch {
                 server: i,
-                key: servers[i].public_key.bytes(),
                 low_us,
                 high_us,
             })
         })
         .collect();
-    let agreement = agree(&vouches);
+    let electorate = Electorate::of(servers);
+    let assumption = electorate.assume(settings.max_liars);
+    let agreement = agree(&vouches, &electorate, assumption);
     let consensus = agreement
         .consensus
         .as_ref()
@@ -150,18 +155,20 @@ pub fn round(servers: &[Server], settings: &Settings, stop: &AtomicBool) -> (Vec
     for &(i, flag) in &agreement.flagged {
         statuses[i].flagged = Some(
             match flag {
-                Flag::OutsideConsensus => "its interval misses the consensus of a majority of keys",
+                Flag::OutsideConsensus => "its interval misses the consensus",
                 Flag::SelfContradiction => "its own answers contradict each other",
             }
             .to_string(),
         );
     }
     if !agreement.flagged.is_empty() && !stop.load(Ordering::Relaxed) {
-        prove(servers, &answers, &mut statuses);
+        prove(servers, &answers, &mut statuses, settings.max_liars);
     }
     let verdict = Verdict {
         consensus,
         disagreement: agreement.disagreement(),
+        assumption: agreement.assumption_text(),
+        why_none: agreement.why_none(),
     };
     (statuses, verdict)
 }
@@ -172,7 +179,12 @@ pub fn round(servers: &[Server], settings: &Settings, stop: &AtomicBool) -> (Vec
 /// report. The report goes to every server flagged both in the round and
 /// by the majority rule over the sequence: a contradiction alone names
 /// nobody.
-fn prove(servers: &[Server], answers: &[Option<Answer>], statuses: &mut [Status]) {
+fn prove(
+    servers: &[Server],
+    answers: &[Option<Answer>],
+    statuses: &mut [Status],
+    max_liars: Option<usize>,
+) {
     let (ids, chosen): (Vec<usize>, Vec<Server>) = answers
         .iter()
         .enumerate()
@@ -187,9 +199,11 @@ fn prove(servers: &[Server], answers: &[Option<Answer>], statuses: &mut [Status]
             ))
         })
         .unzip();
+    // The whole list's assumption: the sequence asks only who answered.
     let plan = Plan {
         selection: Selection::All,
         passes: 2,
+        assumption: Some(Electorate::of(servers).assume(max_liars)),
     };
     let Ok(seq) = Client::new(Config::default()).measure(&chosen, &plan) else {
         return;

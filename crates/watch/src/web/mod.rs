@@ -226,6 +226,8 @@ fn status_html(
         last_round_ago => latest.last_round_us.map(|t| ago(now_us, t)),
         consensus => consensus,
         disagreement => latest.disagreement.clone(),
+        assumption => latest.assumption.clone(),
+        why_none => latest.why_none.clone(),
         reports => reports,
         refresh => refresh_script(),
     };
@@ -345,6 +347,8 @@ async fn api_servers(State(app): State<Arc<App>>) -> Response {
         "last_round_us": latest.last_round_us,
         "consensus_us": latest.consensus.map(|(lo, hi)| [lo, hi]),
         "disagreement": latest.disagreement,
+        "assumption": latest.assumption,
+        "no_consensus": latest.why_none,
         "servers": rows,
     });
     with_type(body.to_string() + "\n", "application/json")
