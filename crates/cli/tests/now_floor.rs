@@ -272,3 +272,56 @@ fn sighup_takes_a_cleared_floor_at_once_and_clear_floor_says_what_it_removed() {
     let _ = std::fs::remove_dir_all(&sock_dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The bar: a round without the quorum raises no floor (a planted old one
+/// stays, to the µs); one with it does, and records when. `--status`
+/// shows both.
+#[test]
+fn only_a_round_the_quorum_agrees_on_raises_the_floor() {
+    let servers = start_servers("floor-bar", &[("a", None), ("b", None), ("c", None)], None);
+    let dir = tempdir("floor-bar-state");
+    let old = real_now_us() - 86_400_000_000;
+    std::fs::write(
+        dir.join("sync-state.json"),
+        json!({"format": 1, "floor_us": old}).to_string(),
+    )
+    .unwrap();
+    let (list, dir_s) = (servers.list.to_str().unwrap(), dir.to_str().unwrap());
+    let once = |quorum: &str| {
+        let mut args = vec![
+            "--once",
+            "--servers",
+            list,
+            "--state-dir",
+            dir_s,
+            "--quorum",
+            quorum,
+        ];
+        args.extend_from_slice(&FAST);
+        sync(&args, None)
+    };
+    let r = once("4");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let saved = state(&dir);
+    assert_eq!(saved["floor_us"], old, "{saved}");
+    assert_eq!(saved["floor_proven_at_us"], Value::Null, "{saved}");
+    let before = real_now_us();
+    let r = once("3");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let saved = state(&dir);
+    let floor = saved["floor_us"].as_i64().unwrap();
+    let proven = saved["floor_proven_at_us"].as_i64().unwrap();
+    assert!(old < floor && floor <= real_now_us(), "{saved}");
+    assert!(before <= proven && proven <= real_now_us(), "{saved}");
+    let st = sync(&["--status", "--state-dir", dir_s], None);
+    assert!(
+        st.stdout.contains(&format!(
+            "{} (the last proven time; proven at {})",
+            utc(floor),
+            utc(proven)
+        )),
+        "{}",
+        st.stdout
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
