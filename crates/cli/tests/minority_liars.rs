@@ -22,7 +22,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use gnomon_testkit::chrony::Chronyd;
-use serde_json::Value;
+use serde_json::{json, Value};
 use sync_support::{have_faketime, start_servers_with, sync, tempdir, Servers, Service, FAST};
 
 const MAX_RADIUS: &str = "20s";
@@ -43,8 +43,9 @@ const TWO_OF_FIVE: [(&str, Option<&str>, &str); 5] = [
     ("liar-2", Some("+70"), "16s"),
 ];
 
-/// `gnomon sync --once --set-clock --dry-run --json` over `list`.
-fn plan(servers: &Servers, list: &std::path::Path) -> (i32, Value, String) {
+/// `gnomon sync --once --set-clock --dry-run --json` over `list`, with
+/// `extra` flags.
+fn plan(servers: &Servers, list: &std::path::Path, extra: &[&str]) -> (i32, Value, String) {
     let dir = servers.dir.join("state");
     let mut a = vec![
         "--servers",
@@ -59,6 +60,7 @@ fn plan(servers: &Servers, list: &std::path::Path) -> (i32, Value, String) {
         MAX_RADIUS,
     ];
     a.extend_from_slice(&FAST);
+    a.extend_from_slice(extra);
     let r = sync(&a, None);
     (r.code, r.json(), r.stderr)
 }
@@ -78,8 +80,8 @@ fn names(v: &Value) -> Vec<String> {
 /// output says the servers disagree. The chain proves that the narrow
 /// honest server and a liar contradict each other: the report carries
 /// that proof and names nobody, and the output names the pair, not a liar.
-fn refused_and_nobody_accused(servers: &Servers) {
-    let (code, j, stderr) = plan(servers, &servers.list);
+fn refused_and_nobody_accused(servers: &Servers, extra: &[&str]) {
+    let (code, j, stderr) = plan(servers, &servers.list, extra);
     assert_eq!(j["step"]["action"], "refused", "{j}\n{stderr}");
     assert_eq!(j["step"]["reason"], "too_wide", "{j}");
     assert_ne!(code, 0, "{j}");
@@ -108,7 +110,7 @@ fn one_liar_beside_a_wide_honest_server_plans_no_step_and_accuses_nobody() {
         return;
     }
     let servers = start_servers_with(test, &ONE_OF_THREE, None);
-    refused_and_nobody_accused(&servers);
+    refused_and_nobody_accused(&servers, &[]);
 
     // --check: inside a consensus the liar made wide proves nothing about
     // the clock, so there is no verdict (exit 1), not "inside".
@@ -156,7 +158,16 @@ fn two_liars_of_five_plan_no_step_and_accuse_nobody() {
         return;
     }
     let servers = start_servers_with(test, &TWO_OF_FIVE, None);
-    refused_and_nobody_accused(&servers);
+    // Two liars of five are more than the default assumes (max(1, 4/3) =
+    // 1: one liar and one silenced server survived); a list whose operator
+    // expects two says so, and then every one of the five must answer.
+    refused_and_nobody_accused(&servers, &["--max-liars", "2"]);
+    let (_, j, _) = plan(&servers, &servers.list, &["--max-liars", "2"]);
+    assert_eq!(
+        (&j["max_liars"], &j["needed"]),
+        (&json!(2), &json!(5)),
+        "{j}"
+    );
 }
 
 #[test]
@@ -181,16 +192,17 @@ fn one_key_listed_three_times_is_one_vote_and_is_named() {
             ("slow-c", 2),
         ],
     );
-    let (code, j, stderr) = plan(&servers, &list);
+    let (code, j, stderr) = plan(&servers, &list, &[]);
     assert_eq!(code, 0, "{j}\n{stderr}");
     assert_eq!(j["step"]["action"], "none", "the clock is real: {j}");
     assert_eq!(j["consensus"]["answering"], 3, "three keys vote: {j}");
     assert_eq!(names(&j["outside"]), ["slow-a", "slow-b", "slow-c"], "{j}");
     assert_eq!(
-        j["shared_keys"],
+        j["grouped"],
         serde_json::json!([["slow-a", "slow-b", "slow-c"]]),
         "{j}"
     );
+    assert_eq!(j["listed"], 3, "five entries, three servers: {j}");
 }
 
 #[test]
@@ -206,7 +218,7 @@ fn a_narrow_liar_among_narrow_honest_servers_is_still_named() {
         ("liar", Some("+70"), "16s"),
     ];
     let servers = start_servers_with(test, &spec, None);
-    let (code, j, stderr) = plan(&servers, &servers.list);
+    let (code, j, stderr) = plan(&servers, &servers.list, &[]);
     assert_eq!(code, 0, "{j}\n{stderr}");
     assert_eq!(j["step"]["action"], "none", "{j}");
     assert_eq!(names(&j["outside"]), ["liar"], "{j}");

@@ -372,10 +372,10 @@ fn sequence_json(
             "later_server": name(servers, seq.entries[j].server),
         })).collect::<Vec<_>>(),
         "disagreement": seq.agreement.disagreement(),
-        "grouped": seq.agreement.grouped.iter().map(|g| json!({
-            "servers": g.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
-            "bonds": electorate.why_grouped(g),
-        })).collect::<Vec<_>>(),
+        "grouped": seq.agreement.grouped.iter()
+            .map(|g| g.iter().map(|&s| name(servers, s)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "grouped_because": seq.agreement.grouped.iter()
+            .map(|g| electorate.why_grouped(g)).collect::<Vec<_>>(),
         "max_liars": seq.agreement.assumption.liars,
         "listed": seq.agreement.assumption.voters,
         "answered": seq.agreement.answered,
