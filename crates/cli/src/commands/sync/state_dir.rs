@@ -1,0 +1,154 @@
+//! `gnomon sync --status` and `--clear-floor`: the state directory read
+//! and the floor removed, without a round (sync.rs is long enough).
+
+use std::process::ExitCode;
+
+use gnomon_client::{format_duration_us, format_utc};
+use gnomon_sync::config::Settings;
+use gnomon_sync::state::{Loaded, Store};
+use serde_json::json;
+
+use super::super::sync_exit::Exit;
+
+/// `--status`: the last state, changing nothing.
+pub(super) fn status(settings: &Settings, as_json: bool) -> ExitCode {
+    let store = Store::at(&settings.state_dir);
+    let state = match store.peek() {
+        Loaded::Ok(s) => s,
+        Loaded::Missing => {
+            eprintln!(
+                "gnomon sync: no state in {} yet",
+                settings.state_dir.display()
+            );
+            return Exit::NoConsensus.into();
+        }
+        Loaded::Warning(w) => {
+            eprintln!("gnomon sync: warning: {w}");
+            return Exit::NoConsensus.into();
+        }
+    };
+    if as_json {
+        println!("{}", serde_json::to_string(&state).unwrap_or_default());
+        return Exit::Ok.into();
+    }
+    let utc = |us: i64| format_utc(us.max(0) as u64);
+    println!("state        {}", settings.state_dir.display());
+    match (state.floor_us, state.floor_proven_at_us) {
+        (Some(f), Some(p)) => println!(
+            "floor        {} (the last proven time; proven at {})",
+            utc(f),
+            utc(p)
+        ),
+        (Some(f), None) => println!("floor        {} (the last proven time)", utc(f)),
+        (None, _) => println!("floor        none"),
+    }
+    if let Some(l) = &state.last {
+        println!(
+            "last round   {} ({})",
+            utc(l.at_us),
+            if l.ok { "consensus" } else { "NO consensus" }
+        );
+        if let (Some(lo), Some(hi)) = (l.offset_low_us, l.offset_high_us) {
+            println!(
+                "offset       [{}, {}]",
+                format_duration_us(i128::from(lo)),
+                format_duration_us(i128::from(hi))
+            );
+        }
+        println!("agreeing     {}", list_or_none(&l.agreeing));
+        println!("outside      {}", list_or_none(&l.outside));
+        println!("unreachable  {}", list_or_none(&l.unreachable));
+        if let Some(r) = &l.report {
+            println!("report       {r}");
+        }
+    }
+    for e in &state.excluded {
+        println!(
+            "excluded     {} ({}) since {}",
+            e.name,
+            e.public_key,
+            utc(e.since_us)
+        );
+    }
+    Exit::Ok.into()
+}
+
+/// `--clear-floor`: the floor out of the state, under the lock a running
+/// service takes before it saves (gnomon_sync::state::floor), so the
+/// service drops its copy instead of writing it back.
+pub(super) fn clear_floor(settings: &Settings, as_json: bool) -> ExitCode {
+    let dir = &settings.state_dir;
+    let file = dir.join(gnomon_sync::state::STATE_FILE);
+    let say_error = |code: Exit, msg: String| -> ExitCode {
+        if as_json {
+            println!(
+                "{}",
+                json!({"error": {"kind": "clear_floor", "message": msg}, "exit_code": code as u8})
+            );
+        } else {
+            eprintln!("gnomon sync: {msg}");
+        }
+        code.into()
+    };
+    if !dir.is_dir() {
+        return say_error(
+            Exit::NoConsensus,
+            format!("no state directory {}: no floor to clear", dir.display()),
+        );
+    }
+    let cleared = match Store::at(dir).clear_floor() {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            return say_error(
+                Exit::NoConsensus,
+                format!("no state in {} yet: no floor to clear", dir.display()),
+            )
+        }
+        Err(e) => {
+            let code = if e.starts_with("cannot") {
+                Exit::Local
+            } else {
+                Exit::NoConsensus
+            };
+            return say_error(code, format!("--clear-floor: {e}"));
+        }
+    };
+    let utc = |us: Option<i64>| us.map(|us| format_utc(us.max(0) as u64));
+    let after = "a running gnomon sync drops it at its next round, or at once on SIGHUP \
+                 (systemctl reload gnomon-sync)";
+    if as_json {
+        println!(
+            "{}",
+            json!({
+                "state_file": file.display().to_string(),
+                "removed_floor_unix_us": cleared.floor_us,
+                "removed_floor_utc": utc(cleared.floor_us),
+                "removed_floor_proven_utc": utc(cleared.proven_at_us),
+                "floor_clears": cleared.clears,
+                "exit_code": Exit::Ok as u8,
+            })
+        );
+        return Exit::Ok.into();
+    }
+    match utc(cleared.floor_us) {
+        Some(f) => {
+            let proven =
+                utc(cleared.proven_at_us).map_or(String::new(), |p| format!(" (proven at {p})"));
+            println!("cleared      the floor {f}{proven} from {}", file.display());
+            println!("             {after}");
+        }
+        None => println!(
+            "cleared      nothing: {} holds no floor (recorded as a clear all the same: {after})",
+            file.display()
+        ),
+    }
+    Exit::Ok.into()
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
