@@ -251,6 +251,7 @@ pub(crate) fn proof_kind(e: &gnomon_protocol::proof::ProofError) -> &'static str
     match e {
         P::Truncated => "truncated",
         P::Malformed(_) | P::UnknownFormat(_) => "malformed",
+        P::DeviceValueLength(_) => "device_value_length",
         P::WrongNonce => "wrong_nonce",
         P::Binding => "binding",
         P::UnknownKey(_) => "unknown_key",

@@ -418,7 +418,9 @@ fn verify_report<'py>(
 /// Verify a relayed proof as the device does (docs/PROOF.md): the bundle
 /// in either form, the device's value, its pinned keys and the µs its own
 /// clock says have passed. The interval as a dict; a failure raises
-/// `gnomon._errors.ProofError` with the CLI's kind.
+/// `gnomon._errors.ProofError` with the CLI's kind. A device value of a
+/// length no bundle may carry (the protocol's `check_device_value`: 16 to
+/// 64 bytes) is a `ValueError`, before the bundle is read.
 #[pyfunction]
 #[pyo3(signature = (bundle, device, keys, elapsed_us, quorum, min_keys, max_radius_us))]
 #[allow(clippy::too_many_arguments)]
@@ -433,6 +435,9 @@ fn verify_proof<'py>(
     max_radius_us: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use gnomon_protocol::proof::{self, ProofError, ProofPolicy, ProofWorkspace};
+    if let Err(e) = proof::check_device_value(device.as_bytes()) {
+        return Err(PyValueError::new_err(format!("device: {e}")));
+    }
     if quorum == 0 || min_keys == 0 {
         return Err(PyValueError::new_err(
             "quorum and min_keys must be at least 1",
@@ -456,6 +461,21 @@ fn verify_proof<'py>(
             Ok(p) => {
                 converted = p.to_binary();
                 &converted[..]
+            }
+            // The JSON form's D out of bounds: the binary form's refusal.
+            Err(proof::ProofFormError::DeviceLength(n)) => {
+                let e = ProofError::DeviceValueLength(n);
+                let none = py.None();
+                return Err(raise(
+                    py,
+                    "ProofError",
+                    (
+                        e.to_string(),
+                        convert::proof_kind(&e),
+                        none.clone_ref(py),
+                        none,
+                    ),
+                ));
             }
             Err(e) => {
                 let none = py.None();

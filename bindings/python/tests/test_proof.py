@@ -192,15 +192,52 @@ def test_each_tampered_bundle_is_refused_with_its_own_kind(gnomon, relay):
 
 
 def test_argument_mistakes_are_value_errors(gnomon, relay):
+    d = os.urandom(32)
     for kwargs in ({"quorum": 0}, {"min_keys": 0}, {"max_radius": -1.0}):
         with pytest.raises(ValueError):
-            gnomon.verify_proof(b"RTPF", b"d", relay.keys, **kwargs)
+            gnomon.verify_proof(b"RTPF", d, relay.keys, 1.0, **kwargs)
     with pytest.raises(ValueError):
-        gnomon.verify_proof(b"RTPF", b"d", relay.keys, -1.0)
+        gnomon.verify_proof(b"RTPF", d, relay.keys, -1.0)
     with pytest.raises(ValueError):
-        gnomon.verify_proof(b"RTPF", b"d", [b"short"])
+        gnomon.verify_proof(b"RTPF", d, [b"short"], 1.0)
     with pytest.raises(ValueError):
-        gnomon.verify_proof(b"RTPF", b"d", [])
+        gnomon.verify_proof(b"RTPF", d, [], 1.0)
+
+
+def test_elapsed_is_required(gnomon, relay):
+    device = os.urandom(32)
+    bundle, code = relay.bundle(device, "binary")
+    assert code == 0
+    # No default: a bundle the relay held widens only through elapsed.
+    with pytest.raises(TypeError, match="elapsed"):
+        gnomon.verify_proof(bundle, device, relay.keys)
+    with pytest.raises(TypeError, match="elapsed"):
+        gnomon.verify_proof(bundle, device, relay.keys, max_radius=MAX_RADIUS)
+    # Given, by position or by name, the same bundle verifies.
+    p = gnomon.verify_proof(bundle, device, relay.keys, 10.0, max_radius=MAX_RADIUS)
+    assert gnomon.verify_proof(bundle, device, relay.keys, elapsed=10.0, max_radius=MAX_RADIUS) == p
+
+
+def test_a_device_value_shorter_than_16_bytes_is_refused(gnomon, relay):
+    # 16 bytes, the shortest: the relay makes the bundle, the device takes it.
+    device = os.urandom(16)
+    binary, code = relay.bundle(device, "binary")
+    assert code == 0
+    assert gnomon.verify_proof(binary, device, relay.keys, 10.0, max_radius=MAX_RADIUS)
+    # The device's own value, one byte short: refused before the bundle is read.
+    with pytest.raises(ValueError, match="15 bytes"):
+        gnomon.verify_proof(binary, device[:15], relay.keys, 10.0, max_radius=MAX_RADIUS)
+    # The bundle's value cut to 15 bytes: refused as the bundle is parsed,
+    # in both forms.
+    short = binary[:6] + bytes([15]) + device[:15] + binary[7 + 16 :]
+    with pytest.raises(gnomon.ProofError) as e:
+        gnomon.verify_proof(short, device, relay.keys, 10.0, max_radius=MAX_RADIUS)
+    assert e.value.kind == "device_value_length", str(e.value)
+    doc = json.loads(relay.bundle(device, "json")[0])
+    doc["deviceNonce"] = base64.b64encode(device[:15]).decode()
+    with pytest.raises(gnomon.ProofError) as e:
+        gnomon.verify_proof(json.dumps(doc), device, relay.keys, 10.0, max_radius=MAX_RADIUS)
+    assert e.value.kind == "device_value_length", str(e.value)
 
 
 def test_a_minority_liar_is_malfeasance_with_the_majoritys_interval(gnomon, tmp_path):

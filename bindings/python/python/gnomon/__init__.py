@@ -495,7 +495,7 @@ def verify_proof(
     bundle: Union[str, bytes],
     device: bytes,
     keys: List[PublicKey],
-    elapsed: float = 0.0,
+    elapsed: float,
     *,
     quorum: int = 2,
     min_keys: int = 3,
@@ -503,12 +503,16 @@ def verify_proof(
 ) -> Proven:
     """Check a relayed proof as the device does, offline (docs/PROOF.md):
     ``bundle`` in the binary form or the JSON one (``gnomon relay``
-    writes both), made for the device's value ``device``, against its
+    writes both), made for the device's value ``device`` (16 to 64 bytes,
+    at least 128 bits of them unpredictable to the relay), against its
     pinned ``keys``, ``elapsed`` seconds after the device made ``device``
     (an upper bound from its own monotonic clock, drift included).
-    ``max_radius`` (seconds, ``None``: no limit) bounds half the proven
-    interval's width. Raises :class:`ProofError` with the failure's
-    ``kind``; ``ValueError`` for a bad key or argument."""
+    ``elapsed`` is required: a bundle the relay held widens the interval
+    only through it, so a value too small gives an interval that ends
+    before now. ``max_radius`` (seconds, ``None``: no limit) bounds half
+    the proven interval's width. Raises :class:`ProofError` with the
+    failure's ``kind``; ``ValueError`` for a bad key or argument (a
+    device value of another length among them)."""
     if isinstance(bundle, str):
         bundle = bundle.encode()
     if elapsed < 0:

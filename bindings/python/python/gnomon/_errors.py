@@ -59,7 +59,9 @@ class ProofError(GnomonError):
     ``"wrong_nonce"``, ``"binding"``, ``"unknown_key"``, ``"signature"``,
     ``"not_for_request"``, ``"response"``, ``"link"``, ``"contradiction"``,
     ``"liar"``, ``"too_few_keys"``, ``"no_quorum"``, ``"too_wide"``,
-    ``"truncated"``, ``"malformed"``. ``entry`` is the index of the entry the
+    ``"truncated"``, ``"malformed"``, ``"device_value_length"`` (the
+    bundle's device value is shorter than 16 bytes or longer than 64).
+    ``entry`` is the index of the entry the
     failure names (the earlier of two contradicting ones), or ``None``.
     For ``"contradiction"`` and ``"liar"`` (``malfeasance`` is true),
     ``majority`` is the majority's :class:`gnomon.Proven` interval when it
