@@ -256,7 +256,7 @@ pub const PROOF_DEVICE: &[u8] = b"gnomon fuzz device value";
 
 /// As [`chain`], its first nonce bound to `device`: a relayed proof.
 pub fn bound_chain(p: &'static Profile, n: u8, device: &[u8]) -> gnomon_protocol::Measurement {
-    let m = gnomon_protocol::Measurement::bound(device).expect("a device value of 1 to 64 bytes");
+    let m = gnomon_protocol::Measurement::bound(device).expect("a device value of 16 to 64 bytes");
     extend(m, p, n)
 }
 

@@ -96,6 +96,11 @@
 // Longest device value D.
 #define GNOMON_MAX_DEVICE_VALUE 64
 
+// Shortest device value D: 16 bytes, at least 128 bits of them the relay
+// cannot predict (fresh random bytes; a counter or a clock reading lets a
+// relay prepare bundles in advance).
+#define GNOMON_MIN_DEVICE_VALUE 16
+
 // Longest bundle of format version 1: D of 64 bytes and 16 entries, each
 // an ML-DSA-44 key, a 64-byte rand, a whole 1024-byte request and a
 // 65535-byte response. Longer ones are `GNOMON_ERR_TOO_LONG`.
@@ -759,17 +764,27 @@ enum gnomon_error gnomon_now(const char *socket_path, struct gnomon_now_result *
 #endif
 
 // Verify a relayed proof as the device: `bundle` (the binary form,
-// docs/PROOF.md) made for the device's value `device` (D), against the
+// docs/PROOF.md) made for the device's value `device` (D, 16 to 64
+// bytes: `GNOMON_MIN_DEVICE_VALUE` to `GNOMON_MAX_DEVICE_VALUE`, at
+// least 128 bits of them unpredictable to the relay), against the
 // `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back),
-// `elapsed_us` after the device made D (an upper bound from its own
-// monotonic clock, its worst drift added). Fills `*out`; returns
+// `elapsed_us` after the device made D. Fills `*out`; returns
 // `GNOMON_OK` with the proven interval, or the failure's code (one per
 // kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists them). Allocates nothing,
 // reads no clock (also in the `no_std` build); works in `*ws`.
 // Keys of either scheme: `gnomon_verify_proof_any_key`.
 //
+// `elapsed_us` is required, and no value means "unknown": pass an upper
+// bound from the device's own monotonic clock since it made D, its worst
+// drift added. A bundle the relay held widens the interval only through
+// it, so a value too small (0 among them) gives an interval that may
+// end before the device's present.
+//
 // `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
-// `GNOMON_ERR_ARGUMENT` for a policy with a quorum or min_keys of 0;
+// `GNOMON_ERR_ARGUMENT` for a device value shorter than
+// `GNOMON_MIN_DEVICE_VALUE` or longer than `GNOMON_MAX_DEVICE_VALUE`
+// bytes (an empty one is `GNOMON_ERR_EMPTY`), checked before the bundle
+// is read, or a policy with a quorum or min_keys of 0;
 // `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
 // bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
 //

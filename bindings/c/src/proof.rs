@@ -13,7 +13,9 @@
 
 use core::mem::{align_of, size_of};
 
-use gnomon_protocol::proof::{verify_proof, ProofError, ProofPolicy, ProofWorkspace, Proven};
+use gnomon_protocol::proof::{
+    check_device_value, verify_proof, ProofError, ProofPolicy, ProofWorkspace, Proven,
+};
 use gnomon_protocol::scheme::PublicKey;
 
 use crate::any_key::{key, GNOMON_ED25519_KEY_LEN, GNOMON_ML_DSA_44_KEY_LEN};
@@ -32,6 +34,10 @@ pub const GNOMON_MAX_PROOF_KEYS: usize = 32;
 pub const GNOMON_MAX_PROOF_ENTRIES: usize = 16;
 /// Longest device value D.
 pub const GNOMON_MAX_DEVICE_VALUE: usize = 64;
+/// Shortest device value D: 16 bytes, at least 128 bits of them the relay
+/// cannot predict (fresh random bytes; a counter or a clock reading lets a
+/// relay prepare bundles in advance).
+pub const GNOMON_MIN_DEVICE_VALUE: usize = 16;
 
 // The workspace is placed at the first suitably aligned byte of the
 // caller's struct, a plain byte array (so its C declaration needs no
@@ -45,6 +51,7 @@ const _: () = {
     );
     assert!(GNOMON_MAX_PROOF_ENTRIES == gnomon_protocol::proof::MAX_PROOF_ENTRIES);
     assert!(GNOMON_MAX_DEVICE_VALUE == gnomon_protocol::proof::MAX_DEVICE_VALUE);
+    assert!(GNOMON_MIN_DEVICE_VALUE == gnomon_protocol::proof::MIN_DEVICE_NONCE);
 };
 
 /// The memory `gnomon_verify_proof` works in: declare one (static, or on
@@ -199,7 +206,11 @@ pub fn of_proof(e: &ProofError) -> GnomonError {
     use GnomonError::*;
     match e {
         ProofError::Truncated => GnomonErrProofTruncated,
-        ProofError::Malformed(_) | ProofError::UnknownFormat(_) => GnomonErrProofMalformed,
+        // A bundle whose D is out of bounds (the device's own D is an
+        // argument, refused before verifying).
+        ProofError::Malformed(_)
+        | ProofError::UnknownFormat(_)
+        | ProofError::DeviceValueLength(_) => GnomonErrProofMalformed,
         ProofError::WrongNonce => GnomonErrProofWrongNonce,
         ProofError::Binding => GnomonErrProofBinding,
         ProofError::UnknownKey(_) => GnomonErrProofUnknownKey,
@@ -284,17 +295,27 @@ fn policy_of(p: Option<GnomonProofPolicy>) -> Result<ProofPolicy, GnomonError> {
 }
 
 /// Verify a relayed proof as the device: `bundle` (the binary form,
-/// docs/PROOF.md) made for the device's value `device` (D), against the
+/// docs/PROOF.md) made for the device's value `device` (D, 16 to 64
+/// bytes: `GNOMON_MIN_DEVICE_VALUE` to `GNOMON_MAX_DEVICE_VALUE`, at
+/// least 128 bits of them unpredictable to the relay), against the
 /// `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back),
-/// `elapsed_us` after the device made D (an upper bound from its own
-/// monotonic clock, its worst drift added). Fills `*out`; returns
+/// `elapsed_us` after the device made D. Fills `*out`; returns
 /// `GNOMON_OK` with the proven interval, or the failure's code (one per
 /// kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists them). Allocates nothing,
 /// reads no clock (also in the `no_std` build); works in `*ws`.
 /// Keys of either scheme: `gnomon_verify_proof_any_key`.
 ///
+/// `elapsed_us` is required, and no value means "unknown": pass an upper
+/// bound from the device's own monotonic clock since it made D, its worst
+/// drift added. A bundle the relay held widens the interval only through
+/// it, so a value too small (0 among them) gives an interval that may
+/// end before the device's present.
+///
 /// `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
-/// `GNOMON_ERR_ARGUMENT` for a policy with a quorum or min_keys of 0;
+/// `GNOMON_ERR_ARGUMENT` for a device value shorter than
+/// `GNOMON_MIN_DEVICE_VALUE` or longer than `GNOMON_MAX_DEVICE_VALUE`
+/// bytes (an empty one is `GNOMON_ERR_EMPTY`), checked before the bundle
+/// is read, or a policy with a quorum or min_keys of 0;
 /// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
 /// bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
 ///
@@ -424,6 +445,11 @@ unsafe fn verify_with(
         }
         if n_keys > GNOMON_MAX_PROOF_KEYS {
             return GnomonError::GnomonErrTooLong;
+        }
+        // The protocol's own check of D: one that is too short could be
+        // guessed by the relay, which could then prepare the bundle.
+        if check_device_value(device).is_err() {
+            return GnomonError::GnomonErrArgument;
         }
         let policy = if policy.is_null() {
             None

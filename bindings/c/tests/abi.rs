@@ -393,6 +393,7 @@ fn every_error_code_is_produced() {
             (P::Truncated, GnomonErrProofTruncated),
             (P::Malformed("magic"), GnomonErrProofMalformed),
             (P::UnknownFormat(2), GnomonErrProofMalformed),
+            (P::DeviceValueLength(15), GnomonErrProofMalformed),
             (P::WrongNonce, GnomonErrProofWrongNonce),
             (P::Binding, GnomonErrProofBinding),
             (P::UnknownKey(1), GnomonErrProofUnknownKey),

@@ -392,6 +392,20 @@ fn a_c_device_proves_the_true_now_from_a_relayed_bundle_and_refuses_each_tampere
         keys,
         E::GnomonErrProofMalformed,
     );
+
+    // Fresh proofs only: 16 bytes are enough for a device value; 15 are
+    // refused, the device's own as an argument, a bundle's as malformed.
+    let d16 = &device_value(5)[..16];
+    let (b16, code) = relay.bundle(d16, "binary", &[]);
+    assert_eq!(code, Some(0));
+    let v = device_verifies(&exe, dir, "d16", &b16, d16, keys, 10_000_000);
+    assert_eq!(v.code, E::GnomonOk as i64, "{}", v.line);
+    refused("d15", &b16, &d16[..15], keys, E::GnomonErrArgument);
+    let mut short = b16[..6].to_vec();
+    short.push(15);
+    short.extend_from_slice(&b16[7..7 + 15]);
+    short.extend_from_slice(&b16[7 + 16..]);
+    refused("d15-bundle", &short, d16, keys, E::GnomonErrProofMalformed);
     let _ = std::fs::remove_dir_all(dir);
 }
 

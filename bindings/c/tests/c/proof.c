@@ -5,7 +5,8 @@
  * serve` processes (or a tampered copy), DEVICE the device value D (raw
  * bytes), KEYS the pinned Ed25519 keys (32 raw bytes each, back to back)
  * and ELAPSED_US the time the device's own clock says has passed since it
- * made D, drift included. Linked with the no_std libgnomon, and
+ * made D, drift included (required: the API has no "unknown" value).
+ * Linked with the no_std libgnomon, and
  * GNOMON_NO_STD defined before the header: what a firmware has. It reads
  * no clock (the test checks the linked program calls no libc time
  * function): the only time it knows is the bundle's and ELAPSED_US.
@@ -102,6 +103,16 @@ int main(int argc, char **argv) {
                                        elapsed_us, NULL, &ws, &strict);
   CHECK(d != GNOMON_OK ||
         strict.latest_unix_us - strict.earliest_unix_us <= 20000000);
+  /* A device value one byte short of GNOMON_MIN_DEVICE_VALUE (the first
+   * bytes of this one): refused as an argument before the bundle is read,
+   * not as a bundle made for another value. */
+  if (device_len >= GNOMON_MIN_DEVICE_VALUE) {
+    CHECK(gnomon_verify_proof(bundle, bundle_len, device,
+                              GNOMON_MIN_DEVICE_VALUE - 1, keys,
+                              keys_len / GNOMON_ED25519_KEY_LEN, elapsed_us,
+                              &policy, &ws, &strict) == GNOMON_ERR_ARGUMENT);
+    CHECK(strict.code == GNOMON_ERR_ARGUMENT && !strict.has_interval);
+  }
   /* Argument checks: no keys, no workspace. */
   CHECK(gnomon_verify_proof(bundle, bundle_len, device, device_len, keys, 0,
                             elapsed_us, &policy, &ws, &strict) ==
