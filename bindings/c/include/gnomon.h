@@ -66,6 +66,13 @@
 // stack: about 8 KB on a 64-bit machine, 6 KB on a 32-bit one).
 #define GNOMON_MAX_ANSWERS 256
 
+// `max_liars` of `gnomon_consensus` and `gnomon_proof_policy`: the
+// default assumption. For a consensus, at most max(1, ⌊(listed − 1)/3⌋)
+// of the listed servers lie (what `gnomon sync` assumes); for a relayed
+// proof, fewer than half of the pinned servers, ⌊(pinned − 1)/2⌋. Any
+// other value is the number itself: 0 trusts every server.
+#define GNOMON_MAX_LIARS_AUTO (size_t)~0
+
 // `known` of `gnomon_now_result`: nothing is proven.
 #define GNOMON_NOW_NONE 0
 
@@ -79,6 +86,8 @@
 // Longest key text `parse_key_any` takes: an ML-DSA-44 key is 1752
 // characters of base64 or 2624 hex digits, with room for whitespace.
 #define MAX_KEY_TEXT 4096
+
+
 
 // Bytes of `gnomon_proof_workspace`. One figure for every target, so
 // that one header serves them all: the Rust workspace (about 2.5 KB on
@@ -171,7 +180,8 @@ typedef enum gnomon_error {
   // source failed.
   GNOMON_ERR_LOCAL = 21,
   // An argument is out of range: a timeout of 0, text that is not
-  // UTF-8, a misaligned struct pointer, a quorum of 0, an answer whose
+  // UTF-8, a misaligned struct pointer, a quorum of 0, a consensus
+  // `listed` of 0 or below the distinct keys answering, an answer whose
   // low offset is above its high one.
   GNOMON_ERR_ARGUMENT = 22,
   // A bug in libgnomon was caught before it could reach the caller
@@ -204,17 +214,22 @@ typedef enum gnomon_error {
   // a changed rand, a dropped, repeated or reordered entry.
   GNOMON_ERR_PROOF_LINK = 31,
   // Two answers of a relayed proof cannot both be true (`entry` and
-  // `other`): a server lied, and the bundle proves it. The majority's
-  // interval is given when it meets the policy (`has_interval`).
+  // `other`): a server lied, and the bundle proves it. The proven
+  // interval is given when there is one and it meets the policy
+  // (`has_interval`).
   GNOMON_ERR_PROOF_CONTRADICTION = 32,
-  // Keys of a relayed proof miss the majority or contradict themselves
-  // (`liars`): under the assumption they lie. The majority's interval is
-  // given when it meets the policy (`has_interval`).
+  // Keys of a relayed proof miss the proven interval or contradict
+  // themselves (`liars`): under the assumption they lie. The interval
+  // is given when it meets the policy (`has_interval`).
   GNOMON_ERR_PROOF_LIAR = 33,
-  // A relayed proof carries fewer distinct pinned keys than the policy's
-  // `min_keys`.
+  // A relayed proof carries fewer distinct pinned servers than
+  // 2 × max_liars + 1 (`answering_keys`, `needed_keys`): the relay left
+  // the others out, or they did not answer it, and what is left may be
+  // the liars.
   GNOMON_ERR_PROOF_TOO_FEW_KEYS = 34,
-  // Fewer distinct keys of a relayed proof agree than the policy's quorum.
+  // No time is held by all but `max_liars` of the servers a relayed
+  // proof carries (more of them lie than assumed), or fewer agree than
+  // the policy's quorum.
   GNOMON_ERR_PROOF_NO_QUORUM = 35,
   // The interval a relayed proof gives is wider than the policy's
   // `max_radius_us` (`radius_us`).
@@ -226,15 +241,16 @@ typedef enum gnomon_error {
   GNOMON_ERR_PROOF_MALFORMED = 38,
 } gnomon_error;
 
-// What the majority rule says of one answer (`gnomon_consensus`).
+// What the quorum rule says of one answer (`gnomon_consensus`).
 typedef enum gnomon_verdict {
   // Its key's interval meets the consensus.
   GNOMON_VERDICT_AGREES = 0,
-  // Its key's interval misses the consensus: if fewer than half of the
-  // keys lie, this one does.
+  // Its key's interval misses the consensus: if at most `max_liars` of
+  // the listed servers lie, this one does.
   GNOMON_VERDICT_OUTSIDE = 1,
   // Its key's answers do not overlap each other: the key lied, proven by
-  // its own signatures. It does not vote.
+  // its own signatures. It does not vote, and is one of the liars the
+  // assumption allows.
   GNOMON_VERDICT_SELF_CONTRADICTION = 2,
   // There is no consensus to meet or miss.
   GNOMON_VERDICT_NO_CONSENSUS = 3,
@@ -295,7 +311,8 @@ typedef struct gnomon_chain_result {
 // One answer for `gnomon_consensus_any_key`: as `gnomon_vouch`, with the
 // key's length.
 typedef struct gnomon_vouch_any_key {
-  // The server's long-term public key. Votes count per distinct key.
+  // The server's long-term public key. Votes count per distinct key
+  // (the same bytes under two names is one voter).
   const uint8_t *public_key;
   // Its length: `GNOMON_ED25519_KEY_LEN` or `GNOMON_ML_DSA_44_KEY_LEN`.
   size_t public_key_len;
@@ -310,12 +327,13 @@ typedef struct gnomon_vouch_any_key {
 typedef struct gnomon_consensus_result {
   // `GNOMON_OK`, or why not; the same value the call returned.
   enum gnomon_error code;
-  // A strict majority of the voting keys holds some offset.
+  // Enough distinct keys answered (`needed`) and some offset is held by
+  // all of them but `max_liars`.
   bool has_consensus;
   // There is a consensus and at least `quorum` distinct keys meet it.
   bool quorum_met;
-  // The consensus: the smallest offset (server − local, µs) a strict
-  // majority holds ...
+  // The consensus: the smallest offset (server − local, µs) held by
+  // `voting_keys − max_liars` keys ...
   int64_t low_us;
   // ... and the largest. Add an offset in it to local time.
   int64_t high_us;
@@ -330,14 +348,27 @@ typedef struct gnomon_consensus_result {
   size_t agreeing_keys;
   // Voting keys whose interval misses it.
   size_t outside_keys;
-  // Keys whose own answers do not overlap (they do not vote).
+  // Keys whose own answers do not overlap (they do not vote, and count
+  // against `max_liars`).
   size_t contradicting_keys;
-  // Separate stretches of offsets a strict majority holds. More than
-  // one: the servers disagree, and the consensus spans them all.
+  // Separate stretches of offsets held by `voting_keys − max_liars`
+  // keys. More than one: the servers disagree, and the consensus spans
+  // them all.
   size_t regions;
-  // A NUL-terminated English sentence: "success" when there is a
-  // consensus, the quorum is met and the servers do not disagree;
-  // otherwise which of those is not so, or why the call failed.
+  // The assumption: how many distinct servers the list has (as passed).
+  size_t listed;
+  // ... and how many of them may lie (`GNOMON_MAX_LIARS_AUTO` resolved
+  // to its number).
+  size_t max_liars;
+  // Distinct keys that must answer for a consensus: 2 × max_liars + 1.
+  // Fewer answering is no consensus, whatever they say: whoever is
+  // silent may have been silenced, and those left may be the liars.
+  size_t needed;
+  // A NUL-terminated English sentence. With a consensus, the quorum met
+  // and the servers not disagreeing, the assumption: "assumes at most 1
+  // of the 5 listed servers lies; 3 answered, 3 needed"; otherwise which
+  // of those is not so, why there is no consensus, or why the call
+  // failed.
   char message[GNOMON_MESSAGE_LEN];
 } gnomon_consensus_result;
 
@@ -407,13 +438,24 @@ typedef struct gnomon_now_result {
 #endif
 
 // What the device accepts (`gnomon_verify_proof`'s `policy`; NULL takes
-// the defaults: quorum 2, min_keys 3, max_radius_us 10 000 000).
+// the defaults: quorum 1, max_liars `GNOMON_MAX_LIARS_AUTO`,
+// max_radius_us 10 000 000).
+//
+// The assumption is about the pinned servers: at most `max_liars` of
+// them lie. The relay chooses which answers the bundle carries (and may
+// work with the liars), so a bundle proves an interval only when it
+// carries `2 × max_liars + 1` distinct pinned servers, and the interval
+// is the hull of the times held by all of them but `max_liars`. With the
+// default and n pinned servers that is every one (n odd) or all but one
+// (n even). A zeroed policy assumes no liar at all: set `max_liars`.
 typedef struct gnomon_proof_policy {
-  // Distinct pinned keys whose intervals must meet the majority.
+  // Distinct pinned servers whose intervals must meet the proven
+  // interval (at least 1; beyond what the rule already needs).
   size_t quorum;
-  // Distinct pinned keys the bundle must carry (what keeps a relay
-  // from choosing the voters: docs/PROOF.md, "The assumption").
-  size_t min_keys;
+  // How many of the pinned servers may lie; `GNOMON_MAX_LIARS_AUTO`:
+  // fewer than half of them, ⌊(pinned − 1)/2⌋ (docs/PROOF.md, "The
+  // assumption"). 0 trusts every pinned server.
+  size_t max_liars;
   // Widest proven interval accepted, as half its width in µs; 0: no
   // limit.
   uint64_t max_radius_us;
@@ -446,15 +488,25 @@ typedef struct gnomon_proven {
   int64_t earliest_unix_us;
   // The latest it can be.
   int64_t latest_unix_us;
-  // Distinct keys whose intervals meet the majority (with an interval).
+  // Distinct pinned servers (voters) whose intervals meet the proven
+  // interval (with an interval).
   size_t agreeing_keys;
-  // Distinct keys that answered (a key contradicting itself excluded;
-  // with an interval). For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: the keys the
-  // bundle carries; for `GNOMON_ERR_PROOF_NO_QUORUM`: the keys agreeing.
+  // Distinct pinned servers that answered (one contradicting itself
+  // excluded; with an interval). For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`:
+  // the servers the bundle carries; for `GNOMON_ERR_PROOF_NO_QUORUM`:
+  // the servers agreeing.
   size_t answering_keys;
-  // For `GNOMON_ERR_PROOF_TOO_FEW_KEYS` and `GNOMON_ERR_PROOF_NO_QUORUM`:
-  // how many the policy needs; else 0.
+  // For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: 2 × max_liars + 1, the servers
+  // the bundle had to carry; for `GNOMON_ERR_PROOF_NO_QUORUM`: how many
+  // had to agree; else 0.
   size_t needed_keys;
+  // The assumption the bundle was judged under: at most `max_liars`
+  // of the `pinned` servers lie (the policy's number, or
+  // `GNOMON_MAX_LIARS_AUTO` resolved). Set whenever the arguments were
+  // accepted, success or not; else 0.
+  size_t max_liars;
+  // Distinct pinned servers (voters: keys grouped by `server`).
+  size_t pinned;
   // The entry (0-based) the failure names: the unknown key, the bad
   // signature, the answer for another request, the broken link, the
   // earlier of two contradicting answers; else `GNOMON_NO_ENTRY`.
@@ -475,6 +527,12 @@ typedef struct gnomon_pinned_key {
   const uint8_t *public_key;
   // Its length.
   size_t public_key_len;
+  // Which server the key is: pinned keys with the same non-zero
+  // `server` are one voter (one machine's Ed25519 and ML-DSA-44
+  // identities, or one operator's servers), so one liar never counts
+  // twice. 0: a server of its own. The same key pinned twice is one
+  // voter whatever its `server`.
+  uint32_t server;
 } gnomon_pinned_key;
 
 #ifdef __cplusplus
@@ -577,7 +635,9 @@ enum gnomon_error gnomon_check_chain_any_key(const struct gnomon_exchange_any_ke
 
 // `gnomon_consensus` over answers whose keys may be of either scheme
 // (each with its own `public_key_len`). Keys of different lengths are
-// always different keys.
+// always different keys: a machine with an Ed25519 and an ML-DSA-44
+// identity is two voters unless you merge them (docs/C.md, "Whom to
+// believe").
 //
 // # Safety
 // `answers` is NULL or points to `count` aligned `gnomon_vouch_any_key`
@@ -588,6 +648,8 @@ enum gnomon_error gnomon_check_chain_any_key(const struct gnomon_exchange_any_ke
 // during the call.
 enum gnomon_error gnomon_consensus_any_key(const struct gnomon_vouch_any_key *answers,
                                            size_t count,
+                                           size_t listed,
+                                           size_t max_liars,
                                            size_t quorum,
                                            enum gnomon_verdict *verdicts,
                                            struct gnomon_consensus_result *result);
@@ -722,16 +784,23 @@ enum gnomon_error gnomon_check_chain(const struct gnomon_exchange *exchanges,
                                      size_t count,
                                      struct gnomon_chain_result *result);
 
-// The majority rule over `answers[0..count]` (at most
+// The quorum rule over `answers[0..count]` (at most
 // `GNOMON_MAX_ANSWERS`), the same rule as `gnomon sync`, `gnomon query
-// --servers` and the Python package: the answers of each distinct key are
-// intersected (an empty intersection: the key contradicted itself and
-// does not vote); the consensus is the hull of every offset held by a
-// strict majority of the keys that vote; a key whose interval misses it
-// lies, if fewer than half of the voting keys lie. Fills `*result`, and,
-// when `verdicts` is not NULL, `verdicts[i]` for each answer. Returns
-// `GNOMON_OK` whenever the answers could be judged, consensus or not.
-// Allocates nothing (also in the `no_std` build).
+// --servers` and the Python package, under the assumption that at most
+// `max_liars` of the `listed` distinct servers of your list lie
+// (`GNOMON_MAX_LIARS_AUTO`: max(1, ⌊(listed − 1)/3⌋)). `listed` counts
+// every server of the list, answered or not: an attacker on the path
+// chooses who answers, so the rule never takes the answers as the
+// electorate. The answers of each distinct key are intersected (an empty
+// intersection: the key contradicted itself, does not vote, and is one
+// of the liars); with `m` keys voting there is a consensus only when
+// `m ≥ 2 × max_liars + 1`, and it is the hull of every offset held by
+// `m − max_liars` of them; a key whose interval misses it lies, under
+// the assumption. Fills `*result`, and, when `verdicts` is not NULL,
+// `verdicts[i]` for each answer. Returns `GNOMON_OK` whenever the
+// answers could be judged, consensus or not; `GNOMON_ERR_ARGUMENT` for
+// a `listed` of 0 or below the distinct keys answering, or a `quorum`
+// of 0. Allocates nothing (also in the `no_std` build).
 // Ed25519 keys only: `gnomon_consensus_any_key` takes
 // `gnomon_vouch_any_key`, which carries each key's length.
 //
@@ -743,6 +812,8 @@ enum gnomon_error gnomon_check_chain(const struct gnomon_exchange *exchanges,
 // `gnomon_consensus_result`. None of them changes during the call.
 enum gnomon_error gnomon_consensus(const struct gnomon_vouch *answers,
                                    size_t count,
+                                   size_t listed,
+                                   size_t max_liars,
                                    size_t quorum,
                                    enum gnomon_verdict *verdicts,
                                    struct gnomon_consensus_result *result);
@@ -767,12 +838,16 @@ enum gnomon_error gnomon_now(const char *socket_path, struct gnomon_now_result *
 // docs/PROOF.md) made for the device's value `device` (D, 16 to 64
 // bytes: `GNOMON_MIN_DEVICE_VALUE` to `GNOMON_MAX_DEVICE_VALUE`, at
 // least 128 bits of them unpredictable to the relay), against the
-// `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back),
-// `elapsed_us` after the device made D. Fills `*out`; returns
-// `GNOMON_OK` with the proven interval, or the failure's code (one per
-// kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists them). Allocates nothing,
-// reads no clock (also in the `no_std` build); works in `*ws`.
-// Keys of either scheme: `gnomon_verify_proof_any_key`.
+// `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back;
+// each distinct key one server), `elapsed_us` after the device made D
+// (an upper bound from its own monotonic clock, its worst drift added).
+// Fills `*out`; returns `GNOMON_OK` with the proven interval, or the
+// failure's code (one per kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists
+// them). `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: the bundle carries fewer than
+// 2 × max_liars + 1 of the pinned servers, and what it carries may be
+// the liars. Allocates nothing, reads no clock (also in the `no_std`
+// build); works in `*ws`. Keys of either scheme, and keys grouped by
+// server: `gnomon_verify_proof_any_key`.
 //
 // `elapsed_us` is required, and no value means "unknown": pass an upper
 // bound from the device's own monotonic clock since it made D, its worst
@@ -780,11 +855,12 @@ enum gnomon_error gnomon_now(const char *socket_path, struct gnomon_now_result *
 // it, so a value too small (0 among them) gives an interval that may
 // end before the device's present.
 //
-// `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
+// `policy` NULL: quorum 1, max_liars `GNOMON_MAX_LIARS_AUTO` (fewer than
+// half of the pinned servers lie), max_radius_us 10 s.
 // `GNOMON_ERR_ARGUMENT` for a device value shorter than
 // `GNOMON_MIN_DEVICE_VALUE` or longer than `GNOMON_MAX_DEVICE_VALUE`
 // bytes (an empty one is `GNOMON_ERR_EMPTY`), checked before the bundle
-// is read, or a policy with a quorum or min_keys of 0;
+// is read, or a policy with a quorum of 0;
 // `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
 // bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
 //
@@ -807,7 +883,10 @@ enum gnomon_error gnomon_verify_proof(const uint8_t *bundle,
                                       struct gnomon_proven *out);
 
 // `gnomon_verify_proof` with pinned keys of either scheme: `keys` points
-// to `n_keys` `gnomon_pinned_key` values, each with its own length.
+// to `n_keys` `gnomon_pinned_key` values, each with its own length and
+// the server it belongs to: keys with one non-zero `server` are one
+// voter (a machine's two identities count once), 0 a voter of its own.
+// `max_liars` and the default are of these voters.
 //
 // # Safety
 // As `gnomon_verify_proof`, with `keys` pointing to `n_keys` aligned

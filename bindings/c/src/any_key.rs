@@ -65,7 +65,8 @@ pub struct GnomonExchangeAnyKey {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GnomonVouchAnyKey {
-    /// The server's long-term public key. Votes count per distinct key.
+    /// The server's long-term public key. Votes count per distinct key
+    /// (the same bytes under two names is one voter).
     pub public_key: *const u8,
     /// Its length: `GNOMON_ED25519_KEY_LEN` or `GNOMON_ML_DSA_44_KEY_LEN`.
     pub public_key_len: usize,
@@ -443,7 +444,9 @@ pub(crate) unsafe fn check_chain_with(
 
 /// `gnomon_consensus` over answers whose keys may be of either scheme
 /// (each with its own `public_key_len`). Keys of different lengths are
-/// always different keys.
+/// always different keys: a machine with an Ed25519 and an ML-DSA-44
+/// identity is two voters unless you merge them (docs/C.md, "Whom to
+/// believe").
 ///
 /// # Safety
 /// `answers` is NULL or points to `count` aligned `gnomon_vouch_any_key`
@@ -456,6 +459,8 @@ pub(crate) unsafe fn check_chain_with(
 pub unsafe extern "C" fn gnomon_consensus_any_key(
     answers: *const GnomonVouchAnyKey,
     count: usize,
+    listed: usize,
+    max_liars: usize,
     quorum: usize,
     verdicts: *mut GnomonVerdict,
     result: *mut GnomonConsensusResult,
@@ -467,11 +472,27 @@ pub unsafe extern "C" fn gnomon_consensus_any_key(
         // readable values by the caller's promise.
         unsafe { answers.add(i).read() }
     };
+    let rule = Rule {
+        listed,
+        max_liars,
+        quorum,
+    };
     // SAFETY: the caller's promises, passed on.
-    unsafe { consensus_with(count, array(answers), quorum, verdicts, result, read) }
+    unsafe { consensus_with(count, array(answers), rule, verdicts, result, read) }
 }
 
-/// The majority rule over the answers `read(i)` gives, unless `array`
+/// The numbers a consensus is asked for: the assumption and the quorum.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rule {
+    /// Distinct servers of the caller's list.
+    pub listed: usize,
+    /// How many may lie (`GNOMON_MAX_LIARS_AUTO`: the default).
+    pub max_liars: usize,
+    /// Distinct keys that must agree.
+    pub quorum: usize,
+}
+
+/// The quorum rule over the answers `read(i)` gives, unless `array`
 /// says the array is unusable; fills `*result` and the verdicts.
 ///
 /// # Safety
@@ -481,7 +502,7 @@ pub unsafe extern "C" fn gnomon_consensus_any_key(
 pub(crate) unsafe fn consensus_with(
     count: usize,
     array: Result<(), GnomonError>,
-    quorum: usize,
+    rule: Rule,
     verdicts: *mut GnomonVerdict,
     result: *mut GnomonConsensusResult,
     read: impl Fn(usize) -> GnomonVouchAnyKey,
@@ -515,7 +536,15 @@ pub(crate) unsafe fn consensus_with(
                 unsafe { verdicts.add(i).write(v.into()) };
             }
         };
-        match logic::consensus(count, answer, quorum, verdict, &mut message) {
+        match logic::consensus(
+            count,
+            answer,
+            rule.listed,
+            rule.max_liars,
+            rule.quorum,
+            verdict,
+            &mut message,
+        ) {
             Ok(t) => {
                 tally = Some(t);
                 GnomonError::GnomonOk
@@ -534,8 +563,11 @@ pub(crate) unsafe fn consensus_with(
     // A hull lies between two of the given int64 offsets, and so do its
     // middle and half its width.
     let narrow = |x: i128| x as i64;
+    let assumption = tally.map(|t| t.assumption);
     let t = tally.unwrap_or(logic::Tally {
+        assumption: gnomon_protocol::quorum::Assumption::new(0, 0),
         hull: None,
+        none: None,
         voting_keys: 0,
         agreeing_keys: 0,
         outside_keys: 0,
@@ -556,6 +588,9 @@ pub(crate) unsafe fn consensus_with(
         outside_keys: t.outside_keys,
         contradicting_keys: t.contradicting_keys,
         regions: t.regions,
+        listed: assumption.map_or(0, |a| a.voters),
+        max_liars: assumption.map_or(0, |a| a.liars),
+        needed: assumption.map_or(0, |a| a.needed()),
         message: c_message(&message),
     };
     // SAFETY: `result` checked by `writable` above.

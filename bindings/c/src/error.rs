@@ -67,7 +67,8 @@ pub enum GnomonError {
     /// source failed.
     GnomonErrLocal = 21,
     /// An argument is out of range: a timeout of 0, text that is not
-    /// UTF-8, a misaligned struct pointer, a quorum of 0, an answer whose
+    /// UTF-8, a misaligned struct pointer, a quorum of 0, a consensus
+    /// `listed` of 0 or below the distinct keys answering, an answer whose
     /// low offset is above its high one.
     GnomonErrArgument = 22,
     /// A bug in libgnomon was caught before it could reach the caller
@@ -100,17 +101,22 @@ pub enum GnomonError {
     /// a changed rand, a dropped, repeated or reordered entry.
     GnomonErrProofLink = 31,
     /// Two answers of a relayed proof cannot both be true (`entry` and
-    /// `other`): a server lied, and the bundle proves it. The majority's
-    /// interval is given when it meets the policy (`has_interval`).
+    /// `other`): a server lied, and the bundle proves it. The proven
+    /// interval is given when there is one and it meets the policy
+    /// (`has_interval`).
     GnomonErrProofContradiction = 32,
-    /// Keys of a relayed proof miss the majority or contradict themselves
-    /// (`liars`): under the assumption they lie. The majority's interval is
-    /// given when it meets the policy (`has_interval`).
+    /// Keys of a relayed proof miss the proven interval or contradict
+    /// themselves (`liars`): under the assumption they lie. The interval
+    /// is given when it meets the policy (`has_interval`).
     GnomonErrProofLiar = 33,
-    /// A relayed proof carries fewer distinct pinned keys than the policy's
-    /// `min_keys`.
+    /// A relayed proof carries fewer distinct pinned servers than
+    /// 2 × max_liars + 1 (`answering_keys`, `needed_keys`): the relay left
+    /// the others out, or they did not answer it, and what is left may be
+    /// the liars.
     GnomonErrProofTooFewKeys = 34,
-    /// Fewer distinct keys of a relayed proof agree than the policy's quorum.
+    /// No time is held by all but `max_liars` of the servers a relayed
+    /// proof carries (more of them lie than assumed), or fewer agree than
+    /// the policy's quorum.
     GnomonErrProofNoQuorum = 35,
     /// The interval a relayed proof gives is wider than the policy's
     /// `max_radius_us` (`radius_us`).
@@ -210,9 +216,11 @@ impl GnomonError {
             GnomonErrProofContradiction => {
                 "two answers in the proof contradict each other: a server lied\0"
             }
-            GnomonErrProofLiar => "answers in the proof miss the majority: a server lied\0",
-            GnomonErrProofTooFewKeys => "the proof carries too few distinct pinned keys\0",
-            GnomonErrProofNoQuorum => "too few keys in the proof agree\0",
+            GnomonErrProofLiar => "answers in the proof miss the proven interval: a server lied\0",
+            GnomonErrProofTooFewKeys => {
+                "the proof carries too few distinct pinned servers to outvote the liars\0"
+            }
+            GnomonErrProofNoQuorum => "too few servers in the proof agree\0",
             GnomonErrProofTooWide => "the proven interval is wider than the policy allows\0",
             GnomonErrProofTruncated => "the proof is truncated\0",
             GnomonErrProofMalformed => "the proof is malformed\0",

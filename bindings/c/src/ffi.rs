@@ -13,7 +13,7 @@ use core::slice;
 
 use crate::any_key::{
     array, check_chain_with, consensus_with, gnomon_build_request_any_key, gnomon_verify_any_key,
-    GnomonExchangeAnyKey, GnomonVouchAnyKey, GNOMON_ED25519_KEY_LEN,
+    GnomonExchangeAnyKey, GnomonVouchAnyKey, Rule, GNOMON_ED25519_KEY_LEN,
 };
 #[cfg(feature = "std")]
 use crate::any_key::{gnomon_build_request_random_any_key, gnomon_query_any_key};
@@ -46,6 +46,15 @@ pub const GNOMON_MAX_TIMEOUT_MS: u32 = 86_400_000;
 /// Most answers `gnomon_consensus` takes (it keeps what it needs on the
 /// stack: about 8 KB on a 64-bit machine, 6 KB on a 32-bit one).
 pub const GNOMON_MAX_ANSWERS: usize = 256;
+/// `max_liars` of `gnomon_consensus` and `gnomon_proof_policy`: the
+/// default assumption. For a consensus, at most max(1, ⌊(listed − 1)/3⌋)
+/// of the listed servers lie (what `gnomon sync` assumes); for a relayed
+/// proof, fewer than half of the pinned servers, ⌊(pinned − 1)/2⌋. Any
+/// other value is the number itself: 0 trusts every server.
+// Written so that cbindgen emits `(size_t)~0` (SIZE_MAX); it cannot
+// translate `usize::MAX`, and a bare `!0` would be C's int -1.
+#[allow(clippy::unnecessary_cast)]
+pub const GNOMON_MAX_LIARS_AUTO: usize = !0 as usize;
 
 const _: () = {
     assert!(GNOMON_REQUEST_SIZE == logic::REQUEST_SIZE);
@@ -54,6 +63,7 @@ const _: () = {
     assert!(GNOMON_MAX_NONCE == gnomon_protocol::chain::MAX_NONCE_LEN);
     assert!(GNOMON_MESSAGE_LEN == MESSAGE_LEN);
     assert!(GNOMON_MAX_ANSWERS == logic::MAX_ANSWERS);
+    assert!(GNOMON_MAX_LIARS_AUTO == logic::MAX_LIARS_AUTO);
     #[cfg(feature = "std")]
     assert!(GNOMON_MAX_TIMEOUT_MS == crate::query::MAX_TIMEOUT_MS);
 };
@@ -129,17 +139,18 @@ pub struct GnomonVouch {
     pub high_us: i64,
 }
 
-/// What the majority rule says of one answer (`gnomon_consensus`).
+/// What the quorum rule says of one answer (`gnomon_consensus`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GnomonVerdict {
     /// Its key's interval meets the consensus.
     GnomonVerdictAgrees = 0,
-    /// Its key's interval misses the consensus: if fewer than half of the
-    /// keys lie, this one does.
+    /// Its key's interval misses the consensus: if at most `max_liars` of
+    /// the listed servers lie, this one does.
     GnomonVerdictOutside = 1,
     /// Its key's answers do not overlap each other: the key lied, proven by
-    /// its own signatures. It does not vote.
+    /// its own signatures. It does not vote, and is one of the liars the
+    /// assumption allows.
     GnomonVerdictSelfContradiction = 2,
     /// There is no consensus to meet or miss.
     GnomonVerdictNoConsensus = 3,
@@ -164,12 +175,13 @@ impl From<logic::Verdict> for GnomonVerdict {
 pub struct GnomonConsensusResult {
     /// `GNOMON_OK`, or why not; the same value the call returned.
     pub code: GnomonError,
-    /// A strict majority of the voting keys holds some offset.
+    /// Enough distinct keys answered (`needed`) and some offset is held by
+    /// all of them but `max_liars`.
     pub has_consensus: bool,
     /// There is a consensus and at least `quorum` distinct keys meet it.
     pub quorum_met: bool,
-    /// The consensus: the smallest offset (server − local, µs) a strict
-    /// majority holds ...
+    /// The consensus: the smallest offset (server − local, µs) held by
+    /// `voting_keys − max_liars` keys ...
     pub low_us: i64,
     /// ... and the largest. Add an offset in it to local time.
     pub high_us: i64,
@@ -184,14 +196,27 @@ pub struct GnomonConsensusResult {
     pub agreeing_keys: usize,
     /// Voting keys whose interval misses it.
     pub outside_keys: usize,
-    /// Keys whose own answers do not overlap (they do not vote).
+    /// Keys whose own answers do not overlap (they do not vote, and count
+    /// against `max_liars`).
     pub contradicting_keys: usize,
-    /// Separate stretches of offsets a strict majority holds. More than
-    /// one: the servers disagree, and the consensus spans them all.
+    /// Separate stretches of offsets held by `voting_keys − max_liars`
+    /// keys. More than one: the servers disagree, and the consensus spans
+    /// them all.
     pub regions: usize,
-    /// A NUL-terminated English sentence: "success" when there is a
-    /// consensus, the quorum is met and the servers do not disagree;
-    /// otherwise which of those is not so, or why the call failed.
+    /// The assumption: how many distinct servers the list has (as passed).
+    pub listed: usize,
+    /// ... and how many of them may lie (`GNOMON_MAX_LIARS_AUTO` resolved
+    /// to its number).
+    pub max_liars: usize,
+    /// Distinct keys that must answer for a consensus: 2 × max_liars + 1.
+    /// Fewer answering is no consensus, whatever they say: whoever is
+    /// silent may have been silenced, and those left may be the liars.
+    pub needed: usize,
+    /// A NUL-terminated English sentence. With a consensus, the quorum met
+    /// and the servers not disagreeing, the assumption: "assumes at most 1
+    /// of the 5 listed servers lies; 3 answered, 3 needed"; otherwise which
+    /// of those is not so, why there is no consensus, or why the call
+    /// failed.
     pub message: [c_char; GNOMON_MESSAGE_LEN],
 }
 
@@ -589,16 +614,23 @@ pub unsafe extern "C" fn gnomon_check_chain(
     unsafe { check_chain_with(count, array(exchanges), result, read) }
 }
 
-/// The majority rule over `answers[0..count]` (at most
+/// The quorum rule over `answers[0..count]` (at most
 /// `GNOMON_MAX_ANSWERS`), the same rule as `gnomon sync`, `gnomon query
-/// --servers` and the Python package: the answers of each distinct key are
-/// intersected (an empty intersection: the key contradicted itself and
-/// does not vote); the consensus is the hull of every offset held by a
-/// strict majority of the keys that vote; a key whose interval misses it
-/// lies, if fewer than half of the voting keys lie. Fills `*result`, and,
-/// when `verdicts` is not NULL, `verdicts[i]` for each answer. Returns
-/// `GNOMON_OK` whenever the answers could be judged, consensus or not.
-/// Allocates nothing (also in the `no_std` build).
+/// --servers` and the Python package, under the assumption that at most
+/// `max_liars` of the `listed` distinct servers of your list lie
+/// (`GNOMON_MAX_LIARS_AUTO`: max(1, ⌊(listed − 1)/3⌋)). `listed` counts
+/// every server of the list, answered or not: an attacker on the path
+/// chooses who answers, so the rule never takes the answers as the
+/// electorate. The answers of each distinct key are intersected (an empty
+/// intersection: the key contradicted itself, does not vote, and is one
+/// of the liars); with `m` keys voting there is a consensus only when
+/// `m ≥ 2 × max_liars + 1`, and it is the hull of every offset held by
+/// `m − max_liars` of them; a key whose interval misses it lies, under
+/// the assumption. Fills `*result`, and, when `verdicts` is not NULL,
+/// `verdicts[i]` for each answer. Returns `GNOMON_OK` whenever the
+/// answers could be judged, consensus or not; `GNOMON_ERR_ARGUMENT` for
+/// a `listed` of 0 or below the distinct keys answering, or a `quorum`
+/// of 0. Allocates nothing (also in the `no_std` build).
 /// Ed25519 keys only: `gnomon_consensus_any_key` takes
 /// `gnomon_vouch_any_key`, which carries each key's length.
 ///
@@ -612,6 +644,8 @@ pub unsafe extern "C" fn gnomon_check_chain(
 pub unsafe extern "C" fn gnomon_consensus(
     answers: *const GnomonVouch,
     count: usize,
+    listed: usize,
+    max_liars: usize,
     quorum: usize,
     verdicts: *mut GnomonVerdict,
     result: *mut GnomonConsensusResult,
@@ -629,8 +663,13 @@ pub unsafe extern "C" fn gnomon_consensus(
             high_us: v.high_us,
         }
     };
+    let rule = Rule {
+        listed,
+        max_liars,
+        quorum,
+    };
     // SAFETY: the caller's promises, keys 32 bytes long.
-    unsafe { consensus_with(count, array(answers), quorum, verdicts, result, read) }
+    unsafe { consensus_with(count, array(answers), rule, verdicts, result, read) }
 }
 
 /// `known` of `gnomon_now_result`: nothing is proven.

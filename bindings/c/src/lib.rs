@@ -3,8 +3,9 @@
 //! gnomon's Roughtime client as a C library: `libgnomon.a`, `libgnomon.so`
 //! and `include/gnomon.h` (generated from this crate by cbindgen). Build a
 //! request for any version, verify a response against it and a server's
-//! key, check a measurement chain, decide whom to believe (the majority
-//! rule of `gnomon sync`), and (with `std`) ask a server in one blocking
+//! key, check a measurement chain, decide whom to believe (the quorum
+//! rule of `gnomon sync`: at most f of the n listed servers lie, and
+//! 2f + 1 must answer), and (with `std`) ask a server in one blocking
 //! call. docs/C.md is the guide.
 //!
 //! ```text

@@ -1,5 +1,5 @@
 //! The library's logic on Rust slices: building requests, verifying
-//! responses, chained nonces, the chain check and the majority rule. No
+//! responses, chained nonces, the chain check and the quorum rule. No
 //! pointers, no allocation, no `std`; the FFI shim (`ffi.rs`) turns C
 //! arguments into the slices these functions take.
 #![forbid(unsafe_code)]
@@ -8,7 +8,7 @@ use core::fmt::{self, Write as _};
 
 use base64::Engine as _;
 use gnomon_protocol::chain::MAX_NONCE_LEN;
-use gnomon_protocol::majority::{self, Span};
+use gnomon_protocol::quorum::{self, Assumption, NoConsensus, Span};
 use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
 use gnomon_protocol::scheme::{PublicKey, Scheme, MAX_PUBLIC};
 use gnomon_protocol::verify::SentRequest;
@@ -359,6 +359,11 @@ fn end_with_ellipsis(buf: &mut [u8; MESSAGE_LEN], len: usize) {
 /// uses: about 8 KB on a 64-bit machine, 6 KB on a 32-bit one.
 pub const MAX_ANSWERS: usize = 256;
 
+/// `max_liars` for "the default for the list": at most
+/// `max(1, ⌊(listed − 1)/3⌋)` of the listed servers lie
+/// ([`Assumption::for_list`], what `gnomon sync` assumes).
+pub const MAX_LIARS_AUTO: usize = usize::MAX;
+
 /// One answer, as the caller gives it: the server's long-term key and the
 /// offsets (server − local, µs) it vouches for.
 #[derive(Clone, Copy, Debug)]
@@ -388,17 +393,25 @@ pub enum Verdict {
 /// The rule's result over a set of answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tally {
-    /// The hull of every offset a strict majority of the voting keys holds.
+    /// The assumption the caller's list was judged under: at most
+    /// `liars` of its `voters` (the `listed` servers) lie.
+    pub assumption: Assumption,
+    /// The hull of every offset held by `m − f` of the `m` voting keys,
+    /// when `m ≥ 2f + 1` (`f` less the keys that proved themselves
+    /// liars).
     pub hull: Option<Span>,
+    /// Why there is no hull.
+    pub none: Option<NoConsensus>,
     /// Distinct keys that vote (answered and did not contradict themselves).
     pub voting_keys: usize,
     /// Voting keys whose interval meets the hull.
     pub agreeing_keys: usize,
     /// Voting keys whose interval misses it.
     pub outside_keys: usize,
-    /// Keys whose own answers do not overlap (they do not vote).
+    /// Keys whose own answers do not overlap (they do not vote, and count
+    /// against `f`).
     pub contradicting_keys: usize,
-    /// Separate stretches a strict majority holds; more than one: the
+    /// Separate stretches held by `m − f` voting keys; more than one: the
     /// servers disagree.
     pub regions: usize,
     /// At least the quorum of distinct keys agrees on a consensus.
@@ -431,17 +444,25 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// The majority rule of `gnomon_client::consensus::agree` (and so of
-/// `gnomon sync` and `gnomon query --servers`) without allocation: answers
-/// merged per distinct key (their intersection; an empty one is a key
-/// that contradicted itself and does not vote), then
-/// `gnomon_protocol::majority` over the keys that vote. `answer(i)` gives
-/// answer `i` (or why its arguments are unusable); `verdict(i, v)` is told
-/// the verdict of each answer, and only once every answer was read and
-/// found usable. A failure names the answer in `message`.
+/// The quorum rule of `gnomon_client::consensus::agree` (and so of
+/// `gnomon sync` and `gnomon query --servers`) without allocation, one
+/// voter per distinct key: answers merged per key (their intersection; an
+/// empty one is a key that contradicted itself, does not vote and is one
+/// of the `f`), then `gnomon_protocol::quorum` over the keys that vote,
+/// under "at most `max_liars` of the `listed` servers lie"
+/// ([`MAX_LIARS_AUTO`]: [`Assumption::for_list`]). `listed` is every
+/// distinct server of the caller's list, answered or not: an attacker on
+/// the path picks who answers, so the rule never counts the answers as
+/// the electorate. `answer(i)` gives answer `i` (or why its arguments are
+/// unusable); `verdict(i, v)` is told the verdict of each answer, and only
+/// once every answer was read and found usable. A failure names the
+/// answer in `message`; success states the assumption there, or why there
+/// is no consensus.
 pub fn consensus<'a>(
     count: usize,
     mut answer: impl FnMut(usize) -> Result<Answer<'a>, GnomonError>,
+    listed: usize,
+    max_liars: usize,
     quorum: usize,
     mut verdict: impl FnMut(usize, Verdict),
     message: &mut [u8; MESSAGE_LEN],
@@ -460,6 +481,16 @@ pub fn consensus<'a>(
         write_message(
             message,
             format_args!("a quorum of 0: at least one distinct key must agree"),
+        );
+        return Err(GnomonError::GnomonErrArgument);
+    }
+    if listed == 0 {
+        write_message(
+            message,
+            format_args!(
+                "listed is 0: pass how many distinct servers your list has, \
+                 answered or not"
+            ),
         );
         return Err(GnomonError::GnomonErrArgument);
     }
@@ -497,22 +528,43 @@ pub fn consensus<'a>(
             }
         }
     }
-    let hull = majority::majority_hull(keys.voting());
-    let regions = majority::majority_regions(keys.voting());
+    if keys.len > listed {
+        write_message(
+            message,
+            format_args!(
+                "the answers carry {} distinct keys, more than the {listed} listed: \
+                 listed counts every distinct server of your list, answered or not",
+                keys.len
+            ),
+        );
+        return Err(GnomonError::GnomonErrArgument);
+    }
+    let assumption = if max_liars == MAX_LIARS_AUTO {
+        Assumption::for_list(listed)
+    } else {
+        Assumption::new(listed, max_liars)
+    };
+    let contradicting_keys = (0..keys.len).filter(|&k| keys.span(k).is_none()).count();
+    let rule = assumption.after_proven(contradicting_keys);
+    let decided = quorum::consensus(keys.voting(), rule);
+    let hull = decided.ok();
+    let regions = quorum::regions(keys.voting(), rule);
     let judge = |k: usize| match (keys.span(k), hull) {
         (None, _) => Verdict::SelfContradiction,
         (Some(_), None) => Verdict::NoConsensus,
-        (Some(s), Some(h)) if majority::outside(h, s) => Verdict::Outside,
+        (Some(s), Some(h)) if quorum::outside(h, s) => Verdict::Outside,
         (Some(_), Some(_)) => Verdict::Agrees,
     };
     let of = |v| (0..keys.len).filter(|&k| judge(k) == v).count();
     let agreeing_keys = of(Verdict::Agrees);
     let tally = Tally {
+        assumption,
         hull,
+        none: decided.err(),
         voting_keys: keys.voting().count(),
         agreeing_keys,
         outside_keys: of(Verdict::Outside),
-        contradicting_keys: of(Verdict::SelfContradiction),
+        contradicting_keys,
         regions,
         quorum_met: hull.is_some() && agreeing_keys >= quorum,
     };
@@ -531,40 +583,107 @@ fn unusable(message: &mut [u8; MESSAGE_LEN], i: usize, e: GnomonError) -> Gnomon
     e
 }
 
-/// The sentence of a computed consensus: "success" when there is one, the
-/// quorum agrees and the servers do not disagree; otherwise which of those
-/// is not so.
+/// "assumes at most f of the n listed servers lie; m answered, 2f + 1
+/// needed": `gnomon_client::describe_assumption`'s sentence.
+struct Assumes(Assumption, usize);
+
+impl fmt::Display for Assumes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Assumes(a, answered) = *self;
+        let verb = if a.liars == 1 { "lies" } else { "lie" };
+        write!(
+            f,
+            "assumes at most {} of the {} listed servers {verb}; {answered} answered, {} needed",
+            a.liars,
+            a.voters,
+            a.needed()
+        )
+    }
+}
+
+/// The sentence of a computed consensus: the assumption when there is a
+/// consensus, the quorum agrees and the servers do not disagree;
+/// otherwise which of those is not so (and the assumption), or why there
+/// is no consensus.
 fn describe(t: &Tally, quorum: usize, message: &mut [u8; MESSAGE_LEN]) {
+    let a = t.assumption;
+    let assumes = Assumes(a, t.voting_keys);
+    let proven = t.contradicting_keys;
+    let rule = a.after_proven(proven);
     let Some(hull) = t.hull else {
-        return write_message(
-            message,
-            format_args!(
-                "no consensus: no offset is held by a strict majority of the {} key(s) that vote",
-                t.voting_keys
+        return match t.none {
+            Some(NoConsensus::TooFew { answered, .. }) if !a.satisfiable() => write_message(
+                message,
+                format_args!(
+                    "no consensus: a list of {} server(s) cannot outvote {} liar(s), which \
+                     needs {} answering; list more servers, or pass a lower max_liars (0 \
+                     trusts every one); {answered} answered",
+                    a.voters,
+                    a.liars,
+                    a.needed()
+                ),
             ),
-        );
+            Some(NoConsensus::TooFew { answered, needed }) => write_message(
+                message,
+                format_args!(
+                    "no consensus: too few answered, {answered} of the {} listed servers \
+                     ({needed} needed to outvote {} liar(s)): the silent ones may have been \
+                     silenced on purpose{}",
+                    a.voters,
+                    rule.liars,
+                    Proven(proven)
+                ),
+            ),
+            Some(NoConsensus::NoCommonOffset { answered, cover }) => write_message(
+                message,
+                format_args!(
+                    "no consensus: no offset is held by {cover} of the {answered} keys that \
+                     answered, so more than {} of the {} listed servers lie{}",
+                    a.liars,
+                    a.voters,
+                    Proven(proven)
+                ),
+            ),
+            // A hull or a reason: the rule gives one of the two.
+            None => write_message(message, format_args!("no consensus; {assumes}")),
+        };
     };
     if !t.quorum_met {
         write_message(
             message,
             format_args!(
-                "{} distinct key(s) agree, fewer than the quorum of {quorum}",
+                "{} distinct key(s) agree, fewer than the quorum of {quorum}; {assumes}",
                 t.agreeing_keys
             ),
         );
     } else if t.regions > 1 {
+        // A consensus needs 2f + 1 voting keys: no underflow.
+        let cover = t.voting_keys.saturating_sub(rule.liars);
         write_message(
             message,
             format_args!(
-                "the servers disagree: a majority of the {} keys holds {} separate stretches; \
-                 the consensus spans them (±{} s)",
+                "the servers disagree: {cover} of the {} keys hold {} separate stretches; \
+                 the consensus spans them (±{} s); {assumes}",
                 t.voting_keys,
                 t.regions,
                 Seconds(hull.radius())
             ),
         );
     } else {
-        write_message(message, format_args!("{}", text(GnomonError::GnomonOk)));
+        write_message(message, format_args!("{assumes}"));
+    }
+}
+
+/// "; k key(s) contradicted themselves" when some did (they are among
+/// the liars the assumption allows).
+struct Proven(usize);
+
+impl fmt::Display for Proven {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            k => write!(f, "; {k} key(s) contradicted themselves"),
+        }
     }
 }
 

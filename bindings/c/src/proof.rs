@@ -4,23 +4,30 @@
 //! and runs in the `no_std` library.
 //!
 //! ```text
-//!  bundle, D, pinned keys, elapsed ─▶ gnomon_verify_proof
+//!  bundle, D, pinned keys (server ids), elapsed ─▶ gnomon_verify_proof(_any_key)
+//!      keys ─▶ one voter per server (a fixed array on the stack)
 //!      ws (caller's bytes) ─▶ aligned ProofWorkspace inside them (ptr::write)
-//!                            └─▶ verify_proof ─▶ gnomon_proven + one code per failure
+//!                            └─▶ verify_proof_grouped ─▶ gnomon_proven + one code per failure
 //! ```
+//!
+//! The assumption is about the pinned servers, never about the answers
+//! in the bundle (the relay picks those): at most `max_liars` of the
+//! pinned lie, fewer than half by default, and the bundle must carry
+//! `2 × max_liars + 1` of them.
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use core::mem::{align_of, size_of};
 
 use gnomon_protocol::proof::{
-    check_device_value, verify_proof, ProofError, ProofPolicy, ProofWorkspace, Proven,
+    check_device_value, verify_proof_grouped, ProofError, ProofPolicy, ProofWorkspace, Proven,
 };
+use gnomon_protocol::quorum::Assumption;
 use gnomon_protocol::scheme::PublicKey;
 
 use crate::any_key::{key, GNOMON_ED25519_KEY_LEN, GNOMON_ML_DSA_44_KEY_LEN};
 use crate::error::GnomonError;
-use crate::ffi::{guard, input, writable};
+use crate::ffi::{guard, input, writable, GNOMON_MAX_LIARS_AUTO};
 
 /// Bytes of `gnomon_proof_workspace`. One figure for every target, so
 /// that one header serves them all: the Rust workspace (about 2.5 KB on
@@ -66,15 +73,26 @@ pub struct GnomonProofWorkspace {
 }
 
 /// What the device accepts (`gnomon_verify_proof`'s `policy`; NULL takes
-/// the defaults: quorum 2, min_keys 3, max_radius_us 10 000 000).
+/// the defaults: quorum 1, max_liars `GNOMON_MAX_LIARS_AUTO`,
+/// max_radius_us 10 000 000).
+///
+/// The assumption is about the pinned servers: at most `max_liars` of
+/// them lie. The relay chooses which answers the bundle carries (and may
+/// work with the liars), so a bundle proves an interval only when it
+/// carries `2 × max_liars + 1` distinct pinned servers, and the interval
+/// is the hull of the times held by all of them but `max_liars`. With the
+/// default and n pinned servers that is every one (n odd) or all but one
+/// (n even). A zeroed policy assumes no liar at all: set `max_liars`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GnomonProofPolicy {
-    /// Distinct pinned keys whose intervals must meet the majority.
+    /// Distinct pinned servers whose intervals must meet the proven
+    /// interval (at least 1; beyond what the rule already needs).
     pub quorum: usize,
-    /// Distinct pinned keys the bundle must carry (what keeps a relay
-    /// from choosing the voters: docs/PROOF.md, "The assumption").
-    pub min_keys: usize,
+    /// How many of the pinned servers may lie; `GNOMON_MAX_LIARS_AUTO`:
+    /// fewer than half of them, ⌊(pinned − 1)/2⌋ (docs/PROOF.md, "The
+    /// assumption"). 0 trusts every pinned server.
+    pub max_liars: usize,
     /// Widest proven interval accepted, as half its width in µs; 0: no
     /// limit.
     pub max_radius_us: u64,
@@ -88,6 +106,12 @@ pub struct GnomonPinnedKey {
     pub public_key: *const u8,
     /// Its length.
     pub public_key_len: usize,
+    /// Which server the key is: pinned keys with the same non-zero
+    /// `server` are one voter (one machine's Ed25519 and ML-DSA-44
+    /// identities, or one operator's servers), so one liar never counts
+    /// twice. 0: a server of its own. The same key pinned twice is one
+    /// voter whatever its `server`.
+    pub server: u32,
 }
 
 /// Longest bundle of format version 1: D of 64 bytes and 16 entries, each
@@ -143,15 +167,25 @@ pub struct GnomonProven {
     pub earliest_unix_us: i64,
     /// The latest it can be.
     pub latest_unix_us: i64,
-    /// Distinct keys whose intervals meet the majority (with an interval).
+    /// Distinct pinned servers (voters) whose intervals meet the proven
+    /// interval (with an interval).
     pub agreeing_keys: usize,
-    /// Distinct keys that answered (a key contradicting itself excluded;
-    /// with an interval). For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: the keys the
-    /// bundle carries; for `GNOMON_ERR_PROOF_NO_QUORUM`: the keys agreeing.
+    /// Distinct pinned servers that answered (one contradicting itself
+    /// excluded; with an interval). For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`:
+    /// the servers the bundle carries; for `GNOMON_ERR_PROOF_NO_QUORUM`:
+    /// the servers agreeing.
     pub answering_keys: usize,
-    /// For `GNOMON_ERR_PROOF_TOO_FEW_KEYS` and `GNOMON_ERR_PROOF_NO_QUORUM`:
-    /// how many the policy needs; else 0.
+    /// For `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: 2 × max_liars + 1, the servers
+    /// the bundle had to carry; for `GNOMON_ERR_PROOF_NO_QUORUM`: how many
+    /// had to agree; else 0.
     pub needed_keys: usize,
+    /// The assumption the bundle was judged under: at most `max_liars`
+    /// of the `pinned` servers lie (the policy's number, or
+    /// `GNOMON_MAX_LIARS_AUTO` resolved). Set whenever the arguments were
+    /// accepted, success or not; else 0.
+    pub max_liars: usize,
+    /// Distinct pinned servers (voters: keys grouped by `server`).
+    pub pinned: usize,
     /// The entry (0-based) the failure names: the unknown key, the bad
     /// signature, the answer for another request, the broken link, the
     /// earlier of two contradicting answers; else `GNOMON_NO_ENTRY`.
@@ -176,6 +210,8 @@ impl GnomonProven {
             agreeing_keys: 0,
             answering_keys: 0,
             needed_keys: 0,
+            max_liars: 0,
+            pinned: 0,
             entry: GNOMON_NO_ENTRY,
             other: GNOMON_NO_ENTRY,
             liars: 0,
@@ -192,6 +228,12 @@ impl GnomonProven {
         self.latest_unix_us = narrow(p.latest_us);
         self.agreeing_keys = p.agreeing_keys;
         self.answering_keys = p.answering_keys;
+        self.assumed(p.assumption)
+    }
+
+    fn assumed(mut self, a: Assumption) -> GnomonProven {
+        self.max_liars = a.liars;
+        self.pinned = a.voters;
         self
     }
 }
@@ -264,11 +306,16 @@ pub fn proven(r: &Result<Proven, ProofError>) -> GnomonProven {
             };
             majority.map_or(out, |m| out.interval(&m))
         }
-        ProofError::TooFewKeys { present, needed } => GnomonProven {
+        ProofError::TooFewKeys {
+            present,
+            needed,
+            assumption,
+        } => GnomonProven {
             answering_keys: present,
             needed_keys: needed,
             ..out
-        },
+        }
+        .assumed(assumption),
         ProofError::NoQuorum { agreeing, needed } => GnomonProven {
             answering_keys: agreeing,
             needed_keys: needed,
@@ -284,26 +331,68 @@ fn policy_of(p: Option<GnomonProofPolicy>) -> Result<ProofPolicy, GnomonError> {
     let Some(p) = p else {
         return Ok(ProofPolicy::default());
     };
-    if p.quorum == 0 || p.min_keys == 0 {
+    if p.quorum == 0 {
         return Err(GnomonError::GnomonErrArgument);
     }
     Ok(ProofPolicy {
+        max_liars: (p.max_liars != GNOMON_MAX_LIARS_AUTO).then_some(p.max_liars),
         quorum: p.quorum,
-        min_keys: p.min_keys,
         max_radius_us: (p.max_radius_us != 0).then_some(p.max_radius_us),
     })
+}
+
+/// The voter of each of the `n` pinned keys, and how many voters: keys
+/// with one non-zero `server` are one, and so are equal keys (closed
+/// transitively). Voters are numbered by their first key, so every number
+/// is below `n`. No allocation: a union-find over the fixed array.
+fn voters(
+    keys: &[PublicKey<'_>],
+    server: &[u32],
+    voter_of: &mut [usize; GNOMON_MAX_PROOF_KEYS],
+) -> usize {
+    let n = keys.len().min(server.len()).min(GNOMON_MAX_PROOF_KEYS);
+    for (i, v) in voter_of.iter_mut().enumerate() {
+        *v = i;
+    }
+    fn root(parent: &mut [usize; GNOMON_MAX_PROOF_KEYS], mut i: usize) -> usize {
+        while parent[i] != i {
+            i = parent[i];
+        }
+        i
+    }
+    for j in 0..n {
+        for i in 0..j {
+            let one_server = server[i] != 0 && server[i] == server[j];
+            if one_server || keys[i].bytes() == keys[j].bytes() {
+                let (a, b) = (root(voter_of, i), root(voter_of, j));
+                let (low, high) = (a.min(b), a.max(b));
+                voter_of[high] = low;
+            }
+        }
+    }
+    let mut count = 0;
+    for i in 0..n {
+        let r = root(voter_of, i);
+        voter_of[i] = r;
+        count += usize::from(r == i);
+    }
+    count
 }
 
 /// Verify a relayed proof as the device: `bundle` (the binary form,
 /// docs/PROOF.md) made for the device's value `device` (D, 16 to 64
 /// bytes: `GNOMON_MIN_DEVICE_VALUE` to `GNOMON_MAX_DEVICE_VALUE`, at
 /// least 128 bits of them unpredictable to the relay), against the
-/// `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back),
-/// `elapsed_us` after the device made D. Fills `*out`; returns
-/// `GNOMON_OK` with the proven interval, or the failure's code (one per
-/// kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists them). Allocates nothing,
-/// reads no clock (also in the `no_std` build); works in `*ws`.
-/// Keys of either scheme: `gnomon_verify_proof_any_key`.
+/// `n_keys` pinned Ed25519 keys at `keys` (32 bytes each, back to back;
+/// each distinct key one server), `elapsed_us` after the device made D
+/// (an upper bound from its own monotonic clock, its worst drift added).
+/// Fills `*out`; returns `GNOMON_OK` with the proven interval, or the
+/// failure's code (one per kind, `GNOMON_ERR_PROOF_*`; docs/C.md lists
+/// them). `GNOMON_ERR_PROOF_TOO_FEW_KEYS`: the bundle carries fewer than
+/// 2 × max_liars + 1 of the pinned servers, and what it carries may be
+/// the liars. Allocates nothing, reads no clock (also in the `no_std`
+/// build); works in `*ws`. Keys of either scheme, and keys grouped by
+/// server: `gnomon_verify_proof_any_key`.
 ///
 /// `elapsed_us` is required, and no value means "unknown": pass an upper
 /// bound from the device's own monotonic clock since it made D, its worst
@@ -311,11 +400,12 @@ fn policy_of(p: Option<GnomonProofPolicy>) -> Result<ProofPolicy, GnomonError> {
 /// it, so a value too small (0 among them) gives an interval that may
 /// end before the device's present.
 ///
-/// `policy` NULL: quorum 2, min_keys 3, max_radius_us 10 s.
+/// `policy` NULL: quorum 1, max_liars `GNOMON_MAX_LIARS_AUTO` (fewer than
+/// half of the pinned servers lie), max_radius_us 10 s.
 /// `GNOMON_ERR_ARGUMENT` for a device value shorter than
 /// `GNOMON_MIN_DEVICE_VALUE` or longer than `GNOMON_MAX_DEVICE_VALUE`
 /// bytes (an empty one is `GNOMON_ERR_EMPTY`), checked before the bundle
-/// is read, or a policy with a quorum or min_keys of 0;
+/// is read, or a policy with a quorum of 0;
 /// `GNOMON_ERR_TOO_LONG` for more than `GNOMON_MAX_PROOF_KEYS` keys or a
 /// bundle over `GNOMON_MAX_PROOF_BUNDLE` bytes.
 ///
@@ -345,6 +435,8 @@ pub unsafe extern "C" fn gnomon_verify_proof(
         // 32 * n_keys bytes by the caller's promise.
         public_key: unsafe { keys.add(i * GNOMON_ED25519_KEY_LEN) },
         public_key_len: GNOMON_ED25519_KEY_LEN,
+        // One voter per distinct key.
+        server: 0,
     };
     let keys_ok = if keys.is_null() {
         Err(GnomonError::GnomonErrNull)
@@ -361,7 +453,10 @@ pub unsafe extern "C" fn gnomon_verify_proof(
 }
 
 /// `gnomon_verify_proof` with pinned keys of either scheme: `keys` points
-/// to `n_keys` `gnomon_pinned_key` values, each with its own length.
+/// to `n_keys` `gnomon_pinned_key` values, each with its own length and
+/// the server it belongs to: keys with one non-zero `server` are one
+/// voter (a machine's two identities count once), 0 a voter of its own.
+/// `max_liars` and the default are of these voters.
 ///
 /// # Safety
 /// As `gnomon_verify_proof`, with `keys` pointing to `n_keys` aligned
@@ -468,26 +563,33 @@ unsafe fn verify_with(
             let k = read(i);
             // SAFETY: NULL or public_key_len readable bytes by the
             // caller's promise, checked for NULL and length inside.
-            unsafe { key(k.public_key, k.public_key_len) }
+            unsafe { key(k.public_key, k.public_key_len) }.map(|p| (p, k.server))
         };
         // The first key fills the unused slots (n_keys ≥ 1): no
         // allocation, no placeholder key.
-        let mut keys: [PublicKey<'_>; GNOMON_MAX_PROOF_KEYS] = match pinned(0) {
-            Ok(k) => [k; GNOMON_MAX_PROOF_KEYS],
+        let (mut keys, mut server) = match pinned(0) {
+            Ok((k, s)) => ([k; GNOMON_MAX_PROOF_KEYS], [s; GNOMON_MAX_PROOF_KEYS]),
             Err(e) => return e,
         };
-        for (i, slot) in keys.iter_mut().enumerate().take(n_keys).skip(1) {
+        for i in 1..n_keys {
             match pinned(i) {
-                Ok(k) => *slot = k,
+                Ok((k, s)) => (keys[i], server[i]) = (k, s),
                 Err(e) => return e,
             }
         }
+        let keys = &keys[..n_keys];
+        let mut voter_of = [0; GNOMON_MAX_PROOF_KEYS];
+        let n_voters = voters(keys, &server[..n_keys], &mut voter_of);
+        let assumption = policy.assumption(n_voters);
         // SAFETY: `ws` is non-NULL and aligned (checked by `writable`) and
         // the caller's alone for the call: the call may write its
         // GNOMON_PROOF_WORKSPACE_SIZE bytes.
         let ws = unsafe { workspace(ws) };
-        let r = verify_proof(bundle, device, &keys[..n_keys], elapsed_us, &policy, ws);
-        result = proven(&r);
+        let voter_of = &voter_of[..n_keys];
+        let r = verify_proof_grouped(bundle, device, keys, voter_of, elapsed_us, &policy, ws);
+        // Every result says what it was judged under (the verifier's
+        // own assumption, where it gives one, is this one).
+        result = proven(&r).assumed(assumption);
         result.code
     });
     if result.code != code {

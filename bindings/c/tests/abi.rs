@@ -423,6 +423,7 @@ fn every_error_code_is_produced() {
                 P::TooFewKeys {
                     present: 2,
                     needed: 3,
+                    assumption: gnomon_protocol::quorum::Assumption::new(5, 1),
                 },
                 GnomonErrProofTooFewKeys,
             ),
@@ -439,6 +440,12 @@ fn every_error_code_is_produced() {
             assert_eq!(r.code, want, "{e:?}");
             assert!(!r.has_interval, "{e:?}");
             saw(of_proof(&e), want, &format!("{e:?}"));
+            // Too few servers in the bundle: how many it carries, how many
+            // it had to, and the assumption, for the device to say.
+            if want == GnomonErrProofTooFewKeys {
+                let got = (r.answering_keys, r.needed_keys, r.max_liars, r.pinned);
+                assert_eq!(got, (2, 3, 1, 5), "{e:?}");
+            }
         }
     }
 

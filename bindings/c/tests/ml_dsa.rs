@@ -411,20 +411,45 @@ fn a_chain_and_a_consensus_take_ml_dsa_keys() {
         outside_keys: 0,
         contradicting_keys: 0,
         regions: 0,
+        listed: 0,
+        max_liars: 0,
+        needed: 0,
         message: [0; GNOMON_MESSAGE_LEN],
     };
     let mut verdicts = [GnomonVerdict::GnomonVerdictNoConsensus; 3];
+    let v = verdicts.as_mut_ptr();
+    // Two keys: a list of one is refused.
     // SAFETY: arrays of 3 answers and 3 verdicts, and a result struct.
-    let code =
-        unsafe { gnomon_consensus_any_key(answers.as_ptr(), 3, 2, verdicts.as_mut_ptr(), &mut c) };
+    let code = unsafe { gnomon_consensus_any_key(answers.as_ptr(), 3, 1, 0, 2, v, &mut c) };
+    assert_eq!(
+        code,
+        GnomonError::GnomonErrArgument,
+        "{}",
+        message(&c.message)
+    );
+    // Two listed, neither assumed to lie: both must hold the consensus.
+    // SAFETY: as above.
+    let code = unsafe { gnomon_consensus_any_key(answers.as_ptr(), 3, 2, 0, 2, v, &mut c) };
     assert_eq!(code, GnomonError::GnomonOk, "{}", message(&c.message));
-    assert_eq!(c.voting_keys, 2);
+    assert_eq!(
+        (c.voting_keys, c.listed, c.max_liars, c.needed),
+        (2, 2, 0, 1)
+    );
     assert!(c.quorum_met);
     assert_eq!((c.low_us, c.high_us), (0, 10));
     let bad = [vouch(1312, -10, 10), vouch(64, 0, 1)];
     // SAFETY: as above, with 2 answers and no verdicts.
-    let code =
-        unsafe { gnomon_consensus_any_key(bad.as_ptr(), 2, 1, std::ptr::null_mut(), &mut c) };
+    let code = unsafe {
+        gnomon_consensus_any_key(
+            bad.as_ptr(),
+            2,
+            2,
+            GNOMON_MAX_LIARS_AUTO,
+            1,
+            std::ptr::null_mut(),
+            &mut c,
+        )
+    };
     assert_eq!(code, GnomonError::GnomonErrKey);
     assert!(
         message(&c.message).starts_with("answer 1:"),

@@ -115,6 +115,10 @@ struct Verdict {
     earliest: i64,
     latest: i64,
     agreeing: i64,
+    answering: i64,
+    needed: i64,
+    max_liars: i64,
+    pinned: i64,
     entry: i64,
     stack: i64,
     line: String,
@@ -182,6 +186,23 @@ fn device_verifies(
     keys: &[u8],
     elapsed_us: u64,
 ) -> Verdict {
+    device_verifies_with(exe, dir, name, bundle, device, keys, elapsed_us, &[])
+}
+
+/// [`device_verifies`] with proof.c's optional arguments: each key's
+/// server id ("0,7,7", through `gnomon_verify_proof_any_key`) and the
+/// policy's max_liars.
+#[allow(clippy::too_many_arguments)]
+fn device_verifies_with(
+    exe: &Path,
+    dir: &Path,
+    name: &str,
+    bundle: &[u8],
+    device: &[u8],
+    keys: &[u8],
+    elapsed_us: u64,
+    extra: &[&str],
+) -> Verdict {
     let files = [("bundle", bundle), ("device", device), ("keys", keys)].map(|(f, bytes)| {
         let p = dir.join(format!("{name}.{f}"));
         std::fs::write(&p, bytes).unwrap();
@@ -189,6 +210,7 @@ fn device_verifies(
     });
     let mut args = files.to_vec();
     args.push(PathBuf::from(elapsed_us.to_string()));
+    args.extend(extra.iter().map(PathBuf::from));
     let out = run_bounded(exe, &args);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
@@ -210,6 +232,10 @@ fn device_verifies(
         earliest: get("earliest"),
         latest: get("latest"),
         agreeing: get("agreeing"),
+        answering: get("answering"),
+        needed: get("needed"),
+        max_liars: get("max_liars"),
+        pinned: get("pinned"),
         entry: get("entry"),
         stack: get("stack"),
         line: stdout.trim().to_owned(),
@@ -272,6 +298,8 @@ fn a_c_device_proves_the_true_now_from_a_relayed_bundle_and_refuses_each_tampere
     let after = real_now_us();
     assert_eq!(v.code, E::GnomonOk as i64, "{}", v.line);
     assert!(v.has_interval && v.agreeing == 3, "{}", v.line);
+    // Fewer than half of the three pinned may lie: one.
+    assert_eq!((v.max_liars, v.pinned), (1, 3), "{}", v.line);
     assert!(
         v.earliest <= after && before <= v.latest,
         "{} before {before} after {after}",
@@ -368,13 +396,14 @@ fn a_c_device_proves_the_true_now_from_a_relayed_bundle_and_refuses_each_tampere
     let mut trimmed = good.clone();
     let keep: Vec<Value> = trimmed["responses"].as_array().unwrap()[..2].to_vec();
     trimmed["responses"] = Value::Array(keep);
-    refused(
+    let v = refused(
         "trimmed",
         &binary(&trimmed),
         &device,
         keys,
         E::GnomonErrProofTooFewKeys,
     );
+    assert_eq!((v.answering, v.needed), (2, 3), "{}", v.line);
     // Truncated, and not a bundle at all.
     refused(
         "truncated",
@@ -451,6 +480,118 @@ fn a_c_device_names_a_minority_liar_and_keeps_the_majoritys_interval() {
     assert!(
         v.earliest <= after && before <= v.latest,
         "{} before {before} after {after}",
+        v.line
+    );
+    let _ = std::fs::remove_dir_all(&relay.dir);
+}
+
+/// Issue 33's relayed case: the bundle carries two liars (5 s ahead,
+/// under libfaketime: close enough to the honest one that no two answers
+/// contradict) and one honest server, and the device pins five. The relay
+/// chose those three; of five pinned with fewer than half lying, two may
+/// lie, and then three can be all the liars: 2 × 2 + 1 = 5 must answer.
+/// The device gets no interval, and the numbers to say why.
+#[test]
+fn a_bundle_of_two_liars_and_one_honest_server_of_five_pinned_proves_nothing() {
+    use gnomon::GnomonError as E;
+    let name = "a_bundle_of_two_liars_and_one_honest_server_of_five_pinned_proves_nothing";
+    if !Path::new(LIBFAKETIME).exists() {
+        return gnomon_testkit::skip(
+            name,
+            &format!("{LIBFAKETIME} missing (package libfaketime)"),
+        );
+    }
+    let Some(exe) = device_program() else {
+        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    };
+    let relay = Relay::start("proof-dropped", &[Some("+5"), None, Some("+5")]);
+    let device = device_value(6);
+    let made = Instant::now();
+    let (bundle, _) = relay.bundle(&device, "binary", &["--all"]);
+    let elapsed = made.elapsed().as_micros() as u64 + 1_000_000;
+    // The two pinned servers the relay left out (their keys are all the
+    // device knows of them).
+    let mut five = relay.keys.clone();
+    five.extend(gnomon_testkit::noise(0x5eed_0033, 64));
+    let v = device_verifies(
+        &exe, &relay.dir, "dropped", &bundle, &device, &five, elapsed,
+    );
+    assert_eq!(v.code, E::GnomonErrProofTooFewKeys as i64, "{}", v.line);
+    assert!(!v.has_interval, "{}", v.line);
+    assert_eq!(
+        (v.answering, v.needed, v.max_liars, v.pinned),
+        (3, 5, 2, 5),
+        "{}",
+        v.line
+    );
+    // Assuming at most one of the five lies, three answering are enough
+    // (the assumption is the device's to make, and the result says which).
+    let v = device_verifies_with(
+        &exe,
+        &relay.dir,
+        "dropped-f1",
+        &bundle,
+        &device,
+        &five,
+        elapsed,
+        &["-", "1"],
+    );
+    assert_ne!(v.code, E::GnomonErrProofTooFewKeys as i64, "{}", v.line);
+    assert_eq!((v.max_liars, v.pinned), (1, 5), "{}", v.line);
+    let _ = std::fs::remove_dir_all(&relay.dir);
+}
+
+/// Two pinned keys that are one server (one machine's identities, one
+/// operator's servers: the same non-zero `server` in gnomon_pinned_key)
+/// are one voter: a bundle from three servers then carries two voters,
+/// too few for one liar assumed (three must answer), where each key its
+/// own server carries three.
+#[test]
+fn two_pinned_keys_of_one_server_count_once() {
+    use gnomon::GnomonError as E;
+    let name = "two_pinned_keys_of_one_server_count_once";
+    let Some(exe) = device_program() else {
+        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    };
+    let relay = Relay::start("proof-grouped", &[None, None, None]);
+    let device = device_value(7);
+    let (bundle, code) = relay.bundle(&device, "binary", &[]);
+    assert_eq!(code, Some(0));
+    let run = |case: &str, extra: &[&str]| {
+        let keys = &relay.keys;
+        device_verifies_with(
+            &exe, &relay.dir, case, &bundle, &device, keys, 10_000_000, extra,
+        )
+    };
+    // Each key its own server, through either entry point.
+    for (case, servers) in [("ed25519", "-"), ("alone", "0,0,0"), ("distinct", "1,2,3")] {
+        let v = run(case, &[servers, "1"]);
+        assert_eq!(v.code, E::GnomonOk as i64, "{case}: {}", v.line);
+        assert_eq!(
+            (v.answering, v.agreeing, v.pinned),
+            (3, 3, 3),
+            "{case}: {}",
+            v.line
+        );
+    }
+    // The second and third keys one server: two voters answered, three
+    // needed to outvote one liar.
+    let v = run("grouped", &["0,7,7", "1"]);
+    assert_eq!(v.code, E::GnomonErrProofTooFewKeys as i64, "{}", v.line);
+    assert_eq!(
+        (v.answering, v.needed, v.max_liars, v.pinned),
+        (2, 3, 1, 2),
+        "{}",
+        v.line
+    );
+    // With the default assumption of two pinned voters (⌊(2 − 1)/2⌋ = 0
+    // liars) the two carried are enough, and both agree.
+    let v = run("grouped-default", &["0,7,7"]);
+    assert_eq!(v.code, E::GnomonOk as i64, "{}", v.line);
+    assert_eq!(
+        (v.answering, v.agreeing, v.max_liars, v.pinned),
+        (2, 2, 0, 2),
+        "{}",
         v.line
     );
     let _ = std::fs::remove_dir_all(&relay.dir);

@@ -1,11 +1,15 @@
 /* The device of a relayed proof (docs/PROOF.md), in C: run by
  * tests/proof_device.rs as
- *   proof BUNDLE DEVICE KEYS ELAPSED_US
+ *   proof BUNDLE DEVICE KEYS ELAPSED_US [SERVERS [MAX_LIARS]]
  * with BUNDLE the binary bundle `gnomon relay` made against real `gnomon
  * serve` processes (or a tampered copy), DEVICE the device value D (raw
  * bytes), KEYS the pinned Ed25519 keys (32 raw bytes each, back to back)
  * and ELAPSED_US the time the device's own clock says has passed since it
  * made D, drift included (required: the API has no "unknown" value).
+ * With SERVERS (each key's server id, comma separated: "0,7,7"; "-" for
+ * none) the keys go through gnomon_verify_proof_any_key as
+ * gnomon_pinned_key values, keys with one non-zero id one voter;
+ * MAX_LIARS is the policy's (default "auto": GNOMON_MAX_LIARS_AUTO).
  * Linked with the no_std libgnomon, and
  * GNOMON_NO_STD defined before the header: what a firmware has. It reads
  * no clock (the test checks the linked program calls no libc time
@@ -13,7 +17,7 @@
  *
  * Prints one line,
  *   code=N has_interval=B earliest=US latest=US agreeing=K answering=K
- *   entry=I other=I liars=MASK stack=BYTES
+ *   needed=K max_liars=F pinned=N entry=I other=I liars=MASK stack=BYTES
  * and exits 0 when the call ran (whatever it returned), 1 when a check of
  * the program's own failed. `stack` is the deepest the verifier's call
  * wrote into a painted region below this frame. */
@@ -29,6 +33,7 @@
 static uint8_t bundle[GNOMON_MAX_INPUT + 1];
 static uint8_t device[GNOMON_MAX_DEVICE_VALUE + 1];
 static uint8_t keys[GNOMON_MAX_PROOF_KEYS * GNOMON_ED25519_KEY_LEN + 1];
+static gnomon_pinned_key pinned[GNOMON_MAX_PROOF_KEYS];
 /* The workspace: static, as a device would place it. */
 static gnomon_proof_workspace ws;
 
@@ -67,8 +72,9 @@ static size_t painted_depth(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: proof BUNDLE DEVICE KEYS ELAPSED_US\n");
+  if (argc < 5 || argc > 7) {
+    fprintf(stderr,
+            "usage: proof BUNDLE DEVICE KEYS ELAPSED_US [SERVERS [MAX_LIARS]]\n");
     return 2;
   }
   size_t bundle_len = slurp(argv[1], bundle, sizeof bundle);
@@ -76,19 +82,46 @@ int main(int argc, char **argv) {
   size_t keys_len = slurp(argv[3], keys, sizeof keys);
   CHECK(keys_len % GNOMON_ED25519_KEY_LEN == 0);
   uint64_t elapsed_us = strtoull(argv[4], NULL, 10);
+  size_t n_keys = keys_len / GNOMON_ED25519_KEY_LEN;
+  int grouped = argc > 5 && strcmp(argv[5], "-") != 0;
+  if (grouped) {
+    CHECK(n_keys <= GNOMON_MAX_PROOF_KEYS);
+    const char *at = argv[5];
+    for (size_t i = 0; i < n_keys; i++) {
+      char *end;
+      unsigned long id = strtoul(at, &end, 10);
+      CHECK(end != at && id <= UINT32_MAX);
+      CHECK(*end == (i + 1 < n_keys ? ',' : '\0'));
+      at = end + 1;
+      pinned[i].public_key = keys + i * GNOMON_ED25519_KEY_LEN;
+      pinned[i].public_key_len = GNOMON_ED25519_KEY_LEN;
+      pinned[i].server = (uint32_t)id;
+    }
+  }
 
   /* The test's servers answer from an unsynchronized kernel clock with a
    * wide radius: allow 5 minutes (the CLI test's --max-radius). */
-  gnomon_proof_policy policy = {2, 3, 300000000};
+  gnomon_proof_policy policy = {2, GNOMON_MAX_LIARS_AUTO, 300000000};
+  if (argc > 6 && strcmp(argv[6], "auto") != 0) {
+    policy.max_liars = (size_t)strtoull(argv[6], NULL, 10);
+  }
   gnomon_proven out;
   paint();
-  gnomon_error code = gnomon_verify_proof(
-      bundle, bundle_len, device, device_len, keys,
-      keys_len / GNOMON_ED25519_KEY_LEN, elapsed_us, &policy, &ws, &out);
+  gnomon_error code =
+      grouped ? gnomon_verify_proof_any_key(bundle, bundle_len, device,
+                                            device_len, pinned, n_keys,
+                                            elapsed_us, &policy, &ws, &out)
+              : gnomon_verify_proof(bundle, bundle_len, device, device_len,
+                                    keys, n_keys, elapsed_us, &policy, &ws,
+                                    &out);
   size_t stack = painted_depth();
   CHECK(out.code == code);
   CHECK(code != GNOMON_OK || out.has_interval);
   CHECK(!out.has_interval || out.earliest_unix_us <= out.latest_unix_us);
+  /* The assumption is stated whenever the bundle was judged. */
+  CHECK(out.pinned >= 1 || code == GNOMON_ERR_ARGUMENT ||
+        code == GNOMON_ERR_EMPTY || code == GNOMON_ERR_TOO_LONG ||
+        code == GNOMON_ERR_NULL || code == GNOMON_ERR_KEY);
   /* Only malfeasance carries an interval besides success. */
   CHECK(!out.has_interval || code == GNOMON_OK ||
         code == GNOMON_ERR_PROOF_CONTRADICTION ||
@@ -123,10 +156,11 @@ int main(int argc, char **argv) {
   CHECK(strict.code == GNOMON_ERR_NULL && !strict.has_interval);
 
   printf("code=%d has_interval=%d earliest=%" PRId64 " latest=%" PRId64
-         " agreeing=%zu answering=%zu entry=%d other=%d liars=%" PRIu32
-         " stack=%zu\n",
+         " agreeing=%zu answering=%zu needed=%zu max_liars=%zu pinned=%zu"
+         " entry=%d other=%d liars=%" PRIu32 " stack=%zu\n",
          (int)code, out.has_interval ? 1 : 0, out.earliest_unix_us,
-         out.latest_unix_us, out.agreeing_keys, out.answering_keys, out.entry,
-         out.other, out.liars, stack);
+         out.latest_unix_us, out.agreeing_keys, out.answering_keys,
+         out.needed_keys, out.max_liars, out.pinned, out.entry, out.other,
+         out.liars, stack);
   return 0;
 }
