@@ -6,6 +6,7 @@ mod client_support;
 use client_support::{gnomon, liar_lineup, temp, write, FAST};
 use gnomon_protocol::report::MEDIA_TYPE;
 use gnomon_testkit::{profiles, server_list, Fixture, FixtureConfig, Mode, ReportSink};
+use serde_json::json;
 
 const HOUR_US: i64 = 3_600_000_000;
 
@@ -35,7 +36,7 @@ fn honest_servers_of_three_versions_reach_a_consensus() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("consensus    "), "{}", r.stdout);
     assert!(
-        r.stdout.contains("3 of 3 answering keys agree"),
+        r.stdout.contains("3 of 3 answering servers agree"),
         "{}",
         r.stdout
     );
@@ -154,11 +155,20 @@ fn a_bad_signature_is_rejected_and_not_reported() {
             "--report",
             "--allow-loopback-http-reports",
             "--json",
+            // Two answers that verify: a consensus only when nobody is
+            // assumed to lie (the bad one is silent, not a voter).
+            "--max-liars",
+            "0",
         ],
     ));
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let j = r.json();
     assert_eq!(j["malfeasance"], false);
+    assert_eq!(
+        (&j["answered"], &j["listed"]),
+        (&json!(2), &json!(3)),
+        "{j}"
+    );
     assert!(j["report_file"].is_null());
     let bad_entries: Vec<_> = j["entries"]
         .as_array()

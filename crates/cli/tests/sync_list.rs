@@ -49,6 +49,10 @@ fn args<'a>(list: &'a str, dir: &'a str, ca: &'a str, extra: &[&'a str]) -> Vec<
         "2",
         "--min-servers",
         "2",
+        // Lists of two and three servers: what these tests change is the
+        // list, so every server is trusted (two outvote no liar).
+        "--max-liars",
+        "0",
         "--metrics",
         "127.0.0.1:0",
     ];
@@ -91,7 +95,7 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
         s.log
     );
     assert!(
-        s.wait_for("3 of 3 answering keys agree", PATIENCE),
+        s.wait_for("3 of 3 answering servers agree", PATIENCE),
         "{}",
         s.log
     );
@@ -119,7 +123,7 @@ fn a_good_list_from_sources_replaces_the_old_one_and_survives_a_restart() {
     assert!(s.wait_for("keeping the old list", PATIENCE), "{}", s.log);
     assert!(s.log.contains("not a server list"), "{}", s.log);
     assert!(
-        s.wait_for("3 of 3 answering keys agree", PATIENCE),
+        s.wait_for("3 of 3 answering servers agree", PATIENCE),
         "{}",
         s.log
     );
@@ -198,7 +202,7 @@ fn lists_that_fail_keep_the_old_one_and_rounds_go_on_during_a_hung_download() {
     https.set(Answer::Status(404));
     assert!(https.wait_trickle("end", PATIENCE));
     assert!(
-        s.wait_for("3 of 3 answering keys agree", PATIENCE),
+        s.wait_for("3 of 3 answering servers agree", PATIENCE),
         "{}",
         s.log
     );
@@ -272,7 +276,7 @@ fn an_untrusted_certificate_keeps_the_old_list_and_http_urls_are_refused() {
     let r = sync(&a, None);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stdout.contains("3 of 3 answering keys agree"),
+        r.stdout.contains("3 of 3 answering servers agree"),
         "{}",
         r.stdout
     );
@@ -329,6 +333,9 @@ fn with_only_a_url_sighup_downloads_the_list_again() {
         "1s",
         "--quorum",
         "2",
+        // The list shrinks to two, which outvote no liar unless told.
+        "--max-liars",
+        "0",
         "--min-servers",
         "2",
         FAST[0],
@@ -346,7 +353,7 @@ fn with_only_a_url_sighup_downloads_the_list_again() {
         s.log
     );
     assert!(
-        s.wait_for("2 of 2 answering keys agree", PATIENCE),
+        s.wait_for("2 of 2 answering servers agree", PATIENCE),
         "{}",
         s.log
     );
@@ -505,7 +512,7 @@ fn a_state_dir_others_can_write_is_not_believed() {
         .unwrap()
     };
     cache();
-    let r = once(&path, &state, &[]);
+    let r = once(&path, &state, &["--max-liars", "0"]);
     assert_eq!(
         agreeing(&r),
         ["refreshed-alpha", "refreshed-bravo", "refreshed-charlie"],
@@ -546,7 +553,7 @@ fn a_state_dir_others_can_write_is_not_believed() {
         if let Some(uid) = owner {
             std::os::unix::fs::chown(&state, Some(uid), None).unwrap();
         }
-        let r = once(&path, &state, &[]);
+        let r = once(&path, &state, &["--max-liars", "0"]);
         assert_eq!(agreeing(&r), ["alpha", "bravo"], "{says}: {}", r.stderr);
         let warning = format!("warning: the state directory {} {says}", state.display());
         assert!(r.stderr.contains(&warning), "{warning}: {}", r.stderr);

@@ -76,6 +76,11 @@ fn metrics_agree_with_the_rounds_a_liar_counted_as_disagreeing() {
         ("gnomon_sync_servers{state=\"unreachable\"}", 0.0),
         ("gnomon_sync_quorum_met", 1.0),
         ("gnomon_sync_listed_servers", 4.0),
+        // The assumption: one liar of four, so three must answer.
+        ("gnomon_sync_voters", 4.0),
+        ("gnomon_sync_assumed_liars", 1.0),
+        ("gnomon_sync_answering_voters", 4.0),
+        ("gnomon_sync_needed_voters", 3.0),
         ("gnomon_sync_rounds_total{result=\"failed\"}", 0.0),
         ("gnomon_sync_reports_total{result=\"sent\"}", 1.0),
         ("gnomon_sync_list_refreshes_total{result=\"ok\"}", 0.0),

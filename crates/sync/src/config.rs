@@ -178,7 +178,7 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "now-drift-ppm",
         "an integer in 1..=100000",
         "100",
-        "The bound on the boot clock's rate error that widens the proven interval",
+        "The bound on the raw oscillator's rate error that widens the proven interval",
     ),
 ];
 

@@ -13,7 +13,7 @@
 //!                              ├──▶ decision: step plan, check, floor (pure)
 //!                              ├──▶ state dir: floor, chain, list cache, reports (atomic writes)
 //!                              ├──▶ sinks: chrony SOCK refclock, …
-//!                              └──▶ now::Board (anchor on the boot clock) ◀── now socket
+//!                              └──▶ now::Board (anchor on the raw clock) ◀── now socket
 //! ```
 //!
 //! Argument parsing stays in the CLI (crates/cli/src/commands/sync.rs);

@@ -45,6 +45,12 @@ struct Last {
     quorum_met: bool,
     /// Servers in the list now.
     listed: usize,
+    /// The last round's assumption: voters listed, liars assumed, voters
+    /// that answered, and how many had to.
+    voters: usize,
+    liars: usize,
+    answered: usize,
+    needed: usize,
 }
 
 /// Everything `/metrics` shows; shared between the service and the
@@ -84,6 +90,10 @@ impl SyncMetrics {
         l.disagreeing = listed.saturating_sub(l.agreeing + l.unreachable);
         l.quorum_met = round.quorum_met;
         l.listed = listed;
+        l.voters = round.assumption.voters;
+        l.liars = round.assumption.liars;
+        l.answered = round.answered;
+        l.needed = round.assumption.needed();
         if let (true, Some(c)) = (round.quorum_met, &round.consensus) {
             l.offset_s = Some(c.midpoint_us() as f64 / 1e6);
             l.radius_s = Some(c.radius_us() as f64 / 1e6);
@@ -149,6 +159,26 @@ impl SyncMetrics {
             "gnomon_sync_listed_servers",
             "Usable servers in the current list.",
             Some(l.listed as f64),
+        );
+        gauge(
+            "gnomon_sync_voters",
+            "Distinct servers (voters) in the list: entries sharing a key, address or operator count once.",
+            Some(l.voters as f64),
+        );
+        gauge(
+            "gnomon_sync_assumed_liars",
+            "How many of the voters the last round assumed may lie (max-liars).",
+            Some(l.liars as f64),
+        );
+        gauge(
+            "gnomon_sync_answering_voters",
+            "Distinct voters that answered in the last round; below gnomon_sync_needed_voters there is no consensus.",
+            Some(l.answered as f64),
+        );
+        gauge(
+            "gnomon_sync_needed_voters",
+            "Voters that must answer for a consensus: 2 × assumed liars + 1.",
+            Some(l.needed as f64),
         );
         let _ = writeln!(
             o,

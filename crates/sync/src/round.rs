@@ -61,7 +61,8 @@ pub struct Round {
     /// When the round ended, monotonic.
     pub ended: Instant,
     /// When the round ended, CLOCK_BOOTTIME ns (read right after `ended`:
-    /// what the now socket's anchor is pinned to, crate::now).
+    /// the now socket's anchor counts from it how late it was pinned,
+    /// crate::now).
     pub ended_boot_ns: i128,
     /// The report, when the chain proves a contradiction.
     pub report: Option<Report>,

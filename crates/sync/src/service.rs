@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_client::{
-    format_duration_us, format_utc, no_reports_url, post_report, reports_url, Backoff, describe_assumption, Electorate, Flag,
-    PostPolicy, QueryError, Server, TcpMode,
+    describe_assumption, format_duration_us, format_utc, no_reports_url, post_report, reports_url,
+    Backoff, Electorate, Flag, PostPolicy, QueryError, Server, TcpMode,
 };
 
 use crate::config::Settings;
@@ -639,10 +639,6 @@ impl Service {
                 .clone()
                 .unwrap_or_else(|| "no consensus".into()),
         };
-        let head = format!(
-            "{head} ({})",
-            describe_assumption(round.assumption, round.answered)
-        );
         let unreachable = unreachable_words(round, servers);
         let mut line = format!(
             "round {}: {head}; out: {}; unreachable: {}",
@@ -682,6 +678,10 @@ impl Service {
         if let Some(p) = report {
             line.push_str(&format!("; report {}", p.display()));
         }
+        line.push_str(&format!(
+            "; {}",
+            describe_assumption(round.assumption, round.answered)
+        ));
         line
     }
 

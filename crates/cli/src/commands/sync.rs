@@ -47,8 +47,8 @@ pub(crate) struct Args {
     /// needs) [default: 2].
     #[arg(long, env = "GNOMON_SYNC_QUORUM", value_name = "K", value_parser = cfg::parse_count)]
     quorum: Option<usize>,
-    /// How many of the listed servers may lie: a consensus needs 2 × this
-    /// + 1 distinct servers answering, so silencing honest ones leaves no
+    /// How many of the listed servers may lie: a consensus needs twice this
+    /// plus one distinct servers answering, so silencing honest ones leaves no
     /// consensus rather than the liars' (servers sharing a key, address or
     /// operator count once) [default: auto, max(1, (n − 1)/3) of the n
     /// listed].

@@ -53,8 +53,8 @@ pub(crate) struct Args {
     /// [default: 12].
     #[arg(long, value_name = "N", value_parser = cfg::parse_burst, env = "GNOMON_WATCH_BURST")]
     burst: Option<u16>,
-    /// How many of the listed servers may lie: a consensus needs 2 × this
-    /// + 1 answering, and a server is flagged only outside it [default:
+    /// How many of the listed servers may lie: a consensus needs twice this
+    /// plus one answering, and a server is flagged only outside it [default:
     /// auto, max(1, (n − 1)/3) of the n listed].
     #[arg(long, value_name = "F|auto", value_parser = gnomon_sync::config::parse_max_liars, env = "GNOMON_WATCH_MAX_LIARS")]
     max_liars: Option<gnomon_sync::config::MaxLiars>,

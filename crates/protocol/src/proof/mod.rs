@@ -13,23 +13,24 @@
 //! chaining rule, so every request of the chain was built after D existed.
 //! The bundle carries D and the chain; the device checks, offline and with
 //! no allocation, that the chain starts at its own D, that every signature
-//! and link holds, and that the majority rule ([`crate::majority`], the
-//! rule `gnomon sync` trusts) accepts the answers.
+//! and link holds, and that the quorum rule ([`crate::quorum`], the rule
+//! `gnomon sync` trusts) accepts the answers.
 //!
 //! **The interval.** Let T₀ be when the device made D and `elapsed` an upper
 //! bound (drift included) on the time its own clock says has passed since.
 //! An honest answer i was signed at some tᵢ with T₀ ≤ tᵢ ≤ now, and tᵢ ∈
 //! [MIDPᵢ − RADIᵢ, MIDPᵢ + RADIᵢ]. Hence now ∈ [MIDPᵢ − RADIᵢ, MIDPᵢ +
-//! RADIᵢ + elapsed]. A key's answers are intersected (empty: the key
-//! contradicts itself), and the proven interval is the majority hull over
-//! distinct keys. With two keys that is the intersection: no earlier than
-//! the latest lower bound, no later than the earliest upper bound plus
-//! `elapsed`.
+//! RADIᵢ + elapsed]. A pinned voter's answers are intersected (empty: it
+//! contradicts itself), and the proven interval is the quorum rule's over
+//! the voters in the bundle. With two keys and nobody assumed to lie that
+//! is the intersection: no earlier than the latest lower bound, no later
+//! than the earliest upper bound plus `elapsed`.
 //!
-//! **Assumption.** Fewer than `min_keys / 2` of all the pinned keys lie
-//! ([`ProofPolicy`]), and `elapsed` is not less than the time that really
-//! passed. Then the proven interval holds the true now, whatever the relay
-//! left out (see [`crate::majority`] and docs/PROOF.md).
+//! **Assumption.** At most `f` of the `n` pinned voters lie
+//! ([`ProofPolicy::max_liars`], fewer than half by default), and `elapsed`
+//! is not less than the time that really passed. Then the proven interval
+//! holds the true now, whatever the relay left out: a bundle must carry
+//! `2f + 1` pinned voters (see [`crate::quorum`] and docs/PROOF.md).
 //!
 //! **The relay is untrusted.** It holds no key, so it cannot forge an answer;
 //! what it can do, and what that does to the device:
@@ -38,13 +39,10 @@
 //!   interval widens by the delay, never moves away from the truth. A
 //!   policy radius limit turns a long delay into [`ProofError::TooWide`].
 //! - *drop*: leave out answers. Only whole tails can go (a gap breaks a
-//!   link, the head breaks the binding); fewer keys answer, and below the
-//!   quorum that is [`ProofError::NoQuorum`]. A dropped bundle is no proof.
-//!   The majority counts the keys in the bundle, which the relay picks: a
-//!   relay colluding with a lying server could drop honest answers until
-//!   the liar is half of what is left. [`ProofPolicy::min_keys`] refuses a
-//!   bundle with too few keys ([`ProofError::TooFewKeys`]), which turns the
-//!   assumption into one about the pinned keys alone (docs/PROOF.md).
+//!   link, the head breaks the binding); fewer voters answer, and below
+//!   `2f + 1` that is [`ProofError::TooFewKeys`]: the relay, which picks
+//!   the bundle's keys, cannot make the liars a majority of them count.
+//!   A dropped bundle is no proof.
 //! - *replay*: hand over a bundle made for another D (an older request of
 //!   this device, or another device's). The chain does not start at this D:
 //!   [`ProofError::WrongNonce`], or [`ProofError::Binding`] when the bundle
@@ -52,9 +50,9 @@
 //! - *forge*: change any signed byte, swap or transplant answers, pad with
 //!   answers from unpinned keys: a signature, request, link or key error.
 //!
-//! Servers can lie; the majority rule bounds what fewer than half of them
-//! can do, and a liar that shows is reported ([`ProofError::Liar`],
-//! [`ProofError::Contradiction`]) with the majority's interval still given.
+//! Servers can lie; the quorum rule bounds what `f` of them can do, and a
+//! liar that shows is reported ([`ProofError::Liar`],
+//! [`ProofError::Contradiction`]) with the others' interval still given.
 
 mod binary;
 mod json;
