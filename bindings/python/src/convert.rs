@@ -1,7 +1,9 @@
 //! Rust results as plain Python values, and the exceptions of
 //! `gnomon._errors`.
 
-use gnomon_client::{Answer, Flag, Rejection, Sequence, Server};
+use gnomon_client::{
+    describe_assumption, Answer, Assumption, Electorate, Flag, Rejection, Sequence, Server,
+};
 use gnomon_protocol::report::{EntryError, LinkError};
 use gnomon_protocol::serverlist::Transport;
 use gnomon_protocol::{ReportCheck, Verified, VerifyError};
@@ -86,10 +88,11 @@ pub(crate) fn answer_dict<'py>(py: Python<'py>, a: &Answer) -> PyResult<Bound<'p
 }
 
 /// The measurement sequence as `gnomon query --servers --json` gives it,
-/// with whether `quorum` distinct keys agree.
+/// with whether `quorum` distinct servers (voters of `electorate`) agree.
 pub(crate) fn sequence_dict<'py>(
     py: Python<'py>,
     servers: &[Server],
+    electorate: &Electorate,
     seq: &Sequence,
     quorum: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -126,7 +129,7 @@ pub(crate) fn sequence_dict<'py>(
             d.set_item("high_us", c.high_us as i64)?;
             d.set_item("agreeing", names(&c.agreeing))?;
             d.set_item("answering", c.answering)?;
-            d.set_item("agreeing_keys", c.agreeing_keys)?;
+            d.set_item("agreeing_voters", c.agreeing_voters)?;
             d.into_any()
         }
         None => py.None().into_bound(py),
@@ -137,7 +140,19 @@ pub(crate) fn sequence_dict<'py>(
     let quorum_met = agreement
         .consensus
         .as_ref()
-        .is_some_and(|c| c.agreeing_keys >= quorum);
+        .is_some_and(|c| c.agreeing_voters >= quorum);
+    // The assumption, in numbers and in words, and why there is no
+    // consensus (the CLI's flag named as this package's argument).
+    let a = agreement.assumption;
+    out.set_item("max_liars", a.liars)?;
+    out.set_item("listed", a.voters)?;
+    out.set_item("answered", agreement.answered)?;
+    out.set_item("needed", a.needed())?;
+    out.set_item("assumption", agreement.assumption_text())?;
+    let why_none = agreement
+        .why_none()
+        .map(|w| w.replace("with --max-liars", "with max_liars="));
+    out.set_item("no_consensus", why_none)?;
     out.set_item("quorum_met", quorum_met)?;
     out.set_item("disagreement", agreement.disagreement())?;
     let regions: Vec<(i64, i64)> = agreement
@@ -146,8 +161,14 @@ pub(crate) fn sequence_dict<'py>(
         .map(|&(lo, hi)| (lo as i64, hi as i64))
         .collect();
     out.set_item("regions", regions)?;
-    let shared: Vec<Vec<&str>> = agreement.shared_keys.iter().map(|g| names(g)).collect();
-    out.set_item("shared_keys", shared)?;
+    let grouped: Vec<Vec<&str>> = agreement.grouped.iter().map(|g| names(g)).collect();
+    out.set_item("grouped", grouped)?;
+    let because: Vec<String> = agreement
+        .grouped
+        .iter()
+        .map(|g| electorate.why_grouped(g))
+        .collect();
+    out.set_item("grouped_because", because)?;
     let flagged: Vec<(&str, &str)> = agreement
         .flagged
         .iter()
@@ -242,7 +263,30 @@ pub(crate) fn proven_dict<'py>(
     d.set_item("latest_us", p.latest_us)?;
     d.set_item("agreeing_keys", p.agreeing_keys)?;
     d.set_item("answering_keys", p.answering_keys)?;
+    let a = p.assumption;
+    d.set_item("max_liars", a.liars)?;
+    d.set_item("pinned", a.voters)?;
+    d.set_item("needed", a.needed())?;
+    d.set_item("assumption", pinned_assumption(a, Some(p.answering_keys)))?;
     Ok(d)
+}
+
+/// The assumption a relayed proof is judged under, in words: "assumes at
+/// most 1 of the 3 pinned servers lies; 3 answered, 3 needed" (without
+/// the count of those that answered when it is not known).
+pub(crate) fn pinned_assumption(a: Assumption, answered: Option<usize>) -> String {
+    match answered {
+        Some(m) => describe_assumption(a, m).replace("listed", "pinned"),
+        None => {
+            let verb = if a.liars == 1 { "lies" } else { "lie" };
+            format!(
+                "assumes at most {} of the {} pinned servers {verb}; {} needed",
+                a.liars,
+                a.voters,
+                a.needed()
+            )
+        }
+    }
 }
 
 /// `ProofError.kind`: the names `gnomon verify-proof --json` gives.

@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use gnomon_client::{
-    describe_verify_error, parse_public_key, Client, Config, Entropy, OsEntropy, Plan, QueryError,
-    Rejection, Selection, Server, TcpMode,
+    describe_verify_error, parse_public_key, Client, Config, Electorate, Entropy, OsEntropy, Plan,
+    QueryError, Rejection, Selection, Server, TcpMode,
 };
 use gnomon_protocol::request::{srv_for, DEFAULT_REQUEST_SIZE};
 use gnomon_protocol::{
@@ -313,10 +313,11 @@ fn query_error(py: Python<'_>, e: &QueryError) -> PyErr {
     }
 }
 
-/// Most servers `ask` or distinct keys `quorum` may name.
+/// Most servers `ask`, distinct servers `quorum` or liars `max_liars`
+/// may name.
 const MAX_COUNT: usize = 1 << 20;
 
-/// `measure`'s `quorum`: how many distinct keys must agree, as
+/// `measure`'s `quorum`: how many distinct servers must agree, as
 /// `gnomon sync`'s. Its own type so that `None`, which meant "ask every
 /// server" before 0.2.0, is refused with a pointer to `ask`.
 struct Quorum(usize);
@@ -327,7 +328,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Quorum {
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         if obj.is_none() {
             return Err(PyTypeError::new_err(
-                "quorum: expected an int, how many distinct keys must agree (2 by default); \
+                "quorum: expected an int, how many distinct servers must agree (2 by default); \
                  to ask every server, leave ask=None (before 0.2.0, quorum was how many servers to ask)",
             ));
         }
@@ -335,19 +336,28 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Quorum {
     }
 }
 
+/// Servers the RFC's measurement sequence asks for at least.
+const MIN_SERVERS: usize = 3;
+
 /// The measurement sequence over a server list (JSON bytes): `ask`
-/// servers at random (all with `None`), twice, chained; the majority rule
-/// over their answers, and whether `quorum` distinct keys agree.
+/// servers at random, twice, chained; the quorum rule over their answers
+/// under "at most `max_liars` of the list's servers lie" (`None`: the
+/// default for the list), and whether `quorum` distinct servers agree.
+/// `ask=None` asks enough to outvote f liars with f more silenced
+/// (3f + 1, at least 3), or every server when some are one (as `gnomon
+/// query --servers` does).
 #[pyfunction]
 #[pyo3(
-    signature = (server_list, *, ask=None, quorum=Quorum(2), timeout=2.0, tcp=None),
-    text_signature = "(server_list, *, ask=None, quorum=2, timeout=2.0, tcp=None)"
+    signature = (server_list, *, ask=None, quorum=Quorum(2), max_liars=None, timeout=2.0, tcp=None),
+    text_signature = "(server_list, *, ask=None, quorum=2, max_liars=None, timeout=2.0, tcp=None)"
 )]
+#[allow(clippy::too_many_arguments)]
 fn measure<'py>(
     py: Python<'py>,
     server_list: &Bound<'py, PyBytes>,
     ask: Option<&Bound<'py, PyAny>>,
     quorum: Quorum,
+    max_liars: Option<&Bound<'py, PyAny>>,
     timeout: f64,
     tcp: Option<bool>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -368,33 +378,55 @@ fn measure<'py>(
         return Err(PyValueError::new_err("server list: no usable server"));
     }
     let ask = ask.map(|k| int_in(k, "ask", 1, MAX_COUNT)).transpose()?;
+    let max_liars = max_liars
+        .map(|f| int_in(f, "max_liars", 0, MAX_COUNT))
+        .transpose()?;
     let Quorum(quorum) = quorum;
-    // A quorum that can never be met is a mistake in the call: say so
-    // before asking anyone.
-    let mut keys: Vec<&[u8]> = servers.iter().map(|s| s.public_key.bytes()).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    if quorum > keys.len() {
+    // One voter per server, however many identities it has; the
+    // assumption is about the list, never about who answers.
+    let electorate = Electorate::of(&servers);
+    let assumption = electorate.assume(max_liars);
+    // A quorum or an ask that can never be met is a mistake in the call:
+    // say so before asking anyone.
+    if quorum > electorate.voters() {
         return Err(PyValueError::new_err(format!(
-            "quorum {quorum}: the list's usable servers have {} distinct key(s), \
-             so {quorum} can never agree",
-            keys.len()
+            "quorum {quorum}: the list's usable servers are {} distinct server(s) (those \
+             sharing a key, address or operator are one), so {quorum} can never agree",
+            electorate.voters()
         )));
     }
     if let Some(k) = ask.filter(|&k| quorum > k) {
         return Err(PyValueError::new_err(format!(
-            "quorum {quorum} is more than ask={k}: {k} server(s) can never make {quorum} distinct keys"
+            "quorum {quorum} is more than ask={k}: {k} server(s) can never make {quorum} distinct servers"
         )));
     }
+    if let Some(k) = ask.filter(|&k| k.min(servers.len()) < assumption.needed()) {
+        return Err(PyValueError::new_err(format!(
+            "ask={k}: {} distinct servers must answer to outvote {} liar(s) (the assumption: \
+             at most {} of the {} listed lie); ask more, leave ask=None, or pass a lower max_liars",
+            assumption.needed(),
+            assumption.liars,
+            assumption.liars,
+            assumption.voters
+        )));
+    }
+    // Enough to outvote f liars with f more silenced (3f + 1 voters), and
+    // every server when some are one voter.
+    let enough = if electorate.voters() < servers.len() {
+        servers.len()
+    } else {
+        (3 * assumption.liars + 1).max(MIN_SERVERS)
+    };
     let plan = Plan {
-        selection: ask.map_or(Selection::All, Selection::Random),
+        selection: Selection::Random(ask.unwrap_or(enough)),
         passes: 2,
+        assumption: Some(assumption),
     };
     let mut client = Client::new(config(timeout, tcp)?);
     let servers_ = servers.clone();
     let seq = interruptible(py, move || client.measure(&servers_, &plan))?
         .map_err(|e| query_error(py, &e))?;
-    let out = convert::sequence_dict(py, &servers, &seq, quorum)?;
+    let out = convert::sequence_dict(py, &servers, &electorate, &seq, quorum)?;
     out.set_item("skipped", PyList::new(py, skipped)?)?;
     Ok(out)
 }
@@ -421,8 +453,13 @@ fn verify_report<'py>(
 /// `gnomon._errors.ProofError` with the CLI's kind. A device value of a
 /// length no bundle may carry (the protocol's `check_device_value`: 16 to
 /// 64 bytes) is a `ValueError`, before the bundle is read.
+///
+/// The assumption is about the pinned servers: at most `max_liars` of
+/// them lie (`None`: fewer than half). `servers`, when given, is one
+/// label per key: keys with one label are one server (one voter), and so
+/// are equal keys; without it each distinct key is a server of its own.
 #[pyfunction]
-#[pyo3(signature = (bundle, device, keys, elapsed_us, quorum, min_keys, max_radius_us))]
+#[pyo3(signature = (bundle, device, keys, elapsed_us, quorum, max_liars, max_radius_us, servers=None))]
 #[allow(clippy::too_many_arguments)]
 fn verify_proof<'py>(
     py: Python<'py>,
@@ -431,17 +468,16 @@ fn verify_proof<'py>(
     keys: &Bound<'py, PyList>,
     elapsed_us: u64,
     quorum: usize,
-    min_keys: usize,
+    max_liars: Option<usize>,
     max_radius_us: Option<u64>,
+    servers: Option<Vec<usize>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use gnomon_protocol::proof::{self, ProofError, ProofPolicy, ProofWorkspace};
     if let Err(e) = proof::check_device_value(device.as_bytes()) {
         return Err(PyValueError::new_err(format!("device: {e}")));
     }
-    if quorum == 0 || min_keys == 0 {
-        return Err(PyValueError::new_err(
-            "quorum and min_keys must be at least 1",
-        ));
+    if quorum == 0 {
+        return Err(PyValueError::new_err("quorum must be at least 1"));
     }
     let pinned = keys
         .iter()
@@ -450,6 +486,19 @@ fn verify_proof<'py>(
     if pinned.is_empty() {
         return Err(PyValueError::new_err("keys: at least one pinned key"));
     }
+    if let Some(s) = servers.as_ref().filter(|s| s.len() != pinned.len()) {
+        return Err(PyValueError::new_err(format!(
+            "servers: {} label(s) for {} key(s); one per key",
+            s.len(),
+            pinned.len()
+        )));
+    }
+    let voter_of = voters(&pinned, servers.as_deref());
+    let n_voters = voter_of
+        .iter()
+        .enumerate()
+        .filter(|&(i, &v)| v == i)
+        .count();
     let bytes = bundle.as_bytes();
     // The binary form starts with its magic; anything else is read as the
     // JSON form and turned into the binary one, which the verifier reads.
@@ -494,15 +543,17 @@ fn verify_proof<'py>(
     };
     let keys: Vec<_> = pinned.iter().map(LongTermKey::as_public).collect();
     let policy = ProofPolicy {
+        max_liars,
         quorum,
-        min_keys,
         max_radius_us,
     };
+    let assumption = policy.assumption(n_voters);
     let mut ws = Box::new(ProofWorkspace::new());
-    match proof::verify_proof(
+    match proof::verify_proof_grouped(
         binary,
         device.as_bytes(),
         &keys,
+        &voter_of,
         elapsed_us,
         &policy,
         &mut ws,
@@ -528,13 +579,49 @@ fn verify_proof<'py>(
                 Some(m) => convert::proven_dict(py, &m)?.into_any(),
                 None => py.None().into_bound(py),
             };
+            let answered = match e {
+                ProofError::TooFewKeys { present, .. } => Some(present),
+                _ => None,
+            };
+            let assumption = convert::pinned_assumption(assumption, answered);
             Err(raise(
                 py,
                 "ProofError",
-                (e.to_string(), convert::proof_kind(&e), entry, majority),
+                (
+                    format!("{e} ({assumption})"),
+                    convert::proof_kind(&e),
+                    entry,
+                    majority,
+                    assumption,
+                ),
             ))
         }
     }
+}
+
+/// The voter of each pinned key: keys with one label in `servers` are
+/// one, and so are equal keys (closed transitively); each voter is
+/// numbered by its first key, so `voter_of[i] == i` for exactly one key
+/// of each.
+fn voters(keys: &[LongTermKey], servers: Option<&[usize]>) -> Vec<usize> {
+    let n = keys.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &[usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            i = parent[i];
+        }
+        i
+    }
+    for j in 0..n {
+        for i in 0..j {
+            let one_server = servers.is_some_and(|s| s[i] == s[j]);
+            if one_server || keys[i].bytes() == keys[j].bytes() {
+                let (a, b) = (root(&parent, i), root(&parent, j));
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    (0..n).map(|i| root(&parent, i)).collect()
 }
 
 #[pymodule]

@@ -109,6 +109,10 @@ def test_a_relayed_bundle_proves_the_true_now(gnomon, relay, form):
     after = now_us()
     assert isinstance(p, gnomon.Proven)
     assert p.agreeing_keys == 3 and p.answering_keys == 3
+    # Fewer than half of the three pinned may lie: one, so all three must
+    # be in the bundle.
+    assert (p.max_liars, p.pinned, p.needed) == (1, 3, 3)
+    assert p.assumption == "assumes at most 1 of the 3 pinned servers lies; 3 answered, 3 needed"
     assert p.earliest_us <= after and before <= p.latest_us, (p, before, after)
     assert p.earliest <= p.latest and p.radius >= 0
     # Keys as base64 text work the same.
@@ -178,10 +182,13 @@ def test_each_tampered_bundle_is_refused_with_its_own_kind(gnomon, relay):
     dropped = relay.keys[2]
     first = next(i for i, e in enumerate(good["responses"]) if base64.b64decode(e["publicKey"]) == dropped)
     refused(good, "unknown_key", keys=relay.keys[:2], entry=first)
-    # Trimmed to two entries: too few keys.
+    # Trimmed to two entries: too few servers, and the assumption says
+    # why two are not enough.
     trimmed = json.loads(raw)
     trimmed["responses"] = trimmed["responses"][:2]
-    refused(trimmed, "too_few_keys")
+    e = refused(trimmed, "too_few_keys")
+    assert e.assumption is not None and "of the 3 pinned servers" in e.assumption, e.assumption
+    assert e.assumption in str(e)
     # The binary form, truncated, and not a bundle at all.
     binary, code = relay.bundle(device, "binary")
     assert code == 0 and binary.startswith(b"RTPF")
@@ -193,7 +200,12 @@ def test_each_tampered_bundle_is_refused_with_its_own_kind(gnomon, relay):
 
 def test_argument_mistakes_are_value_errors(gnomon, relay):
     d = os.urandom(32)
-    for kwargs in ({"quorum": 0}, {"min_keys": 0}, {"max_radius": -1.0}):
+    for kwargs in (
+        {"quorum": 0},
+        {"max_liars": -1},
+        {"max_radius": -1.0},
+        {"servers": ["a", "b"]},
+    ):
         with pytest.raises(ValueError):
             gnomon.verify_proof(b"RTPF", d, relay.keys, 1.0, **kwargs)
     with pytest.raises(ValueError):
@@ -264,3 +276,49 @@ def test_a_minority_liar_is_malfeasance_with_the_majoritys_interval(gnomon, tmp_
         assert m.earliest_us <= after and before <= m.latest_us, (m, before, after)
     finally:
         r.stop()
+
+
+def test_a_bundle_from_three_of_five_pinned_is_too_few_unless_fewer_liars_are_assumed(gnomon, relay):
+    """The relay's drop attack: the device pins five servers and the
+    bundle carries three (the relay left two out, or could not reach
+    them). Fewer than half of five is two liars, and three may be two
+    liars and one honest server: too_few_keys, whatever the three say.
+    max_liars=1 makes three enough."""
+    device = os.urandom(32)
+    bundle, code = relay.bundle(device, "binary")
+    assert code == 0
+    five = relay.keys + [os.urandom(32), os.urandom(32)]
+    with pytest.raises(gnomon.ProofError) as e:
+        gnomon.verify_proof(bundle, device, five, 10.0, max_radius=MAX_RADIUS)
+    assert e.value.kind == "too_few_keys" and e.value.majority is None, str(e.value)
+    assert e.value.assumption == "assumes at most 2 of the 5 pinned servers lie; 3 answered, 5 needed"
+    p = gnomon.verify_proof(bundle, device, five, 10.0, max_liars=1, max_radius=MAX_RADIUS)
+    assert (p.max_liars, p.pinned, p.needed, p.answering_keys) == (1, 5, 3, 3)
+    # Assuming none lies, one server's answers would do; two lying of
+    # three pinned is past what the three can outvote.
+    assert gnomon.verify_proof(bundle, device, relay.keys, 10.0, max_liars=0, max_radius=MAX_RADIUS).needed == 1
+    with pytest.raises(gnomon.ProofError) as e:
+        gnomon.verify_proof(bundle, device, relay.keys, 10.0, max_liars=2, max_radius=MAX_RADIUS)
+    assert e.value.kind == "too_few_keys", str(e.value)
+
+
+def test_keys_labelled_as_one_server_are_one_voter(gnomon, relay):
+    """Two pinned keys with one ``servers`` label (one machine's two
+    identities, say) count once: the three servers' bundle then carries
+    two voters, too few for one liar assumed; unlabelled, each key is a
+    server of its own."""
+    device = os.urandom(32)
+    bundle, code = relay.bundle(device, "binary")
+    assert code == 0
+    p = gnomon.verify_proof(bundle, device, relay.keys, 10.0, max_liars=1, max_radius=MAX_RADIUS)
+    assert (p.pinned, p.answering_keys) == (3, 3)
+    same = gnomon.verify_proof(bundle, device, relay.keys, 10.0, max_liars=1, max_radius=MAX_RADIUS, servers=["x", "y", "z"])
+    assert same == p
+    with pytest.raises(gnomon.ProofError) as e:
+        gnomon.verify_proof(bundle, device, relay.keys, 10.0, max_liars=1, max_radius=MAX_RADIUS, servers=["a", "b", "b"])
+    assert e.value.kind == "too_few_keys", str(e.value)
+    assert e.value.assumption == "assumes at most 1 of the 2 pinned servers lies; 2 answered, 3 needed"
+    # By default, fewer than half of two pinned servers is none: both must
+    # agree, and do.
+    two = gnomon.verify_proof(bundle, device, relay.keys, 10.0, max_radius=MAX_RADIUS, servers=[1, 2, 2])
+    assert (two.pinned, two.max_liars, two.answering_keys, two.agreeing_keys) == (2, 0, 2, 2)

@@ -163,7 +163,9 @@ def test_a_call_in_flight_releases_the_interpreter(gnomon, server, call):
             want = 1
         else:
             relayed = types.SimpleNamespace(addr=relay.addr, public_key=server.public_key)
-            m = gnomon.measure(server_list([relayed], ["relayed"]), quorum=1, timeout=10.0, tcp=False)
+            # One server, trusted (a list of one cannot outvote a liar).
+            lst = server_list([relayed], ["relayed"])
+            m = gnomon.measure(lst, quorum=1, max_liars=0, timeout=10.0, tcp=False)
             assert len(m.entries) == 2 and all(e.answer for e in m.entries)
             want = 2
     assert relay.forwarded >= want
@@ -202,22 +204,31 @@ def test_measure_honest_servers_agree(gnomon, honest, tmp_path):
     assert sorted(m.order) == ["a", "b", "c"]
     assert len(m.chain) == 6 and m.chain[0].rand is None and all(x.rand for x in m.chain[1:])
     assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "c"]
-    assert (m.consensus.answering, m.consensus.agreeing_keys) == (3, 3)
+    assert (m.consensus.answering, m.consensus.agreeing_voters) == (3, 3)
     assert m.quorum == 2 and m.quorum_met
     assert abs(m.consensus.offset_us) < HOUR_US // 10
     assert not m.malfeasance and m.report is None and m.outside == []
     assert m.contradictions == [] and m.contradicting_entries == []
-    assert m.disagreement is None and len(m.regions) == 1 and m.shared_keys == []
+    assert m.disagreement is None and len(m.regions) == 1 and m.grouped == []
     lo, hi = m.regions[0]
     assert m.consensus.offset_low_us == lo and m.consensus.offset_high_us == hi
+    # The assumption: at most 1 of the 3 lies, so all three must answer.
+    assert (m.max_liars, m.listed, m.answered, m.needed) == (1, 3, 3, 3)
+    assert m.assumption == "assumes at most 1 of the 3 listed servers lies; 3 answered, 3 needed"
+    assert m.no_consensus is None
     # All three must agree, and do.
     assert gnomon.measure(text, quorum=3).quorum_met
-    # The same list as bytes and as a path; two servers asked of three.
+    # Two asked of three can never outvote the liar assumed: refused
+    # before asking; trusting every server, two are enough.
+    with pytest.raises(ValueError, match="ask=2: 3 distinct servers must answer"):
+        gnomon.measure(text, ask=2)
+    # The same list as bytes and as a path.
     p = tmp_path / "list.json"
     p.write_text(text)
-    assert gnomon.measure(p, ask=2).consensus is not None
-    m = gnomon.measure(text.encode(), ask=2)
+    assert gnomon.measure(p, ask=2, max_liars=0).consensus is not None
+    m = gnomon.measure(text.encode(), ask=2, max_liars=0)
     assert len(m.entries) == 4 and len(set(m.order)) == 2 and m.quorum_met
+    assert (m.max_liars, m.listed, m.answered, m.needed) == (0, 3, 2, 1)
 
 
 def test_measure_catches_a_liar_under_libfaketime(gnomon, honest):
@@ -237,7 +248,8 @@ def test_measure_catches_a_liar_under_libfaketime(gnomon, honest):
     assert m.suspects == ["liar"] and "liar signed a time" in str(e.value)
     assert ("liar", "outside_consensus") in m.outside
     assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "c"]
-    assert m.consensus.agreeing_keys == 3 and m.quorum_met
+    assert m.consensus.agreeing_voters == 3 and m.quorum_met
+    assert m.assumption == "assumes at most 1 of the 4 listed servers lies; 4 answered, 3 needed"
     assert m.contradictions and m.report
     # Every contradiction pairs the liar with an honest server, by name,
     # and is the pair of servers of its two entries.
@@ -261,6 +273,78 @@ def test_measure_without_answers_is_no_answer(gnomon):
     m = e.value.measurement
     assert m.consensus is None and not m.quorum_met and len(m.entries) == 6
     assert all(isinstance(x.error, gnomon.NoAnswer) for x in m.entries)
+    assert (m.answered, m.needed) == (0, 3)
+    assert m.no_consensus is not None and "silenced" in m.no_consensus, m.no_consensus
+    assert m.no_consensus in str(e.value) and m.assumption in str(e.value)
+
+
+def hour_ahead_liars(test: str, n: int):
+    """`n` servers an hour ahead under libfaketime, agreeing with each
+    other; the test is skipped (and says so) without libfaketime."""
+    if not LIBFAKETIME.exists():
+        skip(f"test_serve.py::{test}", f"{LIBFAKETIME} missing (package libfaketime)")
+    gens = [serve(env=faketime_env("+3600")) for _ in range(n)]
+    return gens, [next(g) for g in gens]
+
+
+def test_measure_the_drop_attack_leaves_no_consensus(gnomon):
+    """Issue 33's attack: five listed, the three honest ones silenced on
+    the path, and two liars an hour ahead, agreeing with each other, all
+    that answers. Counted as the electorate, two agreeing of two were a
+    consensus with the quorum of 2 met: the liars' hour. Under "at most 1
+    of the 5 lies", 3 must answer: no consensus, and NoAnswer says the
+    silent ones may have been silenced."""
+    gens, liars = hour_ahead_liars("test_measure_the_drop_attack_leaves_no_consensus", 2)
+    try:
+        with silent_socket() as s1, silent_socket() as s2, silent_socket() as s3:
+            silenced = [
+                types.SimpleNamespace(addr="127.0.0.1:%d" % s.getsockname()[1], public_key=base64.b64encode(bytes([i + 1]) * 32).decode())
+                for i, s in enumerate((s1, s2, s3))
+            ]
+            text = server_list([*silenced, *liars], ["h1", "h2", "h3", "liar1", "liar2"])
+            with pytest.raises(gnomon.NoAnswer) as e:
+                gnomon.measure(text, ask=5, timeout=0.5, tcp=False)
+    finally:
+        for g in gens:
+            g.close()
+    m = e.value.measurement
+    liar_answers = [x.answer for x in m.entries if x.answer]
+    assert len(liar_answers) == 4 and all(a.offset_us > HOUR_US // 2 for a in liar_answers)
+    assert m.consensus is None and not m.quorum_met and not m.malfeasance
+    assert (m.max_liars, m.listed, m.answered, m.needed) == (1, 5, 2, 3)
+    assert m.no_consensus is not None
+    assert "2 distinct server(s) answered, 3 needed" in m.no_consensus, m.no_consensus
+    assert "silenced" in str(e.value) and m.assumption in str(e.value)
+
+
+def test_measure_max_liars_sets_how_many_must_answer(gnomon, honest):
+    """Three honest servers answer of five listed (two silent): enough
+    for the default (1 of 5, 3 needed) and for trusting all, not for two
+    liars assumed (5 needed)."""
+    with silent_socket() as s1, silent_socket() as s2:
+        silent = [
+            types.SimpleNamespace(addr="127.0.0.1:%d" % s.getsockname()[1], public_key=base64.b64encode(bytes([i + 7]) * 32).decode())
+            for i, s in enumerate((s1, s2))
+        ]
+        text = server_list([*honest, *silent], ["a", "b", "c", "x", "y"])
+        m = gnomon.measure(text, ask=5, timeout=0.5, tcp=False)
+        assert m.quorum_met and (m.max_liars, m.answered, m.needed) == (1, 3, 3)
+        assert m.assumption == "assumes at most 1 of the 5 listed servers lies; 3 answered, 3 needed"
+        trusting = gnomon.measure(text, ask=5, max_liars=0, timeout=0.5, tcp=False)
+        assert trusting.quorum_met and (trusting.max_liars, trusting.needed) == (0, 1)
+        with pytest.raises(gnomon.NoAnswer) as e:
+            gnomon.measure(text, ask=5, max_liars=2, timeout=0.5, tcp=False)
+        m = e.value.measurement
+        assert m.consensus is None and (m.max_liars, m.answered, m.needed) == (2, 3, 5)
+        assert "3 distinct server(s) answered, 5 needed" in (m.no_consensus or ""), m.no_consensus
+        # More liars than a list of five can outvote: no consensus can
+        # form, and the reason names the fix.
+        with pytest.raises(ValueError, match="ask=5"):
+            gnomon.measure(text, ask=5, max_liars=3)
+        with pytest.raises(gnomon.NoAnswer) as e:
+            gnomon.measure(text, max_liars=3, timeout=0.5, tcp=False)
+        why = e.value.measurement.no_consensus or ""
+        assert "cannot outvote 3 liar(s)" in why and "max_liars=" in why, why
 
 
 @pytest.mark.parametrize("bad", ["", "{}", '{"servers": []}', "[", b"\xff\xfe"])
@@ -283,8 +367,14 @@ def test_measure_usage_errors(gnomon, honest):
     # says where that went, never a quorum read some other way.
     with pytest.raises(TypeError, match="ask=None"):
         gnomon.measure(text, quorum=None)
+    for n in (-1, 2**70):
+        with pytest.raises(ValueError):
+            gnomon.measure(text, max_liars=n)
+    for n in ("1", 1.0):
+        with pytest.raises(TypeError):
+            gnomon.measure(text, max_liars=n)
     # Quorums that can never be met, refused before asking anyone.
-    with pytest.raises(ValueError, match="3 distinct key"):
+    with pytest.raises(ValueError, match="3 distinct server"):
         gnomon.measure(text, quorum=4)
     with pytest.raises(ValueError, match="ask=2"):
         gnomon.measure(text, ask=2, quorum=3)
@@ -300,18 +390,26 @@ def test_measure_usage_errors(gnomon, honest):
 
 def test_measure_one_key_under_two_names_is_one_vote(gnomon, honest):
     """The same server listed twice (same key, same address) is one vote:
-    three names, two distinct keys."""
+    three names, two servers, listed as two (so, trusted, both must
+    agree)."""
     a, b, _ = honest
     text = server_list([a, b, b], ["a", "b", "b-again"])
-    m = gnomon.measure(text)
+    m = gnomon.measure(text, max_liars=0)
     assert len(m.entries) == 6 and all(e.answer for e in m.entries)
-    assert m.shared_keys == [["b", "b-again"]]
+    assert m.grouped == [["b", "b-again"]] and m.grouped_because == ["shared key"]
     assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b", "b-again"]
-    assert (m.consensus.answering, m.consensus.agreeing_keys) == (2, 2)
+    assert (m.consensus.answering, m.consensus.agreeing_voters) == (2, 2)
+    assert (m.listed, m.answered) == (2, 2)
     assert m.quorum_met and not m.malfeasance
-    # Three names cannot make a quorum of three keys.
-    with pytest.raises(ValueError, match="2 distinct key"):
+    # Three names cannot make a quorum of three servers.
+    with pytest.raises(ValueError, match="2 distinct server"):
         gnomon.measure(text, quorum=3)
+    # Two servers cannot outvote the one liar assumed by default: however
+    # many names answered, no consensus.
+    with pytest.raises(gnomon.NoAnswer) as e:
+        gnomon.measure(text)
+    why = e.value.measurement.no_consensus or ""
+    assert "a list of 2 server(s) cannot outvote 1 liar(s)" in why, why
 
 
 def test_measure_a_liar_under_three_names_is_one_vote_and_outside(gnomon, honest):
@@ -329,30 +427,32 @@ def test_measure_a_liar_under_three_names_is_one_vote_and_outside(gnomon, honest
     finally:
         g.close()
     m = e.value.measurement
-    assert m.shared_keys == [["liar1", "liar2", "liar3"]]
+    assert m.grouped == [["liar1", "liar2", "liar3"]]
     assert m.consensus is not None and sorted(m.consensus.agreeing) == ["a", "b"]
-    assert (m.consensus.answering, m.consensus.agreeing_keys) == (3, 2)
+    assert (m.consensus.answering, m.consensus.agreeing_voters) == (3, 2)
+    assert (m.listed, m.max_liars, m.needed) == (3, 1, 3)
     assert abs(m.consensus.offset_us) < HOUR_US // 10
     assert sorted(m.suspects) == ["liar1", "liar2", "liar3"]
     assert m.quorum_met
 
 
 def test_measure_quorum_not_met_is_no_answer_with_the_consensus(gnomon, honest):
-    """One honest server answers, another key never does: a consensus of
-    one key, below the default quorum of 2. NoAnswer, and the measurement
-    shows the consensus and why it was not enough; with quorum=1 the same
-    answers are accepted."""
+    """One honest server answers, another never does, and neither is
+    assumed to lie: a consensus of one server, below the default quorum of
+    2. NoAnswer, and the measurement shows the consensus and why it was
+    not enough; with quorum=1 the same answers are accepted."""
     with silent_socket() as s:
         quiet = types.SimpleNamespace(addr="127.0.0.1:%d" % s.getsockname()[1], public_key="A" * 43 + "=")
         text = server_list([honest[0], quiet], ["a", "quiet"])
         with pytest.raises(gnomon.NoAnswer) as e:
-            gnomon.measure(text, timeout=0.5)
+            gnomon.measure(text, max_liars=0, timeout=0.5)
         m = e.value.measurement
         assert m is not None and not m.quorum_met and m.quorum == 2
         assert m.consensus is not None and m.consensus.agreeing == ["a"]
-        assert (m.consensus.answering, m.consensus.agreeing_keys) == (1, 1)
+        assert (m.consensus.answering, m.consensus.agreeing_voters) == (1, 1)
         assert "fewer than the quorum of 2" in str(e.value)
-        ok = gnomon.measure(text, quorum=1, timeout=0.5)
+        assert "assumes at most 0 of the 2 listed servers lie" in str(e.value)
+        ok = gnomon.measure(text, quorum=1, max_liars=0, timeout=0.5)
         assert ok.quorum_met and ok.consensus is not None and ok.consensus.agreeing == ["a"]
 
 

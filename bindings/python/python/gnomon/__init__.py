@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer, ProofError
@@ -198,21 +198,23 @@ def query(
 @dataclass(frozen=True)
 class Consensus:
     """The offsets from this machine's clock that the servers prove by the
-    majority rule (the same as ``gnomon sync``'s): each answer vouches for
-    MIDP − local ± (RADI + RTT/2), a key's answers are intersected, and the
-    consensus is the hull of every offset held by a strict majority of the
-    distinct keys. It holds the true offset whenever fewer than half of
-    those keys lie; liars can make it wide, never wrong (check
-    :attr:`radius_us`, and :attr:`Measurement.disagreement`)."""
+    quorum rule (the same as ``gnomon sync``'s): each answer vouches for
+    MIDP − local ± (RADI + RTT/2), one server's answers are intersected
+    (servers sharing a key, address or operator are one), and, assuming at
+    most f of the n listed servers lie, the consensus is the hull of every
+    offset held by m − f of the m that answered, given m ≥ 2f + 1. Under
+    that assumption it holds the true offset whoever was silenced; liars
+    can make it wide, never wrong (check :attr:`radius_us`, and
+    :attr:`Measurement.disagreement`)."""
 
     offset_low_us: int
     offset_high_us: int
     agreeing: List[str]
-    """Names of the servers whose interval meets it (every name of an agreeing key)."""
+    """Names of the servers whose interval meets it (every name of an agreeing server)."""
     answering: int
-    """Distinct keys that voted: answered, and did not contradict themselves."""
-    agreeing_keys: int
-    """Distinct keys among :attr:`agreeing`: what the quorum counts."""
+    """Distinct servers that voted: answered, and did not contradict themselves."""
+    agreeing_voters: int
+    """Distinct servers among :attr:`agreeing`: what the quorum counts."""
 
     @property
     def offset_us(self) -> int:
@@ -264,19 +266,40 @@ class Measurement:
     """The verified exchanges, each nonce chained from the previous response."""
     consensus: Optional[Consensus]
     quorum: int
-    """How many distinct keys had to agree (the ``quorum`` asked for)."""
+    """How many distinct servers had to agree (the ``quorum`` asked for)."""
     quorum_met: bool
-    """A consensus exists and at least :attr:`quorum` distinct keys agree on it."""
+    """A consensus exists and at least :attr:`quorum` distinct servers agree on it."""
+    max_liars: int
+    """The assumption: at most this many of the :attr:`listed` servers lie
+    (the ``max_liars`` asked for, or the default max(1, ⌊(listed − 1)/3⌋))."""
+    listed: int
+    """Distinct servers on the list (its usable entries, those that are one
+    server counted once), answered or not."""
+    answered: int
+    """Distinct servers that answered and did not contradict themselves."""
+    needed: int
+    """How many must answer for a consensus: 2 × :attr:`max_liars` + 1."""
+    assumption: str
+    """The assumption and who answered, in words: "assumes at most 1 of the
+    5 listed servers lies; 3 answered, 3 needed"."""
+    no_consensus: Optional[str]
+    """Why there is no consensus, in words that name the fix (too few
+    answered: the silent ones may have been silenced; or no offset held by
+    enough of them); ``None`` when there is one."""
     disagreement: Optional[str]
-    """Why the servers disagree, in words, when a strict majority vouches for
-    more than one stretch of offsets (:attr:`regions`): the consensus spans
+    """Why the servers disagree, in words, when the offsets the rule accepts
+    fall in more than one stretch (:attr:`regions`): the consensus spans
     them all and comes out wide; ``None`` when they do not."""
     regions: List[Tuple[int, int]]
-    """The stretches of offsets (µs) a strict majority of the keys vouches for, in order."""
-    shared_keys: List[List[str]]
-    """Names that share one key (each group two names or more): each group was one vote."""
+    """The stretches of offsets (µs) held by m − f of the m servers that answered, in order."""
+    grouped: List[List[str]]
+    """Names that are one server (a shared key, address or ``operator``;
+    each group two names or more): each group is one vote, answered or not."""
+    grouped_because: List[str]
+    """Why each group of :attr:`grouped` is one server: "shared key",
+    "shared address and operator", …"""
     outside: List[Tuple[str, str]]
-    """Servers the majority rule flags: (name, ``"outside_consensus"`` or ``"self_contradiction"``)."""
+    """Servers the quorum rule flags: (name, ``"outside_consensus"`` or ``"self_contradiction"``)."""
     contradictions: List[Tuple[str, str]]
     """Pairs of server names (the earlier answer's first; each pair once)
     whose answers in the chain cannot both be true: one of the two lied, the
@@ -285,9 +308,9 @@ class Measurement:
     """The same as indices into :attr:`entries` (earlier, later), one pair per
     pair of answers."""
     malfeasance: bool
-    """A contradiction in the chain, or a server the majority rule flags."""
+    """A contradiction in the chain, or a server the quorum rule flags."""
     suspects: List[str]
-    """The servers the majority rule flags (the names in :attr:`outside`)."""
+    """The servers the quorum rule flags (the names in :attr:`outside`)."""
     report: Optional[str]
     """The malfeasance report (JSON) when the chain proves a contradiction."""
     skipped: List[str]
@@ -324,13 +347,20 @@ def _measurement(d: Dict[str, Any]) -> Measurement:
             offset_high_us=c["high_us"],
             agreeing=list(c["agreeing"]),
             answering=c["answering"],
-            agreeing_keys=c["agreeing_keys"],
+            agreeing_voters=c["agreeing_voters"],
         ),
         quorum=d["quorum"],
         quorum_met=d["quorum_met"],
+        max_liars=d["max_liars"],
+        listed=d["listed"],
+        answered=d["answered"],
+        needed=d["needed"],
+        assumption=d["assumption"],
+        no_consensus=d["no_consensus"],
         disagreement=d["disagreement"],
         regions=[tuple(x) for x in d["regions"]],
-        shared_keys=[list(g) for g in d["shared_keys"]],
+        grouped=[list(g) for g in d["grouped"]],
+        grouped_because=list(d["grouped_because"]),
         outside=[tuple(x) for x in d["outside"]],
         contradictions=[tuple(x) for x in d["contradictions"]],
         contradicting_entries=[tuple(x) for x in d["contradicting_entries"]],
@@ -346,6 +376,7 @@ def measure(
     *,
     ask: Optional[int] = None,
     quorum: int = 2,
+    max_liars: Optional[int] = None,
     timeout: float = 2.0,
     tcp: Optional[bool] = None,
 ) -> Measurement:
@@ -353,26 +384,37 @@ def measure(
     server-list JSON, given as text, bytes or a path) and decide
     whom to believe, as ``gnomon sync`` does.
 
-    ``ask`` servers are chosen at random (``None``, the default: all of
-    them; RFC 10049's measurement sequence asks for at least 3) and asked twice in the same
-    order, each nonce chained from the previous response. The consensus is
-    the hull of the offsets a strict majority of the distinct keys that
-    answered vouches for (one vote per key, however many names it has in
-    the list). ``quorum`` is how many distinct keys must agree on it, as
-    ``gnomon sync``'s ``quorum``. ``timeout`` bounds each query.
+    Whom to believe rests on an assumption about the list, never about
+    who answered (an attacker on the path decides that): at most
+    ``max_liars`` of its n servers lie (``None``, the default:
+    max(1, ⌊(n − 1)/3⌋); servers sharing a key, address or ``operator``
+    are one). With m of them answering there is a consensus only when
+    m ≥ 2 × max_liars + 1, and it is the hull of the offsets held by
+    m − max_liars of them: under the assumption it holds the true offset
+    whoever was silenced. ``max_liars=0`` trusts every server.
+
+    ``ask`` servers are chosen at random (``None``, the default: enough to
+    outvote the liars with as many more silenced, 3 × max_liars + 1 and at
+    least 3, or all of them when some are one server) and asked twice in
+    the same order, each nonce chained from the previous response.
+    ``quorum`` is how many distinct servers must agree on the consensus,
+    as ``gnomon sync``'s ``quorum``. ``timeout`` bounds each query.
 
     Changed in 0.2.0: ``quorum`` used to be how many servers to ask; that
     is ``ask`` now, and ``quorum=None`` is a TypeError saying so.
 
-    Returns the :class:`Measurement` when at least ``quorum`` distinct keys
-    agree and nobody lied; read :attr:`Measurement.disagreement` and the
-    consensus's radius before trusting it to be narrow. Raises
+    Returns the :class:`Measurement` when at least ``quorum`` distinct
+    servers agree and nobody lied; read :attr:`Measurement.disagreement`
+    and the consensus's radius before trusting it to be narrow, and
+    :attr:`Measurement.assumption` for what it rests on. Raises
     :class:`Malfeasance` when a server lied (a contradiction in the chain,
     or a server outside the consensus); :class:`InvalidAnswer` when no
     consensus the quorum accepts formed and some answer failed
-    verification; :class:`NoAnswer` otherwise. Each carries
-    ``.measurement``. ``ValueError`` when the quorum can never be met:
-    more than the list's distinct keys, or than ``ask``.
+    verification; :class:`NoAnswer` otherwise (too few answered among
+    them: :attr:`Measurement.no_consensus` says why). Each carries
+    ``.measurement``. ``ValueError`` when the call can never succeed: a
+    quorum above the list's distinct servers or above ``ask``, or an
+    ``ask`` below the 2 × max_liars + 1 that must answer.
     """
     if isinstance(server_list, str):
         raw = server_list.encode()
@@ -383,7 +425,9 @@ def measure(
             raw = f.read()
     else:
         raise TypeError("server_list: JSON text, bytes, or a path")
-    m = _measurement(_native.measure(raw, ask=ask, quorum=quorum, timeout=timeout, tcp=tcp))
+    m = _measurement(
+        _native.measure(raw, ask=ask, quorum=quorum, max_liars=max_liars, timeout=timeout, tcp=tcp)
+    )
     err: Optional[GnomonError] = None
     if m.malfeasance:
         if m.suspects:
@@ -394,12 +438,13 @@ def measure(
         err = Malfeasance("malfeasance: " + why)
     elif not m.quorum_met:
         if m.consensus is None:
-            why = "no consensus: no strict majority of the distinct keys asked answered and agree"
+            why = m.no_consensus or "no consensus"
         else:
             why = (
-                f"no consensus the quorum accepts: {m.consensus.agreeing_keys} distinct key(s) "
-                f"agree, fewer than the quorum of {m.quorum}"
+                f"no consensus the quorum accepts: {m.consensus.agreeing_voters} distinct "
+                f"server(s) agree, fewer than the quorum of {m.quorum}"
             )
+        why += f" ({m.assumption})"
         failed = [e.error for e in m.entries if e.error is not None]
         invalid = [e for e in failed if isinstance(e, InvalidAnswer)]
         if invalid:
@@ -469,9 +514,19 @@ class Proven:
     latest_us: int
     """Unix µs."""
     agreeing_keys: int
-    """Distinct keys whose intervals meet the majority."""
+    """Distinct pinned servers whose intervals meet the proven interval."""
     answering_keys: int
-    """Distinct keys that answered (a key contradicting itself excluded)."""
+    """Distinct pinned servers that answered (one contradicting itself excluded)."""
+    max_liars: int
+    """The assumption it was proven under: at most this many of the
+    :attr:`pinned` servers lie."""
+    pinned: int
+    """Distinct pinned servers (keys of one server counted once)."""
+    needed: int
+    """How many the bundle had to carry: 2 × :attr:`max_liars` + 1."""
+    assumption: str
+    """The same in words: "assumes at most 1 of the 3 pinned servers lies;
+    3 answered, 3 needed"."""
 
     @property
     def earliest(self) -> _dt.datetime:
@@ -488,7 +543,16 @@ class Proven:
 
     @classmethod
     def _of(cls, d: Dict[str, Any]) -> "Proven":
-        return cls(d["earliest_us"], d["latest_us"], d["agreeing_keys"], d["answering_keys"])
+        return cls(
+            d["earliest_us"],
+            d["latest_us"],
+            d["agreeing_keys"],
+            d["answering_keys"],
+            d["max_liars"],
+            d["pinned"],
+            d["needed"],
+            d["assumption"],
+        )
 
 
 def verify_proof(
@@ -497,9 +561,10 @@ def verify_proof(
     keys: List[PublicKey],
     elapsed: float,
     *,
-    quorum: int = 2,
-    min_keys: int = 3,
+    quorum: int = 1,
+    max_liars: Optional[int] = None,
     max_radius: Optional[float] = 10.0,
+    servers: Optional[Sequence[Hashable]] = None,
 ) -> Proven:
     """Check a relayed proof as the device does, offline (docs/PROOF.md):
     ``bundle`` in the binary form or the JSON one (``gnomon relay``
@@ -510,24 +575,47 @@ def verify_proof(
     ``elapsed`` is required: a bundle the relay held widens the interval
     only through it, so a value too small gives an interval that ends
     before now. ``max_radius`` (seconds, ``None``: no limit) bounds half
-    the proven interval's width. Raises :class:`ProofError` with the
-    failure's ``kind``; ``ValueError`` for a bad key or argument (a
-    device value of another length among them)."""
+    the proven interval's width.
+
+    The assumption is about the pinned servers, not the answers the
+    bundle carries (the relay picks those): at most ``max_liars`` of them
+    lie (``None``, the default: fewer than half, ⌊(n − 1)/2⌋ of n). The
+    bundle must carry 2 × max_liars + 1 of them, and the interval is the
+    hull of the times held by all of them but ``max_liars``. ``servers``,
+    when given, labels each key with its server (any hashable: a name):
+    keys with one label, one machine's Ed25519 and ML-DSA-44 identities
+    say, are one voter; without it each distinct key is a server of its
+    own. ``quorum`` is how many distinct servers must agree beyond that.
+
+    Raises :class:`ProofError` with the failure's ``kind`` (and the
+    assumption, in words, as ``assumption``); ``ValueError`` for a bad key
+    or argument (a device value of another length among them)."""
     if isinstance(bundle, str):
         bundle = bundle.encode()
     if elapsed < 0:
         raise ValueError("elapsed: a time that has passed, not negative")
     if max_radius is not None and max_radius < 0:
         raise ValueError("max_radius: not negative")
+    if max_liars is not None and max_liars < 0:
+        raise ValueError("max_liars: not negative")
+    keys = list(keys)
+    voter_of: Optional[List[int]] = None
+    if servers is not None:
+        labels = list(servers)
+        if len(labels) != len(keys):
+            raise ValueError(f"servers: {len(labels)} label(s) for {len(keys)} key(s); one per key")
+        ids: Dict[Hashable, int] = {}
+        voter_of = [ids.setdefault(label, len(ids)) for label in labels]
     try:
         d = _native.verify_proof(
             bundle,
             device,
-            list(keys),
+            keys,
             round(elapsed * 1e6),
             quorum,
-            min_keys,
+            max_liars,
             None if max_radius is None else round(max_radius * 1e6),
+            voter_of,
         )
     except ProofError as e:
         if isinstance(e.majority, dict):

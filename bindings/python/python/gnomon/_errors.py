@@ -23,8 +23,10 @@ class GnomonError(Exception):
 class NoAnswer(GnomonError):
     """Nothing answered before the timeout (or the name did not resolve,
     or the port is closed); from :func:`gnomon.measure`, also too few
-    distinct keys answered and agree (no consensus, or fewer than the
-    quorum). Silence proves nothing: anyone on the path can drop packets."""
+    distinct servers answered and agree (no consensus, or fewer than the
+    quorum). Silence proves nothing: anyone on the path can drop packets,
+    which is why fewer than 2 × max_liars + 1 answering is no consensus,
+    whatever they say."""
 
 
 class InvalidAnswer(GnomonError):
@@ -45,8 +47,9 @@ class InvalidAnswer(GnomonError):
 class Malfeasance(GnomonError):
     """A server signed a time that cannot be true: two answers of the chain
     contradict each other (one of the two lied: ``measurement.contradictions``
-    names the pairs), or a server's interval misses the consensus of a
-    strict majority of distinct keys (``measurement.suspects``).
+    names the pairs), or a server's interval misses the consensus, which
+    under the assumption (``measurement.assumption``) holds the true time
+    (``measurement.suspects``).
     ``measurement.report`` holds the proof as JSON (when the chain itself
     contradicts), to send to the list's ``reports`` URL."""
 
@@ -64,15 +67,26 @@ class ProofError(GnomonError):
     ``entry`` is the index of the entry the
     failure names (the earlier of two contradicting ones), or ``None``.
     For ``"contradiction"`` and ``"liar"`` (``malfeasance`` is true),
-    ``majority`` is the majority's :class:`gnomon.Proven` interval when it
-    still meets the policy: the device may use it.
+    ``majority`` is the proven :class:`gnomon.Proven` interval when there
+    is one and it still meets the policy: the device may use it.
+    ``assumption`` is what the bundle was judged under, in words ("assumes
+    at most 2 of the 5 pinned servers lie; 3 answered, 5 needed"), or
+    ``None`` when it was refused before that (a malformed bundle).
     """
 
-    def __init__(self, message: str, kind: str, entry: Optional[int], majority: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        kind: str,
+        entry: Optional[int],
+        majority: Any,
+        assumption: Optional[str] = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.entry = entry
         self.majority = majority
+        self.assumption = assumption
 
     @property
     def malfeasance(self) -> bool:

@@ -26,6 +26,7 @@ def measure(
     *,
     ask: Optional[int] = None,
     quorum: int = 2,
+    max_liars: Optional[int] = None,
     timeout: float = 2.0,
     tcp: Optional[bool] = None,
 ) -> Dict[str, Any]: ...
@@ -36,6 +37,7 @@ def verify_proof(
     keys: List[Union[str, bytes]],
     elapsed_us: int,
     quorum: int,
-    min_keys: int,
+    max_liars: Optional[int],
     max_radius_us: Optional[int],
+    servers: Optional[List[int]] = None,
 ) -> Dict[str, Any]: ...
