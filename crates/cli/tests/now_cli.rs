@@ -207,12 +207,22 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
     );
     assert_eq!(j["source"]["round"], 1);
     assert_eq!(j["source"]["servers"], serde_json::json!(["a", "b", "c"]));
+    assert_eq!(
+        j["source"]["assumption"],
+        "assumes at most 1 of the 3 listed servers lies; 3 answered, 3 needed",
+        "{j}"
+    );
     assert_eq!(j["wall_clock_inside"], true);
     assert_eq!(j["drift_ppm"], 100);
     assert_eq!(j["exit_code"], 0);
     let text = now(&sock, &[]);
     assert_eq!(text.code, 0);
     assert!(text.stdout.contains("between"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("assumption   assumes at most 1 of the 3 listed"),
+        "{}",
+        text.stdout
+    );
     assert!(text.stdout.contains("round 1"), "{}", text.stdout);
     // --at-least: an hour ago is proven past, a day ahead is not.
     let hour_ago = ((real_now_us() / 1_000_000) - 3600).to_string();

@@ -182,6 +182,9 @@ pub struct Anchor {
     pub round: u64,
     /// The servers whose answers agreed.
     pub servers: Vec<String>,
+    /// The assumption the round's consensus rests on ("assumes at most 1
+    /// of the 5 listed servers lies; 4 answered, 3 needed").
+    pub assumption: String,
 }
 
 impl Anchor {
@@ -196,6 +199,7 @@ impl Anchor {
         (earliest_us, latest_us): (i128, i128),
         round: u64,
         servers: Vec<String>,
+        assumption: String,
     ) -> Anchor {
         let late = (now.boottime_ns - ended_boot_ns).max(0);
         let grown = -(-(late * (1_000_000 + PIN_SLACK_PPM))).div_euclid(1_000_000_000);
@@ -205,6 +209,7 @@ impl Anchor {
             latest_us: latest_us + grown,
             round,
             servers,
+            assumption,
         }
     }
 
@@ -305,7 +310,7 @@ pub struct Answer {
     pub latest_us: Option<i128>,
     /// The round, its servers and its age, s (an interval or a
     /// contradiction).
-    pub source: Option<(u64, Vec<String>, f64)>,
+    pub source: Option<(u64, Vec<String>, f64, String)>,
     /// The floor, Unix µs.
     pub floor_us: Option<i128>,
     /// The local clock when the floor was proven, Unix µs.
@@ -338,7 +343,7 @@ impl Known {
             (Some(a), floor) => {
                 let (lo, hi) = a.at(now, drift_ppm);
                 let age = elapsed_ns(&a.at, now) as f64 / 1e9;
-                let source = Some((a.round, a.servers.clone(), age));
+                let source = Some((a.round, a.servers.clone(), age, a.assumption.clone()));
                 match floor {
                     // Clamping the floor into [lo, hi] would answer a
                     // zero-width interval that the evidence does not
@@ -389,10 +394,11 @@ impl Answer {
             "known": self.kind.word(),
             "earliest_unix_us": int(self.earliest_us),
             "latest_unix_us": int(self.latest_us),
-            "source": self.source.as_ref().map(|(round, servers, age)| json!({
+            "source": self.source.as_ref().map(|(round, servers, age, assumption)| json!({
                 "round": round,
                 "servers": servers,
                 "age_s": ms(*age),
+                "assumption": assumption,
             })),
             "floor_unix_us": int(self.floor_us),
             "floor_proven_unix_us": int(self.floor_proven_us),

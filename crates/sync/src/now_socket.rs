@@ -438,6 +438,7 @@ mod tests {
                 latest_us: now::wall_us() + 1_000_000,
                 round: 1,
                 servers: vec!["x".into()],
+                assumption: "assumes at most 0 of the 1 listed servers lie".into(),
             }),
             Some(Floor::bare(5)),
         );

@@ -564,6 +564,7 @@ impl Service {
                 (now_us + c.low_us, now_us + c.high_us),
                 self.round_no,
                 c.agreeing.iter().map(|&i| name(i)).collect(),
+                describe_assumption(round.assumption, round.answered),
             )
         });
         self.board

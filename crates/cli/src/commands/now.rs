@@ -159,6 +159,9 @@ fn human(a: &Value, at_least: Option<i64>) -> String {
                 s["age_s"].as_f64().unwrap_or(0.0),
                 a["drift_ppm"]
             ));
+            if let Some(why) = s["assumption"].as_str() {
+                o.push_str(&format!("assumption   {why}\n"));
+            }
         }
         Some("floor") => o.push_str(&format!(
             "now          no earlier than {} (the floor; no proof of the time now since sync \

@@ -13,13 +13,14 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use gnomon_client::{Assumption, Backoff, Client, Config, Electorate, Plan, Selection, Server};
-use gnomon_protocol::proof::{verify_proof_grouped, ProofWorkspace, MAX_PROOF_ENTRIES};
+use gnomon_protocol::proof::{verify_proof_grouped, ProofError, ProofWorkspace, MAX_PROOF_ENTRIES};
 use gnomon_protocol::{PublicKey, ServerList};
 use serde_json::json;
 
 use super::client_out::{parse_duration, print_json, usage, Exit};
 use super::verify_proof::{
-    parse_device_value, pinned_voters, policy_json, proven_json, Policy, EXIT_CODES,
+    assumption_text, parse_device_value, pinned_voters, policy_json, proven_json, Policy,
+    EXIT_CODES,
 };
 
 /// The bundle's form. clap_mangen renders a list of possible values as a
@@ -195,6 +196,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let policy = args.policy.to_policy();
     let voters = pinned_voters(&servers);
     let verdict = verify_proof_grouped(&binary, &device, &keys, &voters, elapsed, &policy, &mut ws);
+    let answered = match &verdict {
+        Ok(p) => p.answering_keys,
+        Err(ProofError::TooFewKeys { present, .. }) => *present,
+        Err(_) => electorate.voters().min(seq.order.len()),
+    };
+    let assumption = assumption_text(&policy, &servers, answered);
     let code = match &verdict {
         Ok(_) => Exit::Ok,
         Err(e) if e.is_malfeasance() => Exit::Malfeasance,
@@ -209,6 +216,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             "answers": answered,
             "asked": seq.order.len(),
             "policy": policy_json(&policy),
+            "assumption": assumption,
             "exit_code": code.code(),
         });
         match &verdict {
@@ -232,10 +240,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         );
         match &verdict {
             Ok(p) => eprintln!(
-                "gnomon relay: the device will accept it ({} of {} keys agree)",
+                "gnomon relay: the device will accept it ({} of {} servers agree; {assumption})",
                 p.agreeing_keys, p.answering_keys
             ),
-            Err(e) => eprintln!("gnomon relay: the device will refuse it: {e}"),
+            Err(e) => eprintln!("gnomon relay: the device will refuse it: {e} ({assumption})"),
         }
     }
     code.into()

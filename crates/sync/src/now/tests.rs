@@ -28,6 +28,7 @@ fn anchor(at: Reading, lo: i128, hi: i128) -> Anchor {
         latest_us: hi,
         round: 3,
         servers: vec!["a".into(), "b".into()],
+        assumption: "assumes at most 1 of the 4 listed servers lies; 3 answered, 3 needed".into(),
     }
 }
 
@@ -61,11 +62,18 @@ fn the_interval_widens_by_the_drift_bound_and_no_more() {
 fn pinning_grows_the_upper_end_by_the_moment_since_the_rounds_end() {
     let now = reading(7 * NS, 7 * NS, 3 * NS);
     // The round ended 2 ms of boot clock before the reading.
-    let a = Anchor::pin(now, 10 * NS - 2_000_000, (T0, T0 + S), 4, vec![]);
+    let a = Anchor::pin(
+        now,
+        10 * NS - 2_000_000,
+        (T0, T0 + S),
+        4,
+        vec![],
+        String::new(),
+    );
     assert_eq!(a.at, now);
     assert_eq!((a.earliest_us, a.latest_us), (T0, T0 + S + 2_500));
     // A round stamped after the reading (another clock) adds nothing.
-    let b = Anchor::pin(now, 11 * NS, (T0, T0 + S), 4, vec![]);
+    let b = Anchor::pin(now, 11 * NS, (T0, T0 + S), 4, vec![], String::new());
     assert_eq!(b.latest_us, T0 + S);
 }
 
@@ -93,7 +101,15 @@ fn the_answer_says_what_is_known() {
     assert_eq!(i.earliest_us, Some(T0 + S - 200));
     assert_eq!(i.latest_us, Some(T0 + 3 * S + 200));
     assert_eq!(i.wall_inside, Some(true));
-    assert_eq!(i.source, Some((3, vec!["a".into(), "b".into()], 2.0)));
+    assert_eq!(
+        i.source,
+        Some((
+            3,
+            vec!["a".into(), "b".into()],
+            2.0,
+            "assumes at most 1 of the 4 listed servers lies; 3 answered, 3 needed".into()
+        ))
+    );
     // A floor inside the interval lifts the lower end.
     let k = Known {
         floor: floor(T0 + S / 2),
@@ -186,7 +202,8 @@ fn the_json_has_every_documented_member() {
             "known": "interval",
             "earliest_unix_us": (T0 + S / 2 - 150) as i64,
             "latest_unix_us": (T0 + S + 3 * S / 2 + 150) as i64,
-            "source": {"round": 3, "servers": ["a", "b"], "age_s": 1.5},
+            "source": {"round": 3, "servers": ["a", "b"], "age_s": 1.5,
+                "assumption": "assumes at most 1 of the 4 listed servers lies; 3 answered, 3 needed"},
             "floor_unix_us": (T0 - 9 * S) as i64,
             "floor_proven_unix_us": (T0 - 8 * S) as i64,
             "floor_age_s": 1.5,
@@ -295,6 +312,7 @@ fn a_slewed_boot_clock_leaves_the_interval_on_the_true_time() {
                     (T0 - S, T0 + S),
                     1,
                     vec![],
+                    String::new(),
                 )),
                 None,
             );
@@ -323,7 +341,14 @@ fn a_suspend_counts_as_the_kernel_measured_it_plus_the_rtcs_rounding() {
     let clock = Arc::new(Steered::default());
     let board = Board::new(None, clock.clone());
     board.update(
-        Some(Anchor::pin(board.read(), 0, (T0, T0), 1, vec![])),
+        Some(Anchor::pin(
+            board.read(),
+            0,
+            (T0, T0),
+            1,
+            vec![],
+            String::new(),
+        )),
         None,
     );
     clock.run(100 * NS, 100, 83_333);
