@@ -94,6 +94,13 @@ fn a_liar_is_excluded_named_reported_and_stays_out_after_a_restart() {
         "{}",
         status.stdout
     );
+    assert!(
+        status
+            .stdout
+            .contains("assumption   assumes at most 1 of the 4 listed servers lies"),
+        "{}",
+        status.stdout
+    );
     let floor1 = state(&dir)["floor_us"].as_i64().unwrap();
     let r2 = sync(&args(list, d, &["--once", "--json", loopback]), None);
     assert_eq!(r2.code, 0, "{}{}", r2.stdout, r2.stderr);

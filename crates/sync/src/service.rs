@@ -551,6 +551,8 @@ impl Service {
             outside: outside.clone(),
             unreachable: unreachable_words(&round, &servers),
             report: report_file.as_ref().map(|p| p.display().to_string()),
+            assumption: Some(describe_assumption(round.assumption, round.answered)),
+            no_consensus: round.why_none.clone(),
         });
         // The anchor: the consensus's interval for true time at the end
         // of the round (local_end_us is the local clock at `round.ended`,

@@ -97,6 +97,13 @@ pub struct LastRound {
     pub unreachable: Vec<String>,
     /// The report written, if any.
     pub report: Option<String>,
+    /// The assumption the round ran under, and why there was no
+    /// consensus when there was none (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumption: Option<String>,
+    /// Why there was no consensus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_consensus: Option<String>,
 }
 
 /// A server excluded for lying.

@@ -58,6 +58,12 @@ pub(super) fn status(settings: &Settings, as_json: bool) -> ExitCode {
         println!("agreeing     {}", list_or_none(&l.agreeing));
         println!("outside      {}", list_or_none(&l.outside));
         println!("unreachable  {}", list_or_none(&l.unreachable));
+        if let Some(why) = &l.no_consensus {
+            println!("why          {why}");
+        }
+        if let Some(a) = &l.assumption {
+            println!("assumption   {a}");
+        }
         if let Some(r) = &l.report {
             println!("report       {r}");
         }
