@@ -160,6 +160,9 @@ pub struct Watch {
     pub addr: SocketAddr,
     /// Its stderr lines after the one saying where it listens.
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The thread that reads them: it ends at the pipe's end, after the
+    /// last line, so `terminate` waits for it before `log` is read.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Watch {
@@ -203,7 +206,7 @@ impl Watch {
         }
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let kept = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 kept.lock().unwrap().push(line);
             }
@@ -212,6 +215,7 @@ impl Watch {
             addr: addr.expect("gnomon watch says where it listens"),
             child: child.into(),
             log,
+            reader: Some(reader),
         }
     }
 
@@ -229,6 +233,11 @@ impl Watch {
         let until = Instant::now() + patience;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its last lines may still be in the pipe: the reader ends
+                // when the pipe does.
+                if let Some(r) = self.reader.take() {
+                    let _ = r.join();
+                }
                 return status;
             }
             assert!(
