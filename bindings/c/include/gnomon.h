@@ -83,6 +83,13 @@
 // `known`: both ends are proven.
 #define GNOMON_NOW_INTERVAL 2
 
+// `known`: the last round's interval (`earliest_unix_us` ..
+// `latest_unix_us`) lies wholly below the proven floor, so one of the two
+// is wrong (a floor planted or proven by liars, or liars in the round):
+// nothing is proven, not even a lower bound. The operator decides
+// (`gnomon sync --clear-floor`; docs/NOW.md).
+#define GNOMON_NOW_CONTRADICTION 3
+
 // Longest key text `parse_key_any` takes: an ML-DSA-44 key is 1752
 // characters of base64 or 2624 hex digits, with room for whitespace.
 #define MAX_KEY_TEXT 4096
@@ -411,7 +418,8 @@ typedef struct gnomon_vouch {
 typedef struct gnomon_now_result {
   // `GNOMON_OK`, or why not; the same value the call returned.
   enum gnomon_error code;
-  // `GNOMON_NOW_NONE`, `GNOMON_NOW_FLOOR` or `GNOMON_NOW_INTERVAL`.
+  // `GNOMON_NOW_NONE`, `GNOMON_NOW_FLOOR`, `GNOMON_NOW_INTERVAL` or
+  // `GNOMON_NOW_CONTRADICTION`.
   int32_t known;
   // The earliest the time can be now, µs since the Unix epoch (the
   // floor for `GNOMON_NOW_FLOOR`; 0 for `GNOMON_NOW_NONE`).

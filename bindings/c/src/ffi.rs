@@ -679,6 +679,12 @@ pub const GNOMON_NOW_NONE: i32 = 0;
 pub const GNOMON_NOW_FLOOR: i32 = 1;
 /// `known`: both ends are proven.
 pub const GNOMON_NOW_INTERVAL: i32 = 2;
+/// `known`: the last round's interval (`earliest_unix_us` ..
+/// `latest_unix_us`) lies wholly below the proven floor, so one of the two
+/// is wrong (a floor planted or proven by liars, or liars in the round):
+/// nothing is proven, not even a lower bound. The operator decides
+/// (`gnomon sync --clear-floor`; docs/NOW.md).
+pub const GNOMON_NOW_CONTRADICTION: i32 = 3;
 
 /// What `gnomon_now` learnt from `gnomon sync` (docs/NOW.md describes each
 /// member of the answer these come from).
@@ -688,7 +694,8 @@ pub const GNOMON_NOW_INTERVAL: i32 = 2;
 pub struct GnomonNowResult {
     /// `GNOMON_OK`, or why not; the same value the call returned.
     pub code: GnomonError,
-    /// `GNOMON_NOW_NONE`, `GNOMON_NOW_FLOOR` or `GNOMON_NOW_INTERVAL`.
+    /// `GNOMON_NOW_NONE`, `GNOMON_NOW_FLOOR`, `GNOMON_NOW_INTERVAL` or
+    /// `GNOMON_NOW_CONTRADICTION`.
     pub known: i32,
     /// The earliest the time can be now, µs since the Unix epoch (the
     /// floor for `GNOMON_NOW_FLOOR`; 0 for `GNOMON_NOW_NONE`).

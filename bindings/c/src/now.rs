@@ -94,6 +94,7 @@ pub fn parse(line: &str) -> Result<Answer, std::string::String> {
         Some("none") => 0,
         Some("floor") => 1,
         Some("interval") => 2,
+        Some("contradiction") => 3,
         _ => return Err("`known` is missing or unknown".into()),
     };
     let int = |k: &str| v[k].as_i64().unwrap_or(0);
@@ -132,6 +133,14 @@ mod tests {
         assert!(parse(r#"{"v":1,"error":"busy"}"#)
             .unwrap_err()
             .contains("busy"));
+        let c = parse(
+            r#"{"v":1,"known":"contradiction","earliest_unix_us":5,"latest_unix_us":9,
+               "source":{"round":4,"servers":["a","b","c"],"age_s":0.5},"floor_unix_us":20,
+               "wall_clock_unix_us":7,"wall_clock_inside":null,"drift_ppm":100}"#,
+        )
+        .unwrap();
+        assert_eq!((c.known, c.earliest_unix_us, c.latest_unix_us), (3, 5, 9));
+        assert_eq!((c.round, c.wall_clock_inside), (4, -1));
         assert!(parse("{").is_err());
         assert!(parse(r#"{"v":2,"known":"none"}"#).is_err());
     }
