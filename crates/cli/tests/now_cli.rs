@@ -219,7 +219,8 @@ fn an_interval_from_real_servers_contains_the_true_time_and_a_restart_keeps_the_
     assert_eq!(text.code, 0);
     assert!(text.stdout.contains("between"), "{}", text.stdout);
     assert!(
-        text.stdout.contains("assumption   assumes at most 1 of the 3 listed"),
+        text.stdout
+            .contains("assumption   assumes at most 1 of the 3 listed"),
         "{}",
         text.stdout
     );
