@@ -145,7 +145,7 @@ impl Service {
         // could plant a floor in the future (no step would ever be made)
         // or one in the past (the rollback guard gone).
         let state = match (trusted, store.load()) {
-            (true, Loaded::Ok(s)) => s,
+            (true, Loaded::Ok(s)) => *s,
             (_, Loaded::Warning(w)) => {
                 log(&format!("warning: {w}"));
                 State::default()

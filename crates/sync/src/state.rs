@@ -120,8 +120,8 @@ pub struct Excluded {
 /// How loading went.
 #[derive(Debug)]
 pub enum Loaded {
-    /// The state as saved.
-    Ok(State),
+    /// The state as saved (boxed: it is far larger than the other arms).
+    Ok(Box<State>),
     /// None yet (first run).
     Missing,
     /// Unreadable or corrupt: the warning to print; a fresh state is used.
@@ -207,7 +207,7 @@ impl Store {
             }
         };
         match serde_json::from_slice::<State>(&bytes) {
-            Ok(s) if s.format == FORMAT => Loaded::Ok(s),
+            Ok(s) if s.format == FORMAT => Loaded::Ok(Box::new(s)),
             Ok(s) => Loaded::Warning(format!(
                 "{}: format {} is not {FORMAT}; starting without a floor",
                 path.display(),

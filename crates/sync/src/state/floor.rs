@@ -115,7 +115,7 @@ impl Store {
 /// not, or the file cannot tell (missing, unreadable).
 pub fn cleared_since(store: &Store, mine: &State) -> Option<State> {
     match store.peek() {
-        Loaded::Ok(s) if s.floor_clears > mine.floor_clears => Some(s),
+        Loaded::Ok(s) if s.floor_clears > mine.floor_clears => Some(*s),
         _ => None,
     }
 }
