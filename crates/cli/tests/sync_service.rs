@@ -64,6 +64,12 @@ fn the_service_runs_a_round_every_interval_and_stops_on_sigterm() {
         "{}",
         s.log
     );
+    assert!(
+        s.log
+            .contains("assumes at most 1 of the 3 listed servers lies: 3 must answer\n"),
+        "{}",
+        s.log
+    );
     s.stop_cleanly(STOP);
     assert_eq!(state(&dir)["last"]["ok"], true);
     let _ = std::fs::remove_dir_all(&dir);

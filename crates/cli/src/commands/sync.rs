@@ -343,6 +343,7 @@ fn serve_loop(mut service: Service, log: &Log) -> ExitCode {
         return Exit::Local.into();
     }
     let s = service.settings();
+    let assumption = Electorate::of(service.servers()).assume(s.max_liars);
     log(&format!(
         "started: {} server(s), every {} ± {}%, quorum {}, state in {}",
         service.servers().len(),
@@ -350,6 +351,22 @@ fn serve_loop(mut service: Service, log: &Log) -> ExitCode {
         s.jitter,
         s.quorum,
         s.state_dir.display()
+    ));
+    // Said once, at the start: a list too short for its assumption gives
+    // no consensus in any round, and the operator should hear why now.
+    log(&format!(
+        "assumes at most {} of the {} listed servers {}: {} must answer{}",
+        assumption.liars,
+        assumption.voters,
+        if assumption.liars == 1 { "lies" } else { "lie" },
+        assumption.needed(),
+        if assumption.satisfiable() {
+            String::new()
+        } else {
+            " (more than the list has: no round can reach a consensus; list more servers or \
+             lower max-liars)"
+                .to_string()
+        }
     ));
     service.run(&rx);
     log("stopped");
