@@ -598,12 +598,12 @@ fn refusal_key(r: &Refusal) -> &'static str {
 
 fn refusal_words(r: &Refusal) -> String {
     match r {
-        Refusal::NoConsensus => {
-            "no consensus (no offset is vouched for by a strict majority of the answering keys)"
-                .into()
-        }
+        Refusal::NoConsensus => "no consensus (too few servers answered for the assumption, \
+             or no offset is vouched for by enough of them: the round's line and `no_consensus` \
+             say which)"
+            .into(),
         Refusal::Quorum { agreeing, quorum } => {
-            format!("{agreeing} distinct key(s) agree, fewer than the quorum of {quorum}")
+            format!("{agreeing} distinct server(s) agree, fewer than the quorum of {quorum}")
         }
         Refusal::TooWide { radius_us, max_us } => format!(
             "the consensus radius {} is wider than --max-radius {} (the servers disagree \
