@@ -31,8 +31,16 @@ pub(crate) enum TokenError {
     },
     /// Neither `--pkcs11-pin-file` nor `GNOMON_PKCS11_PIN`.
     NoPin,
-    /// The PIN file cannot be read, or holds no PIN.
+    /// The PIN file cannot be read, is not a regular file, or holds no PIN.
     PinFile { path: PathBuf, why: String },
+    /// The PIN file is owned by another user than the effective one, or
+    /// group or others have some access to it (crate::pkcs11::pin).
+    PinFileAccess {
+        path: PathBuf,
+        owner: u32,
+        mode: u32,
+        euid: u32,
+    },
     /// C_Login said the PIN is wrong.
     WrongPin(String),
     /// The user PIN is locked (too many wrong tries): only the security
@@ -58,7 +66,8 @@ impl TokenError {
             TokenError::ModuleMissing(_)
             | TokenError::TokenAbsent { .. }
             | TokenError::KeyAbsent { .. }
-            | TokenError::PinFile { .. } => NO_INPUT,
+            | TokenError::PinFile { .. }
+            | TokenError::PinFileAccess { .. } => NO_INPUT,
             TokenError::NoPin | TokenError::Usage(_) | TokenError::Config { .. } => USAGE,
             TokenError::KeyExists { .. } => CANT_CREATE,
             TokenError::NotPkcs11 { .. }
@@ -141,6 +150,32 @@ impl fmt::Display for TokenError {
             ),
             TokenError::PinFile { path, why } => {
                 write!(f, "PIN file {}: {why}", path.display())
+            }
+            TokenError::PinFileAccess {
+                path,
+                owner,
+                mode,
+                euid,
+            } => {
+                let p = path.display();
+                let (mut wrong, mut fix) = (Vec::new(), Vec::new());
+                if owner != euid {
+                    wrong.push(format!(
+                        "it is owned by uid {owner}, not uid {euid} that gnomon runs as"
+                    ));
+                    fix.push(format!("`chown {euid} {p}`"));
+                }
+                if mode & 0o077 != 0 {
+                    wrong.push("its mode gives group or others access to the token's PIN".into());
+                    fix.push(format!("`chmod 600 {p}`"));
+                }
+                write!(
+                    f,
+                    "PIN file {p} (owner uid {owner}, mode {mode:04o}) refused: {}; \
+                     run {} (and check who else may have read it)",
+                    wrong.join(", and "),
+                    fix.join(" and "),
+                )
             }
             TokenError::WrongPin(token) => write!(
                 f,

@@ -57,8 +57,10 @@ pub(crate) struct TokenArgs {
     /// The key pair's label inside the token.
     #[arg(long, value_name = "LABEL")]
     pub(crate) pkcs11_key: Option<String>,
-    /// A file holding the token's user PIN (one line; keep it mode 0600).
-    /// Without it, the environment variable GNOMON_PKCS11_PIN.
+    /// A file holding the token's user PIN (one line). It must be a regular
+    /// file of the user gnomon runs as, mode 0600 or 0400: a symlink, another
+    /// owner or any group or other access is refused. Without it, the
+    /// environment variable GNOMON_PKCS11_PIN.
     #[arg(long, value_name = "FILE")]
     pub(crate) pkcs11_pin_file: Option<PathBuf>,
     /// A TOML file whose [pkcs11] table gives any of module, token, key and

@@ -1,6 +1,8 @@
 //! The token named by a `--config` file, and the renewal unit's drop-in
 //! that uses one.
 
+use std::fs::Permissions;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -69,6 +71,14 @@ fn a_config_file_names_the_token_and_the_flags_win() {
         "--public-only",
     ]);
     refused(&out, 66, "holds no key labelled \"other\"");
+
+    // The file's pin-file is checked as the flag's is: made readable by
+    // its group, it is refused with the fix, naming the resolved path.
+    let pin = hsm.dir.join("pin");
+    std::fs::set_permissions(&pin, Permissions::from_mode(0o640)).unwrap();
+    let out = gnomon(&["delegate", "--config", conf, "--out-dir", &out_dir]);
+    std::fs::set_permissions(&pin, Permissions::from_mode(0o600)).unwrap();
+    refused(&out, 66, &format!("run `chmod 600 {}`", pin.display()));
 
     // A misspelt key is an error, not a silent fallback.
     let bad = hsm.dir.join("bad.toml");

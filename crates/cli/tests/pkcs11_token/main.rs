@@ -71,8 +71,8 @@ fn hsm() -> Result<&'static Hsm, &'static str> {
             ),
         )
         .unwrap();
-        std::fs::write(dir.join("pin"), format!("{PIN}\n")).unwrap();
-        std::fs::write(dir.join("wrong-pin"), "0000\n").unwrap();
+        write_pin(&dir.join("pin"), &format!("{PIN}\n"));
+        write_pin(&dir.join("wrong-pin"), "0000\n");
         // Set before any test spawns or loads anything (every test comes
         // through here first), so nothing reads the environment meanwhile;
         // the in-process checks load the module too and read it then.
@@ -82,6 +82,20 @@ fn hsm() -> Result<&'static Hsm, &'static str> {
     })
     .as_ref()
     .map_err(|e| *e)
+}
+
+/// A PIN file as gnomon accepts one: created mode 0600 (a plain
+/// `std::fs::write` leaves it 0644 under the usual umask, which is refused).
+fn write_pin(path: &Path, text: &str) {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .unwrap();
 }
 
 /// No test knows it is the last to use the shared directory, so it is

@@ -1,5 +1,7 @@
 //! Every refusal an operator meets says what is wrong, with its exit code.
 
+use std::fs::Permissions;
+use std::os::unix::fs::{symlink, PermissionsExt as _};
 use std::path::Path;
 use std::process::Command;
 
@@ -81,6 +83,37 @@ fn every_refusal_says_what_is_wrong() {
         &delegate("no-such-key", &["--pkcs11-pin-file", &pin]),
         66,
         "holds no key labelled",
+    );
+    // The right PIN in a file group or others can read, or through a
+    // symbolic link, is refused with the fix, by delegate and keygen alike.
+    let loose = hsm.path("loose-pin");
+    std::fs::write(&loose, format!("{PIN}\n")).unwrap();
+    for mode in [0o644, 0o640] {
+        std::fs::set_permissions(&loose, Permissions::from_mode(mode)).unwrap();
+        let out = delegate("root", &["--pkcs11-pin-file", &loose]);
+        refused(&out, 66, &format!("PIN file {loose} (owner uid "));
+        refused(&out, 66, &format!("mode {mode:04o}) refused"));
+        refused(&out, 66, &format!("run `chmod 600 {loose}`"));
+    }
+    let keygen = |args: &[&str]| {
+        let mut all = vec!["keygen", "--pkcs11-pin-file", &loose];
+        all.extend_from_slice(args);
+        hsm.gnomon(&all, "errors", "loose")
+    };
+    refused(&keygen(&[]), 66, "chmod 600");
+    refused(&keygen(&["--public-only"]), 66, "chmod 600");
+    // keygen made no key under that label before refusing.
+    refused(
+        &public_only(hsm.module(), "errors", "loose"),
+        66,
+        "holds no key labelled \"loose\"",
+    );
+    let link = hsm.path("link-pin");
+    symlink(&pin, &link).unwrap();
+    refused(
+        &delegate("root", &["--pkcs11-pin-file", &link]),
+        66,
+        "is a symbolic link, which is not followed",
     );
     assert!(!Path::new(&out_dir).exists(), "a refusal wrote {out_dir}");
 
