@@ -108,7 +108,8 @@ pub const TABLE: &[Status] = &[
         code: NO_INPUT,
         commands: "keygen, delegate",
         meaning: "the long-term key file cannot be read; no such PKCS#11 module, token, \
-                  key or PIN file (EX_NOINPUT)",
+                  key or PIN file, or a PIN file others may read or another user owns \
+                  (EX_NOINPUT)",
     },
     Status {
         code: SOFTWARE,
