@@ -347,7 +347,10 @@ fn a_c_device_proves_the_true_now_from_a_relayed_bundle_and_refuses_each_tampere
         E::GnomonErrProofBinding,
     );
     // One server's two answers swapped (entries 1 and 4: the second pass
-    // asks in the first's order).
+    // asks in the first's order). Request 2 was chained from the answer
+    // that was at 1, and every link is checked before any answer, so the
+    // link breaks first (it was not-for-request at 1 when answers came
+    // first, docs/PROOF.md).
     let mut swapped = good.clone();
     let r = swapped["responses"].as_array_mut().unwrap();
     assert_eq!(r[1]["publicKey"], r[4]["publicKey"]);
@@ -359,9 +362,24 @@ fn a_c_device_proves_the_true_now_from_a_relayed_bundle_and_refuses_each_tampere
         &binary(&swapped),
         &device,
         keys,
+        E::GnomonErrProofLink,
+    );
+    assert_eq!(v.entry, 2, "{}", v.line);
+    // The last answer (no link after it) replaced by the same server's
+    // earlier one, validly signed for another request.
+    let mut replaced = good.clone();
+    let r = replaced["responses"].as_array_mut().unwrap();
+    let last = r.len() - 1;
+    assert_eq!(r[last - 3]["publicKey"], r[last]["publicKey"]);
+    r[last]["response"] = r[last - 3]["response"].clone();
+    let v = refused(
+        "replaced",
+        &binary(&replaced),
+        &device,
+        keys,
         E::GnomonErrProofNotForRequest,
     );
-    assert_eq!(v.entry, 1, "{}", v.line);
+    assert_eq!(v.entry, last as i64, "{}", v.line);
     // A broken link: entries 1 and 2 in the other order.
     let mut reordered = good.clone();
     reordered["responses"].as_array_mut().unwrap().swap(1, 2);
@@ -373,17 +391,26 @@ fn a_c_device_proves_the_true_now_from_a_relayed_bundle_and_refuses_each_tampere
         E::GnomonErrProofLink,
     );
     assert_eq!(v.entry, 1, "{}", v.line);
-    // A forged signature: one bit of the first response's SIG.
+    // A forged signature: one bit of the last response's SIG (no link
+    // after it), and of the first's, where request 1 was chained from the
+    // bytes before the edit: the link, checked before any signature, breaks
+    // first (it was signature at 0 when signatures came first).
     let view = ProofView::parse(&whole).unwrap();
-    let resp = view.entries()[0].response;
-    let at = whole
-        .windows(resp.len())
-        .position(|w| w == resp)
-        .expect("the response in the bundle");
-    let mut forged = whole.clone();
-    forged[at + signature_offset(resp).expect("a SIG tag")] ^= 1;
-    let v = refused("forged", &forged, &device, keys, E::GnomonErrProofSignature);
-    assert_eq!(v.entry, 0, "{}", v.line);
+    let last = view.entries().len() - 1;
+    for (k, case, want, entry) in [
+        (last, "forged", E::GnomonErrProofSignature, last),
+        (0, "forged_first", E::GnomonErrProofLink, 1),
+    ] {
+        let resp = view.entries()[k].response;
+        let at = whole
+            .windows(resp.len())
+            .position(|w| w == resp)
+            .expect("the response in the bundle");
+        let mut forged = whole.clone();
+        forged[at + signature_offset(resp).expect("a SIG tag")] ^= 1;
+        let v = refused(case, &forged, &device, keys, want);
+        assert_eq!(v.entry, entry as i64, "{case}: {}", v.line);
+    }
     // An answer from a key the device does not pin.
     refused(
         "unpinned",

@@ -161,22 +161,38 @@ def test_each_tampered_bundle_is_refused_with_its_own_kind(gnomon, relay):
     theirs = json.loads(other)
     theirs["deviceNonce"] = good["deviceNonce"]
     refused(theirs, "binding")
-    # One server's two answers swapped (entries 1 and 4).
+    # One server's two answers swapped (entries 1 and 4). Request 2 was
+    # chained from the answer that was at 1, and every link is checked
+    # before any answer, so the link breaks first (it was not_for_request
+    # at 1 when answers came first, docs/PROOF.md).
     swapped = json.loads(raw)
     r = swapped["responses"]
     assert r[1]["publicKey"] == r[4]["publicKey"]
     r[1]["response"], r[4]["response"] = r[4]["response"], r[1]["response"]
-    refused(swapped, "not_for_request", entry=1)
+    refused(swapped, "link", entry=2)
+    # The last answer (no link after it) replaced by the same server's
+    # earlier one, validly signed for another request.
+    replaced = json.loads(raw)
+    r = replaced["responses"]
+    last = len(r) - 1
+    assert r[last - 3]["publicKey"] == r[last]["publicKey"]
+    r[last]["response"] = r[last - 3]["response"]
+    refused(replaced, "not_for_request", entry=last)
     # A broken link: entries 1 and 2 in the other order.
     reordered = json.loads(raw)
     reordered["responses"][1], reordered["responses"][2] = reordered["responses"][2], reordered["responses"][1]
     refused(reordered, "link", entry=1)
-    # A forged signature: one bit of the first response's SIG.
-    forged = json.loads(raw)
-    resp = bytearray(base64.b64decode(forged["responses"][0]["response"]))
-    resp[signature_offset(bytes(resp))] ^= 1
-    forged["responses"][0]["response"] = base64.b64encode(bytes(resp)).decode()
-    refused(forged, "signature", entry=0)
+    # A forged signature: one bit of the last response's SIG (no link after
+    # it), and of the first's, where request 1 was chained from the bytes
+    # before the edit: the link, checked before any signature, breaks first
+    # (it was signature at 0 when signatures came first).
+    last = len(good["responses"]) - 1
+    for k, kind, entry in ((last, "signature", last), (0, "link", 1)):
+        forged = json.loads(raw)
+        resp = bytearray(base64.b64decode(forged["responses"][k]["response"]))
+        resp[signature_offset(bytes(resp))] ^= 1
+        forged["responses"][k]["response"] = base64.b64encode(bytes(resp)).decode()
+        refused(forged, kind, entry=entry)
     # A key the device does not pin. The relay asks the servers in a random
     # order, so the first entry under the dropped key is read from the bundle.
     dropped = relay.keys[2]

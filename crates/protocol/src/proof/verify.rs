@@ -97,13 +97,23 @@ pub fn verify_proof_grouped(
         return Err(ProofError::WrongNonce);
     }
     let entries = view.entries();
+    // Cheap checks first: the binding, every key and every link are lookups
+    // and hashing, so a bundle broken anywhere in them costs no signature
+    // check (ML-DSA-44 takes milliseconds on a small core). A link hashes
+    // the previous response's raw bytes without trusting them: a forged
+    // one that chains fails its own signature below.
     check_binding(&entries[0], device, &mut ws.request)?;
+    for (i, e) in entries.iter().enumerate() {
+        pinned_key(keys, e).ok_or(ProofError::UnknownKey(i))?;
+    }
+    for i in 1..entries.len() {
+        check_link(&entries[i], entries[i - 1].response, i, &mut ws.request)?;
+    }
+    // Then the signatures, each request rebuilt again (the link checks
+    // left the last one checked in the buffer).
     let mut n_keys = 0;
     for (i, e) in entries.iter().enumerate() {
-        let pinned = keys
-            .iter()
-            .position(|k| k.bytes() == e.key)
-            .ok_or(ProofError::UnknownKey(i))?;
+        let pinned = pinned_key(keys, e).ok_or(ProofError::UnknownKey(i))?;
         let request = rebuild(e, &mut ws.request)?;
         let v = verify_response(request, e.response, keys[pinned]).map_err(|err| match err {
             VerifyError::DelegationSignature | VerifyError::ResponseSignature => {
@@ -136,9 +146,6 @@ pub fn verify_proof_grouped(
         k.span = k.span.zip(now).and_then(|(a, b)| a.intersect(b));
         k.entries.insert(i);
     }
-    for i in 1..entries.len() {
-        check_link(&entries[i], entries[i - 1].response, i, &mut ws.request)?;
-    }
     let pinned = (0..keys.len())
         .filter(|&i| (0..i).all(|j| voter(keys, voter_of, j) != voter(keys, voter_of, i)))
         .count();
@@ -148,6 +155,11 @@ pub fn verify_proof_grouped(
         policy.assumption(pinned),
         policy,
     )
+}
+
+/// The first pinned key that is entry `e`'s key.
+fn pinned_key(keys: &[PublicKey<'_>], e: &EntryView<'_>) -> Option<usize> {
+    keys.iter().position(|k| k.bytes() == e.key)
 }
 
 /// The voter of pinned key `i`: its group, or else the first pinned key

@@ -6,6 +6,7 @@ mod common;
 
 mod fresh;
 mod liars;
+mod order;
 mod tampering;
 
 use common::relay::{self, Ask};

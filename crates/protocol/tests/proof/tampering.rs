@@ -60,52 +60,77 @@ fn an_unpinned_key_is_refused() {
 #[test]
 fn a_forged_signature_is_refused() {
     let (servers, proof) = honest();
-    for k in [0, 3, 5] {
+    // Edited after the fact, an answer the next request was chained from
+    // breaks that link first: links are checked before any signature
+    // (the last answer has no next link; a forgery chained from is its
+    // own signature error, tests/proof/order.rs).
+    for (k, want) in [
+        (0, ProofError::Link(1)),
+        (3, ProofError::Link(4)),
+        (5, ProofError::Signature(5)),
+    ] {
         let mut bundle = proof.to_binary();
         let response = &proof.report().entries[k].response;
         let at = find(&bundle, response) + srep_sig_offset(response) + 9;
         bundle[at] ^= 0x20;
         assert_eq!(
             verify(&bundle, D, &rfc_keys(&servers)),
-            Err(ProofError::Signature(k)),
+            Err(want),
             "entry {k}"
         );
     }
-    // A valid answer under an unpinned identity that claims a pinned key.
+    // A valid answer under an unpinned identity that claims a pinned key:
+    // at the end, its signature; in the middle, the next link first.
     let impostor = relay::servers(4).pop().unwrap();
-    let bundle = rebuilt(&proof, |r| {
-        let request = r.entries[1].request.clone();
-        let ask = Ask {
-            server: 0,
-            profile: Profile::rfc(),
-            midpoint_us: T0,
-            radius_us: RADIUS_US,
-        };
-        r.entries[1].response = relay::answer(&impostor, &ask, &request);
-    });
-    assert_eq!(
-        verify(&bundle, D, &rfc_keys(&servers)),
-        Err(ProofError::Signature(1))
-    );
+    for (k, want) in [(5, ProofError::Signature(5)), (1, ProofError::Link(2))] {
+        let bundle = rebuilt(&proof, |r| {
+            let request = r.entries[k].request.clone();
+            let ask = Ask {
+                server: 0,
+                profile: Profile::rfc(),
+                midpoint_us: T0,
+                radius_us: RADIUS_US,
+            };
+            r.entries[k].response = relay::answer(&impostor, &ask, &request);
+        });
+        assert_eq!(
+            verify(&bundle, D, &rfc_keys(&servers)),
+            Err(want),
+            "entry {k}"
+        );
+    }
 }
 
 #[test]
 fn a_swapped_or_transplanted_answer_is_not_for_the_request() {
     let (servers, proof) = honest();
     let keys = rfc_keys(&servers);
-    // Entries 0 and 3 are the same server: each answer is validly signed.
+    // Entries 2 and 5 are the same server: each answer is validly signed.
+    // The last entry has no next link, so its answer's own check refuses it.
+    let bundle = rebuilt(&proof, |r| {
+        r.entries[5].response = r.entries[2].response.clone();
+    });
+    assert_eq!(verify(&bundle, D, &keys), Err(ProofError::NotForRequest(5)));
+    // Swapped: request 1 was chained from the answer that was at 0, and
+    // links are checked before any answer (it was NotForRequest(0) when the
+    // answers came first).
     let bundle = rebuilt(&proof, |r| {
         let a = r.entries[0].response.clone();
         r.entries[0].response = r.entries[3].response.clone();
         r.entries[3].response = a;
     });
-    assert_eq!(verify(&bundle, D, &keys), Err(ProofError::NotForRequest(0)));
-    // From another bundle, for another device.
+    assert_eq!(verify(&bundle, D, &keys), Err(ProofError::Link(1)));
+    // From another bundle, for another device: last, and in the middle
+    // (where the next link breaks first; it was NotForRequest(2)).
     let other = relay::proof(&servers, OTHER, &relay::honest(3, T0, GAP_US), 7);
+    let bundle = rebuilt(&proof, |r| {
+        r.entries[5].response = other.report().entries[5].response.clone();
+    });
+    assert_eq!(verify(&bundle, D, &keys), Err(ProofError::NotForRequest(5)));
     let bundle = rebuilt(&proof, |r| {
         r.entries[2].response = other.report().entries[2].response.clone();
     });
-    assert_eq!(verify(&bundle, D, &keys), Err(ProofError::NotForRequest(2)));
+    assert_eq!(verify(&bundle, D, &keys), Err(ProofError::Link(3)));
 }
 
 #[test]
@@ -253,18 +278,26 @@ fn trailing_bytes_bad_magic_and_unknown_versions_are_refused() {
 #[test]
 fn any_other_verification_failure_is_a_response_error() {
     // INDX is outside the signature: one past a batch of one has bits past
-    // PATH's depth.
+    // PATH's depth. In the last answer (no next link to break first: in
+    // entry 1 it is Link(2), it was Response(1, _) when answers came
+    // first; tests/proof/order.rs has one chained from).
     let (servers, proof) = honest();
-    let mut bundle = proof.to_binary();
-    let response = &proof.report().entries[1].response;
-    let body = wire::unframe(response).unwrap();
-    let indx = Message::parse(body).unwrap().get(Tag::INDX).unwrap();
-    let at = find(&bundle, response) + (indx.as_ptr() as usize - response.as_ptr() as usize);
-    bundle[at] = 1;
-    assert!(matches!(
-        verify(&bundle, D, &rfc_keys(&servers)),
-        Err(ProofError::Response(1, VerifyError::Path(_)))
-    ));
+    for (k, link) in [(5, None), (1, Some(2))] {
+        let mut bundle = proof.to_binary();
+        let response = &proof.report().entries[k].response;
+        let body = wire::unframe(response).unwrap();
+        let indx = Message::parse(body).unwrap().get(Tag::INDX).unwrap();
+        let at = find(&bundle, response) + (indx.as_ptr() as usize - response.as_ptr() as usize);
+        bundle[at] = 1;
+        let got = verify(&bundle, D, &rfc_keys(&servers));
+        match link {
+            None => assert!(
+                matches!(got, Err(ProofError::Response(i, VerifyError::Path(_))) if i == k),
+                "{got:?}"
+            ),
+            Some(i) => assert_eq!(got, Err(ProofError::Link(i))),
+        }
+    }
 }
 
 #[test]
