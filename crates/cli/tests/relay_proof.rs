@@ -188,17 +188,26 @@ fn each_tampered_bundle_is_refused_with_its_own_kind_and_exit() {
         2,
     );
     // One server's two answers swapped between its two requests (the
-    // second pass asks in the first's order: entries i and i + 3): each
-    // signature holds, but answers the other nonce.
+    // second pass asks in the first's order: entries i and i + 3). Request
+    // 2 was chained from the answer that was at 1, and every link is
+    // checked before any answer, so the link breaks first (docs/PROOF.md).
     let mut swapped = good.clone();
     let r = swapped["responses"].as_array_mut().unwrap();
     assert_eq!(r[1]["publicKey"], r[4]["publicKey"]);
     let (a, b) = (r[1]["response"].clone(), r[4]["response"].clone());
     r[1]["response"] = b;
     r[4]["response"] = a;
+    refused("swapped.json", &swapped, &device, &servers.list, "link", 2);
+    // The last answer (no link after it) replaced by the same server's
+    // earlier one: its signature holds, but it answers the other nonce.
+    let mut replaced = good.clone();
+    let r = replaced["responses"].as_array_mut().unwrap();
+    let last = r.len() - 1;
+    assert_eq!(r[last - 3]["publicKey"], r[last]["publicKey"]);
+    r[last]["response"] = r[last - 3]["response"].clone();
     refused(
-        "swapped.json",
-        &swapped,
+        "replaced.json",
+        &replaced,
         &device,
         &servers.list,
         "not_for_request",
@@ -243,18 +252,23 @@ fn each_tampered_bundle_is_refused_with_its_own_kind_and_exit() {
     std::fs::write(&cut, &whole[..whole.len() - 7]).unwrap();
     let (c, v) = verify(&cut, &device, &servers.list, "10s");
     assert_eq!((c, v["kind"].as_str()), (2, Some("truncated")), "{v}");
-    // A forged signature: one bit of the first response's SIG value,
-    // found in the binary form by the response's own bytes.
-    let mut forged = whole.clone();
+    // A forged signature: one bit of a response's SIG value, found in the
+    // binary form by the response's own bytes. The last response has no
+    // link after it: signature. The first was chained from by request 1,
+    // whose link (checked before any signature) breaks first.
     let view = gnomon_protocol::proof::ProofView::parse(&whole).unwrap();
-    let resp = view.entries()[0].response;
-    let at = find(&forged, resp).expect("the response in the binary form");
-    let sig = signature_offset(resp).expect("a SIG tag");
-    forged[at + sig] ^= 0x01;
-    let p = file(&servers, "forged.bin");
-    std::fs::write(&p, &forged).unwrap();
-    let (c, v) = verify(&p, &device, &servers.list, "10s");
-    assert_eq!((c, v["kind"].as_str()), (2, Some("signature")), "{v}");
+    let last = view.entries().len() - 1;
+    for (k, kind) in [(last, "signature"), (0, "link")] {
+        let mut forged = whole.clone();
+        let resp = view.entries()[k].response;
+        let at = find(&forged, resp).expect("the response in the binary form");
+        let sig = signature_offset(resp).expect("a SIG tag");
+        forged[at + sig] ^= 0x01;
+        let p = file(&servers, &format!("forged-{k}.bin"));
+        std::fs::write(&p, &forged).unwrap();
+        let (c, v) = verify(&p, &device, &servers.list, "10s");
+        assert_eq!((c, v["kind"].as_str()), (2, Some(kind)), "entry {k}: {v}");
+    }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
