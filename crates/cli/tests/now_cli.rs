@@ -471,7 +471,8 @@ fn hostile_clients_stall_neither_the_socket_nor_the_rounds() {
     let holder = hold_as_nobody(&sock, &stop);
     if holder.is_some() {
         // The holder is at it: a hundred of its connections dropped
-        // (evicted or refused: whatever the rule, it is pressing).
+        // (evicted, refused, or closed at accept past its user's pace:
+        // whatever the rule, it is pressing).
         let pressed = |t: &str| {
             let c = |r: &str| {
                 value(
@@ -479,7 +480,7 @@ fn hostile_clients_stall_neither_the_socket_nor_the_rounds() {
                     &format!("gnomon_sync_now_requests_total{{result=\"{r}\"}}"),
                 )
             };
-            c("evicted") + c("busy")
+            c("evicted") + c("busy") + c("paced")
         };
         let until = Instant::now() + PATIENCE;
         while scrape(metrics, PATIENCE).map_or(0.0, |t| pressed(&t)) < 100.0 {
