@@ -220,9 +220,10 @@ fn a_round_without_the_quorum_sends_chrony_nothing() {
     let Some(chronyd) = Chronyd::start(test, &options, &conf) else {
         return;
     };
-    // One server that answers, a quorum of two.
+    // One server that answers, trusted (no liar assumed, so its answer is
+    // a consensus), and a quorum of two.
     let servers = start_servers(test, &[("alpha", None)], None);
-    let extra = ["--min-servers", "1", "--quorum", "2"];
+    let extra = ["--min-servers", "1", "--quorum", "2", "--max-liars", "0"];
     let state = servers.dir.join("state");
     let mut service = every_second(&servers.list, &state, &chronyd.sock(), &extra);
     for round in 0..3 {
