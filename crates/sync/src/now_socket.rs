@@ -65,6 +65,11 @@ pub const PACE_BURST: u32 = 32;
 /// closed at accept, counted `paced`. Far more than a program needs: the
 /// answer changes at a round, and in between only widens, by 2ρ a second.
 pub const PACE_PER_SECOND: u32 = 100;
+/// Connections the kernel queues for accept (listen(2)'s backlog, not the
+/// system's 4096): a client that connects behind a churn waits behind at
+/// most this many, each closed in microseconds; past it a blocking connect
+/// waits for room, a non-blocking one fails (EAGAIN).
+pub const LISTEN_BACKLOG: i32 = 128;
 /// Connections accepted in one pass of the loop before it turns to the open
 /// ones again.
 pub const ACCEPT_BATCH: usize = 64;
@@ -123,6 +128,9 @@ pub(crate) struct Peers {
     pub(crate) clock: Box<dyn Fn() -> Instant + Send>,
     pub(crate) burst: u32,
     pub(crate) per_second: u32,
+    /// Users never paced: root and the service's own, either of which can
+    /// stop sync anyway (signals, ptrace); the share rule still holds.
+    pub(crate) unpaced: Vec<u32>,
 }
 
 impl Peers {
@@ -136,6 +144,7 @@ impl Peers {
             clock: Box::new(Instant::now),
             burst: PACE_BURST,
             per_second: PACE_PER_SECOND,
+            unpaced: vec![0, rustix::process::geteuid().as_raw()],
         }
     }
 }
@@ -165,6 +174,7 @@ pub(crate) fn spawn_with(
     peers: Peers,
 ) -> io::Result<()> {
     let listener = bind(path, access)?;
+    rustix::net::listen(&listener, LISTEN_BACKLOG)?;
     listener.set_nonblocking(true)?;
     let on = event_loop::On {
         path: path.to_owned(),

@@ -233,12 +233,14 @@ pub(super) fn run(listener: &UnixListener, on: &On, peers: Peers) {
     }
 }
 
-/// A newcomer: closed at once past its user's pace; else given a slot by
+/// A newcomer: closed at once past its user's pace (root and the service's
+/// own user are not paced); else given a slot by
 /// the share rule (closing the connection [`decide`] names), and read at
 /// once, since a client's request is most often there already.
 fn admit(stream: UnixStream, open: &mut Vec<Conn>, pacer: &mut Pacer, peers: &Peers, on: &On) {
     let uid = (peers.uid_of)(&stream);
-    if !pacer.take(uid, (peers.clock)()) {
+    let paced = !uid.is_some_and(|u| peers.unpaced.contains(&u));
+    if paced && !pacer.take(uid, (peers.clock)()) {
         Counts::add(&on.counts.paced);
         return;
     }

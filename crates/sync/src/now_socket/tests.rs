@@ -364,14 +364,16 @@ fn said_uid(s: &UnixStream) -> Option<u32> {
 }
 
 /// Users by [`said_uid`], paced by `burst` on a clock that never moves:
-/// exactly `burst` connections of each user are served.
-fn said_users(burst: u32) -> Peers {
+/// exactly `burst` connections of each user are served, of every user
+/// but `unpaced`.
+fn said_users(burst: u32, unpaced: &[u32]) -> Peers {
     let at = Instant::now();
     Peers {
         uid_of: Box::new(said_uid),
         clock: Box::new(move || at),
         burst,
         per_second: PACE_PER_SECOND,
+        unpaced: unpaced.to_vec(),
     }
 }
 
@@ -396,7 +398,7 @@ fn a_churn_of_one_user_keeps_the_threads_under_the_cap_and_another_user_is_answe
     let (path, dir) = socket_in("said-churn");
     let counts = Arc::new(Counts::default());
     let board = Arc::new(Board::with_floor(Some(5)));
-    let unpaced = said_users(u32::MAX);
+    let unpaced = said_users(u32::MAX, &[]);
     spawn_with(&path, &OURS, board, 100, counts.clone(), quiet(), unpaced).unwrap();
     let me = rustix::process::getuid().as_raw();
     let churner = me.wrapping_add(1);
@@ -440,38 +442,44 @@ fn a_churn_of_one_user_keeps_the_threads_under_the_cap_and_another_user_is_answe
 
 /// A user's connections past its burst (the clock stands still: no more
 /// come due) are closed at once, unanswered, and counted `paced`; another
-/// user's are served as before, its pace its own.
+/// user's are served as before, its pace its own; root is not paced.
 #[test]
 fn a_user_past_its_pace_is_closed_at_once_and_counted_and_another_is_not() {
     let (path, dir) = socket_in("said-paced");
     let counts = Arc::new(Counts::default());
     let board = Arc::new(Board::with_floor(None));
-    let peers = said_users(PACE_BURST);
+    let peers = said_users(PACE_BURST, &[0]);
     spawn_with(&path, &OURS, board, 100, counts.clone(), quiet(), peers).unwrap();
     let me = rustix::process::getuid().as_raw();
-    let greedy = me.wrapping_add(1);
+    let greedy = me.wrapping_add(1).max(1);
     let tries = 3 * PACE_BURST as usize;
-    let served: Vec<bool> = (0..tries)
-        .map(|_| {
-            let mut s = connect_as(&path, greedy).unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-            // A paced one may be closed before this is written, or with it
-            // unread (then the read says reset).
-            let _ = s.write_all(b"{}\n");
-            let mut answer = String::new();
-            let _ = s.read_to_string(&mut answer);
-            answer.contains("\"known\"")
-        })
-        .collect();
+    let served = |uid: u32| -> Vec<bool> {
+        (0..tries)
+            .map(|_| {
+                let mut s = connect_as(&path, uid).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                // A paced one may be closed before this is written, or with
+                // it unread (then the read says reset).
+                let _ = s.write_all(b"{}\n");
+                let mut answer = String::new();
+                let _ = s.read_to_string(&mut answer);
+                answer.contains("\"known\"")
+            })
+            .collect()
+    };
     let burst = PACE_BURST as usize;
-    assert!(served[..burst].iter().all(|&s| s), "{served:?}");
-    assert!(!served[burst..].iter().any(|&s| s), "{served:?}");
+    let greedys = served(greedy);
+    assert!(greedys[..burst].iter().all(|&s| s), "{greedys:?}");
+    assert!(!greedys[burst..].iter().any(|&s| s), "{greedys:?}");
     assert_eq!(ask(&path, "{}\n")["known"], "none");
+    let roots = served(0);
+    assert!(roots.iter().all(|&s| s), "{roots:?}");
     wait_until("every connection counted", || {
-        counted(&counts) == tries as u64 + 1
+        counted(&counts) == 2 * tries as u64 + 1
     });
     let c = counts.get();
-    assert_eq!(c[0], ("answered", PACE_BURST as u64 + 1), "{c:?}");
+    let answered = (burst + 1 + tries) as u64;
+    assert_eq!(c[0], ("answered", answered), "{c:?}");
     assert_eq!(c[6], ("paced", 2 * PACE_BURST as u64), "{c:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
