@@ -7,8 +7,10 @@ socket the test serves itself, speaking the documented protocol, and one
 against a real `gnomon sync` measuring real `gnomon serve` processes.
 """
 
+
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import os
@@ -91,7 +93,8 @@ INTERVAL = {
     "known": "interval",
     "earliest_unix_us": 1_800_000_000_000_000,
     "latest_unix_us": 1_800_000_002_000_000,
-    "source": {"round": 4, "servers": ["a", "b"], "age_s": 12.5},
+    "source": {"round": 4, "servers": ["a", "b"], "age_s": 12.5,
+               "assumption": "assumes at most 1 of the 4 listed servers lies; 4 answered, 3 needed"},
     "wall_clock_unix_us": 1_800_000_001_000_000,
     "wall_clock_inside": True,
     "drift_ppm": 100,
@@ -116,7 +119,36 @@ def test_now_reads_every_documented_member(now_mod, short_dir):
     assert (n.round, n.servers, n.age_s) == (4, ["a", "b"], 12.5)
     assert n.wall_clock_inside is True and n.drift_ppm == 100
     assert n.at_least_proven is True
+    assert n.assumption == "assumes at most 1 of the 4 listed servers lies; 4 answered, 3 needed"
     assert n.earliest.timestamp() == 1_800_000_000
+
+
+class FullBacklog:
+    """A socket whose connect fails as a Unix socket with a timeout does
+    while the listener's backlog is full: EAGAIN, `busy` times, then it
+    connects."""
+
+    def __init__(self, busy):
+        self.busy = busy
+        self.calls = 0
+
+    def connect(self, path):
+        self.calls += 1
+        if self.calls <= self.busy:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+
+def test_a_full_backlog_is_waited_for_until_the_timeout(now_mod):
+    import time
+
+    s = FullBacklog(busy=3)
+    now_mod._connect(s, "/x", time.monotonic() + 5.0)
+    assert s.calls == 4
+    # Past the deadline the EAGAIN is the answer; other errors at once.
+    s = FullBacklog(busy=10**9)
+    with pytest.raises(BlockingIOError):
+        now_mod._connect(s, "/x", time.monotonic())
+    assert s.calls == 1
 
 
 def test_a_floor_an_error_and_no_socket(now_mod, short_dir):

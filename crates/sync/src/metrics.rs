@@ -227,7 +227,7 @@ impl SyncMetrics {
         counter(
             &mut o,
             "gnomon_sync_now_requests_total",
-            "Requests on the now socket, by result (all but answered were dropped: evicted for a newcomer at a cap, busy, deadline, too_long, bad_request).",
+            "Requests on the now socket, by result (all but answered were dropped: evicted for a newcomer at a cap, busy, paced (a user past its pace of accepts), deadline, too_long, bad_request).",
             "result",
             self.now.get(),
         );

@@ -6,8 +6,10 @@ the socket speaks JSON lines, and nothing here needs the Rust extension.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import socket as _socket
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
@@ -32,9 +34,12 @@ class Now:
     """What ``gnomon sync`` can prove about the time now.
 
     ``known`` is ``"interval"`` (both ends proven), ``"floor"`` (a lower
-    bound only: sync restarted and has had no good round since) or
-    ``"none"``. Times are Unix microseconds; :attr:`earliest` and
-    :attr:`latest` give them as aware datetimes.
+    bound only: sync restarted and has had no good round since),
+    ``"contradiction"`` (the last round lies wholly below the floor: nothing
+    is proven) or ``"none"``. Times are Unix microseconds; :attr:`earliest`
+    and :attr:`latest` give them as aware datetimes. ``assumption`` is what
+    the proving round's consensus rests on ("assumes at most 1 of the 5
+    listed servers lies; …").
     """
 
     known: str
@@ -48,6 +53,7 @@ class Now:
     drift_ppm: int = 0
     at_least_unix_us: Optional[int] = None
     at_least_proven: Optional[bool] = None
+    assumption: Optional[str] = None
 
     @property
     def proven(self) -> bool:
@@ -74,6 +80,24 @@ def _at_least_us(t: Union[_dt.datetime, int]) -> int:
     return t
 
 
+def _connect(s: _socket.socket, path: str, deadline: float) -> None:
+    """Connect, waiting for room in sync's backlog until ``deadline``.
+
+    A Unix socket with a timeout fails a connect at once (EAGAIN) while the
+    listener's backlog is full, which another user's churn can keep it;
+    ``gnomon now`` and C's ``gnomon_now()`` connect blocking and wait for
+    room, and so does this, up to the timeout.
+    """
+    while True:
+        try:
+            s.connect(path)
+            return
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.002)
+
+
 def now(
     socket: str = DEFAULT_SOCKET,
     at_least: Union[_dt.datetime, int, None] = None,
@@ -91,7 +115,7 @@ def now(
     try:
         with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
-            s.connect(socket)
+            _connect(s, socket, time.monotonic() + timeout)
             s.sendall(json.dumps(request).encode() + b"\n")
             buf = b""
             while b"\n" not in buf and len(buf) < _MAX_ANSWER:
@@ -124,4 +148,5 @@ def now(
         drift_ppm=a["drift_ppm"],
         at_least_unix_us=a.get("at_least_unix_us"),
         at_least_proven=a.get("at_least_proven"),
+        assumption=src.get("assumption"),
     )
