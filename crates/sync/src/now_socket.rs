@@ -29,7 +29,7 @@
 //! clients do (no thread per connection: a user connecting and closing in
 //! a loop made sync start and end a thread for each, reported at six
 //! times the client's CPU and up to 84 threads at once), and each user's
-//! connections are paced at accept ([`share::Pacer`]): past its burst a
+//! connections are paced at accept (`share::Pacer`): past its burst a
 //! user gets `PACE_PER_SECOND` connections served, and the rest are
 //! closed as soon as they are accepted, at about what each cost the
 //! client to make. A user's pace is its own: another user's churn spends
