@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use gnomon_testkit::chrony::Chronyd;
 use serde_json::{json, Value};
-use sync_support::{have_faketime, start_servers_with, sync, tempdir, Servers, Service, FAST};
+use sync_support::{
+    dry_run_step, have_faketime, start_servers_with, sync, tempdir, Servers, Service, FAST,
+};
 
 const MAX_RADIUS: &str = "20s";
 
@@ -46,23 +48,8 @@ const TWO_OF_FIVE: [(&str, Option<&str>, &str); 5] = [
 /// `gnomon sync --once --set-clock --dry-run --json` over `list`, with
 /// `extra` flags.
 fn plan(servers: &Servers, list: &std::path::Path, extra: &[&str]) -> (i32, Value, String) {
-    let dir = servers.dir.join("state");
-    let mut a = vec![
-        "--servers",
-        list.to_str().unwrap(),
-        "--state-dir",
-        dir.to_str().unwrap(),
-        "--once",
-        "--set-clock",
-        "--dry-run",
-        "--json",
-        "--max-radius",
-        MAX_RADIUS,
-    ];
-    a.extend_from_slice(&FAST);
-    a.extend_from_slice(extra);
-    let r = sync(&a, None);
-    (r.code, r.json(), r.stderr)
+    let state = servers.dir.join("state");
+    dry_run_step(list, &state, MAX_RADIUS, &[&FAST[..], extra].concat())
 }
 
 fn names(v: &Value) -> Vec<String> {

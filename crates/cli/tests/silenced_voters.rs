@@ -40,8 +40,8 @@ use gnomon_testkit::forwarder::Counts;
 use gnomon_testkit::{Forwarder, Reaped};
 use serde_json::Value;
 use sync_support::{
-    have_faketime, list_entry, real_now_us, shift_clock, start_servers_with, sync, write_list,
-    Servers,
+    dry_run_step, have_faketime, list_entry, real_now_us, shift_clock, start_servers_with,
+    write_list, Servers,
 };
 
 /// An honest consensus of these servers (±16 s) may be used.
@@ -131,26 +131,9 @@ fn centred_on_zero(c: &Value) -> bool {
 }
 
 /// `gnomon sync --once --set-clock --dry-run --json --max-radius 20s`
-/// over `list` with its state in `state`, and `extra` flags: the exit
-/// code and the object.
+/// over `list` with its state in `state`, and `extra` flags.
 fn plan(list: &Path, state: &Path, extra: &[&str]) -> (i32, Value, String) {
-    let mut a = vec![
-        "--servers",
-        list.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-        "--once",
-        "--set-clock",
-        "--dry-run",
-        "--json",
-        "--max-radius",
-        MAX_RADIUS,
-    ];
-    a.extend_from_slice(&QUICK);
-    a.extend_from_slice(extra);
-    let r = sync(&a, None);
-    let j = r.json();
-    (r.code, j, r.stderr)
+    dry_run_step(list, state, MAX_RADIUS, &[&QUICK[..], extra].concat())
 }
 
 /// `gnomon query --servers LIST --all [--json]`, and `extra` flags.

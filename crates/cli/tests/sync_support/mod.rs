@@ -17,6 +17,32 @@ pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so
 /// by a busy machine (a silent one costs 2.4 s per ask).
 pub const FAST: [&str; 4] = ["--timeout", "500ms", "--retries", "3"];
 
+/// `gnomon sync --once --set-clock --dry-run --json --max-radius
+/// MAX_RADIUS` over `list` with its state in `state`, then `extra` flags
+/// (the timeouts among them): the exit code, the object and stderr.
+pub fn dry_run_step(
+    list: &Path,
+    state: &Path,
+    max_radius: &str,
+    extra: &[&str],
+) -> (i32, serde_json::Value, String) {
+    let mut a = vec![
+        "--servers",
+        list.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--once",
+        "--set-clock",
+        "--dry-run",
+        "--json",
+        "--max-radius",
+        max_radius,
+    ];
+    a.extend_from_slice(extra);
+    let r = sync(&a, None);
+    (r.code, r.json(), r.stderr)
+}
+
 /// Servers that are stopped when dropped (a failing test too).
 pub struct Servers {
     children: Vec<Reaped>,
