@@ -15,40 +15,12 @@ use serde_json::Value;
 mod serve_support;
 mod sync_support;
 use sync_support::{
-    every_second, metrics_addr, real_now_us, scrape, start_servers, tempdir, value, Service, FAST,
-    LIBFAKETIME,
+    every_second, metrics_addr, now, real_now_us, scrape, start_servers, tempdir, value, Now,
+    Service, FAST, LIBFAKETIME,
 };
 
 /// Generous bounds against hangs, never expected times.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-struct Now {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Now {
-    fn json(&self) -> Value {
-        serde_json::from_str(self.stdout.trim())
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", self.stdout, self.stderr))
-    }
-}
-
-fn now(socket: &Path, extra: &[&str]) -> Now {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
-        .arg("now")
-        .arg("--socket")
-        .arg(socket)
-        .args(extra)
-        .output()
-        .unwrap();
-    Now {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// `gnomon now --json` until `ok` holds for the answer, for at most
 /// PATIENCE; the last answer, with the real time just before and just

@@ -7,7 +7,6 @@
 //! written back.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -15,39 +14,13 @@ use serde_json::{json, Value};
 mod serve_support;
 mod sync_support;
 use sync_support::{
-    every_second, metrics_addr, real_now_us, scrape, start_servers, state, sync, tempdir, value,
-    Service, FAST,
+    every_second, metrics_addr, now, real_now_us, scrape, start_servers, state, sync, tempdir,
+    value, Now, Service, FAST,
 };
 
 /// Generous bounds against hangs, never expected times.
 const PATIENCE: Duration = Duration::from_secs(60);
 const HOUR: i64 = 3_600_000_000;
-
-struct Now {
-    code: i32,
-    stdout: String,
-}
-
-impl Now {
-    fn json(&self) -> Value {
-        serde_json::from_str(self.stdout.trim())
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
-    }
-}
-
-fn now(socket: &Path, extra: &[&str]) -> Now {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
-        .arg("now")
-        .arg("--socket")
-        .arg(socket)
-        .args(extra)
-        .output()
-        .unwrap();
-    Now {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    }
-}
 
 /// `gnomon now --json` until its answer is `known`, for at most PATIENCE;
 /// with the real time just before and after it was asked.

@@ -17,6 +17,37 @@ pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so
 /// by a busy machine (a silent one costs 2.4 s per ask).
 pub const FAST: [&str; 4] = ["--timeout", "500ms", "--retries", "3"];
 
+/// What `gnomon now` printed and how it exited.
+pub struct Now {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Now {
+    /// Its output as JSON (with `--json`).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", self.stdout, self.stderr))
+    }
+}
+
+/// `gnomon now --socket SOCKET` with `extra` flags.
+pub fn now(socket: &Path, extra: &[&str]) -> Now {
+    let out = Command::new(env!("CARGO_BIN_EXE_gnomon"))
+        .arg("now")
+        .arg("--socket")
+        .arg(socket)
+        .args(extra)
+        .output()
+        .unwrap();
+    Now {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// `gnomon sync --once --set-clock --dry-run --json --max-radius
 /// MAX_RADIUS` over `list` with its state in `state`, then `extra` flags
 /// (the timeouts among them): the exit code, the object and stderr.
