@@ -147,30 +147,43 @@ fn query(list: &Path, json: bool, extra: &[&str]) -> Output {
     gnomon(&a)
 }
 
-/// The five servers of [`FIVE`], each behind a forwarder of its own (the
-/// honest ones silenced from the start when `silence_honest`), and the
-/// list naming the forwarders.
-fn five_behind_forwarders(test: &str, silence_honest: bool) -> (Servers, Vec<Forwarder>, PathBuf) {
-    let servers = start_servers_with(test, &FIVE, None);
+/// Each of `servers` (named by `spec`) behind a forwarder of its own, the
+/// ones `silenced` says silenced from the start, and the list `file`
+/// naming the forwarders (so every address in it is a forwarder's).
+fn behind_forwarders(
+    servers: &Servers,
+    spec: &[(&'static str, Option<&str>, &str)],
+    silenced: impl Fn(usize) -> bool,
+    file: &str,
+) -> (Vec<Forwarder>, PathBuf) {
     let forwarders: Vec<Forwarder> = servers
         .addrs
         .iter()
-        .zip(FIVE)
-        .map(|(a, (_, offset, _))| {
+        .enumerate()
+        .map(|(i, a)| {
             let upstream: SocketAddr = a.parse().unwrap();
-            if silence_honest && offset.is_none() {
+            if silenced(i) {
                 Forwarder::silenced(upstream)
             } else {
                 Forwarder::start(upstream)
             }
         })
         .collect();
-    let entries: Vec<(&str, usize, SocketAddr)> = FIVE
+    let entries: Vec<(&str, usize, SocketAddr)> = spec
         .iter()
         .enumerate()
         .map(|(i, s)| (s.0, i, forwarders[i].addr()))
         .collect();
-    let list = servers.list_via("forwarded.json", &entries);
+    let list = servers.list_via(file, &entries);
+    (forwarders, list)
+}
+
+/// The five servers of [`FIVE`] behind forwarders, the honest ones
+/// silenced from the start when `silence_honest`.
+fn five_behind_forwarders(test: &str, silence_honest: bool) -> (Servers, Vec<Forwarder>, PathBuf) {
+    let servers = start_servers_with(test, &FIVE, None);
+    let silenced = |i: usize| silence_honest && FIVE[i].1.is_none();
+    let (forwarders, list) = behind_forwarders(&servers, &FIVE, silenced, "forwarded.json");
     (servers, forwarders, list)
 }
 
@@ -586,26 +599,9 @@ fn a_relayed_proof_from_two_liars_and_one_honest_server_proves_nothing() {
     ];
     let servers = start_servers_with(test, &spec, None);
     // honest-2 and honest-3 silenced; the others reached through open
-    // forwarders (so every address in the list is a forwarder's).
-    let forwarders: Vec<Forwarder> = servers
-        .addrs
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let upstream: SocketAddr = a.parse().unwrap();
-            if i == 1 || i == 2 {
-                Forwarder::silenced(upstream)
-            } else {
-                Forwarder::start(upstream)
-            }
-        })
-        .collect();
-    let entries: Vec<(&str, usize, SocketAddr)> = spec
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.0, i, forwarders[i].addr()))
-        .collect();
-    let list = servers.list_via("pinned.json", &entries);
+    // forwarders.
+    let (forwarders, list) =
+        behind_forwarders(&servers, &spec, |i| i == 1 || i == 2, "pinned.json");
     let device = device_value();
     let proof = servers.dir.join("proof.bin");
     let mut failures = Vec::new();
