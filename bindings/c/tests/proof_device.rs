@@ -126,6 +126,23 @@ struct Verdict {
 
 /// tests/c/proof.c linked with the no_std library, and checked to call
 /// no libc time function: the device has no clock but its elapsed count.
+/// The device program for a test whose liars run under libfaketime, or
+/// `None` after saying (in the skip list) what is missing.
+fn liar_device(name: &str) -> Option<PathBuf> {
+    if !Path::new(LIBFAKETIME).exists() {
+        gnomon_testkit::skip(
+            name,
+            &format!("{LIBFAKETIME} missing (package libfaketime)"),
+        );
+        return None;
+    }
+    let exe = device_program();
+    if exe.is_none() {
+        gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    }
+    exe
+}
+
 fn device_program() -> Option<PathBuf> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
@@ -472,14 +489,8 @@ fn a_c_device_proves_the_true_now_from_a_relayed_bundle_and_refuses_each_tampere
 fn a_c_device_names_a_minority_liar_and_keeps_the_majoritys_interval() {
     use gnomon::GnomonError as E;
     let name = "a_c_device_names_a_minority_liar_and_keeps_the_majoritys_interval";
-    if !Path::new(LIBFAKETIME).exists() {
-        return gnomon_testkit::skip(
-            name,
-            &format!("{LIBFAKETIME} missing (package libfaketime)"),
-        );
-    }
-    let Some(exe) = device_program() else {
-        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    let Some(exe) = liar_device(name) else {
+        return;
     };
     let relay = Relay::start("proof-liar", &[None, None, Some("+70")]);
     let device = device_value(4);
@@ -522,14 +533,8 @@ fn a_c_device_names_a_minority_liar_and_keeps_the_majoritys_interval() {
 fn a_bundle_of_two_liars_and_one_honest_server_of_five_pinned_proves_nothing() {
     use gnomon::GnomonError as E;
     let name = "a_bundle_of_two_liars_and_one_honest_server_of_five_pinned_proves_nothing";
-    if !Path::new(LIBFAKETIME).exists() {
-        return gnomon_testkit::skip(
-            name,
-            &format!("{LIBFAKETIME} missing (package libfaketime)"),
-        );
-    }
-    let Some(exe) = device_program() else {
-        return gnomon_testkit::skip(name, "no C compiler (cc) on this machine");
+    let Some(exe) = liar_device(name) else {
+        return;
     };
     let relay = Relay::start("proof-dropped", &[Some("+5"), None, Some("+5")]);
     let device = device_value(6);
