@@ -51,6 +51,16 @@ pub fn answer(server: &Server, ask: &Ask, request: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
+/// The request of `ask` with `nonce`, addressed to the key `public`.
+pub fn request_for(ask: &Ask, public: PublicKey<'_>, nonce: &[u8]) -> Vec<u8> {
+    let mut request = vec![0u8; 1024];
+    let len = Offer::single(ask.profile)
+        .build(nonce, Some(&srv_for(public.bytes())), 1024, &mut request)
+        .unwrap();
+    request.truncate(len);
+    request
+}
+
 /// Run `asks` as a sequence bound to `device`; rand values come from `seed`.
 pub fn measure(servers: &[Server], device: &[u8], asks: &[Ask], seed: u8) -> Measurement {
     let mut m = Measurement::bound(device).expect("device value");
@@ -62,16 +72,7 @@ pub fn measure(servers: &[Server], device: &[u8], asks: &[Ask], seed: u8) -> Mea
             .collect();
         let mut nonce = [0u8; 64];
         let n = m.next_nonce(ask.profile, &rand, &mut nonce).unwrap();
-        let mut request = vec![0u8; 1024];
-        let len = Offer::single(ask.profile)
-            .build(
-                &nonce[..n],
-                Some(&srv_for(public.bytes())),
-                1024,
-                &mut request,
-            )
-            .unwrap();
-        request.truncate(len);
+        let request = request_for(ask, public, &nonce[..n]);
         let response = answer(server, ask, &request);
         m.record(&request, &response, &rand, public)
             .unwrap_or_else(|e| panic!("ask {k}: {e:?}"));

@@ -5,7 +5,6 @@
 
 use super::*;
 use gnomon_protocol::report::{Report, ReportEntry};
-use gnomon_protocol::request::srv_for;
 
 /// A relay that alters each answer (`forge(k, request, response)`) before
 /// it chains the next request from it, as a forging relay can: every link
@@ -25,16 +24,7 @@ fn forged_chain(
             .collect();
         let mut nonce = [0u8; 64];
         let n = chain_nonce(ask.profile, &previous, &rand, &mut nonce).unwrap();
-        let mut request = vec![0u8; 1024];
-        let len = gnomon_protocol::Offer::single(ask.profile)
-            .build(
-                &nonce[..n],
-                Some(&srv_for(public.bytes())),
-                1024,
-                &mut request,
-            )
-            .unwrap();
-        request.truncate(len);
+        let request = relay::request_for(ask, public, &nonce[..n]);
         let mut response = relay::answer(&servers[ask.server], ask, &request);
         forge(k, &request, &mut response);
         previous.clone_from(&response);
