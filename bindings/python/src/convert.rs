@@ -1,9 +1,7 @@
 //! Rust results as plain Python values, and the exceptions of
 //! `gnomon._errors`.
 
-use gnomon_client::{
-    describe_assumption, Answer, Assumption, Electorate, Flag, Rejection, Sequence, Server,
-};
+use gnomon_client::{describe_assumption, Answer, Assumption, Flag, Rejection, Sequence, Server};
 use gnomon_protocol::report::{EntryError, LinkError};
 use gnomon_protocol::serverlist::Transport;
 use gnomon_protocol::{ReportCheck, Verified, VerifyError};
@@ -88,11 +86,10 @@ pub(crate) fn answer_dict<'py>(py: Python<'py>, a: &Answer) -> PyResult<Bound<'p
 }
 
 /// The measurement sequence as `gnomon query --servers --json` gives it,
-/// with whether `quorum` distinct servers (voters of `electorate`) agree.
+/// with whether `quorum` distinct servers agree.
 pub(crate) fn sequence_dict<'py>(
     py: Python<'py>,
     servers: &[Server],
-    electorate: &Electorate,
     seq: &Sequence,
     quorum: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -163,12 +160,7 @@ pub(crate) fn sequence_dict<'py>(
     out.set_item("regions", regions)?;
     let grouped: Vec<Vec<&str>> = agreement.grouped.iter().map(|g| names(g)).collect();
     out.set_item("grouped", grouped)?;
-    let because: Vec<String> = agreement
-        .grouped
-        .iter()
-        .map(|g| electorate.why_grouped(g))
-        .collect();
-    out.set_item("grouped_because", because)?;
+    out.set_item("grouped_because", &agreement.grouped_because)?;
     let flagged: Vec<(&str, &str)> = agreement
         .flagged
         .iter()

@@ -426,7 +426,7 @@ fn measure<'py>(
     let servers_ = servers.clone();
     let seq = interruptible(py, move || client.measure(&servers_, &plan))?
         .map_err(|e| query_error(py, &e))?;
-    let out = convert::sequence_dict(py, &servers, &electorate, &seq, quorum)?;
+    let out = convert::sequence_dict(py, &servers, &seq, quorum)?;
     out.set_item("skipped", PyList::new(py, skipped)?)?;
     Ok(out)
 }

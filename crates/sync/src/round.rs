@@ -56,6 +56,8 @@ pub struct Round {
     pub disagreement: Option<String>,
     /// Servers that are one voter (a shared key, address or operator).
     pub grouped: Vec<Vec<usize>>,
+    /// Why each group is one voter.
+    pub grouped_because: Vec<String>,
     /// Local clock (as measured against) when the round ended, Unix µs.
     pub local_end_us: i128,
     /// When the round ended, monotonic.
@@ -171,6 +173,7 @@ pub fn run(
         disagreement: agreement.disagreement(),
         why_none: agreement.why_none(),
         grouped: agreement.grouped.clone(),
+        grouped_because: agreement.grouped_because.clone(),
         assumption: agreement.assumption,
         answered: agreement.answered,
         consensus: agreement.consensus,

@@ -666,9 +666,9 @@ impl Service {
         if let Some(why) = &round.disagreement {
             line.push_str(&format!("; {why}"));
         }
-        for group in &round.grouped {
+        for (group, why) in round.grouped.iter().zip(&round.grouped_because) {
             line.push_str(&format!(
-                "; {} are one server (a shared key, address or operator): one vote",
+                "; {} are one server ({why}): one vote",
                 names(&mut group.iter().copied())
             ));
         }

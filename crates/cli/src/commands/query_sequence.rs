@@ -265,12 +265,16 @@ fn print_sequence(servers: &[Server], seq: &Sequence, notes: &[String]) {
     if let Some(why) = seq.agreement.disagreement() {
         println!("DISAGREE     {why}");
     }
-    for group in &seq.agreement.grouped {
+    for (group, why) in seq
+        .agreement
+        .grouped
+        .iter()
+        .zip(&seq.agreement.grouped_because)
+    {
         let names: Vec<&str> = group.iter().map(|&s| name(servers, s)).collect();
         println!(
-            "note         {} are one server ({}): one vote",
-            names.join(", "),
-            Electorate::of(servers).why_grouped(group)
+            "note         {} are one server ({why}): one vote",
+            names.join(", ")
         );
     }
     for (s, why) in &seq.agreement.flagged {
@@ -354,7 +358,6 @@ fn sequence_json(
             "answering": c.answering,
         })
     });
-    let electorate = Electorate::of(servers);
     json!({
         "servers": seq.order.iter().map(|&s| name(servers, s)).collect::<Vec<_>>(),
         "entries": entries,
@@ -374,8 +377,7 @@ fn sequence_json(
         "disagreement": seq.agreement.disagreement(),
         "grouped": seq.agreement.grouped.iter()
             .map(|g| g.iter().map(|&s| name(servers, s)).collect::<Vec<_>>()).collect::<Vec<_>>(),
-        "grouped_because": seq.agreement.grouped.iter()
-            .map(|g| electorate.why_grouped(g)).collect::<Vec<_>>(),
+        "grouped_because": seq.agreement.grouped_because,
         "max_liars": seq.agreement.assumption.liars,
         "listed": seq.agreement.assumption.voters,
         "answered": seq.agreement.answered,

@@ -420,8 +420,7 @@ fn once(service: &mut Service, args: &Args) -> ExitCode {
         "disagreement": round.disagreement,
         "grouped": round.grouped.iter()
             .map(|g| g.iter().map(|&i| name(i)).collect::<Vec<_>>()).collect::<Vec<_>>(),
-        "grouped_because": round.grouped.iter()
-            .map(|g| Electorate::of(servers).why_grouped(g)).collect::<Vec<_>>(),
+        "grouped_because": round.grouped_because,
         "contradictions": round.sequence.contradicting_servers().iter()
             .map(|&(a, b)| [name(round.asked[a]), name(round.asked[b])]).collect::<Vec<_>>(),
         "local_time_utc": format_utc(round.local_end_us.max(0) as u64),

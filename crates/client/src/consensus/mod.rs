@@ -110,6 +110,8 @@ pub struct Agreement {
     /// Servers that are one voter (a shared key, address or operator;
     /// each group sorted, two ids or more), whether or not they answered.
     pub grouped: Vec<Vec<usize>>,
+    /// Why each group of `grouped` is one voter ("shared address").
+    pub grouped_because: Vec<String>,
 }
 
 impl Agreement {
@@ -257,6 +259,11 @@ pub fn agree(answers: &[Vouch], electorate: &Electorate, assumption: Assumption)
         none: hull.err(),
         flagged,
         regions: regions(spans, rule),
+        grouped_because: electorate
+            .grouped()
+            .iter()
+            .map(|g| electorate.why_grouped(g))
+            .collect(),
         grouped: electorate.grouped(),
     }
 }

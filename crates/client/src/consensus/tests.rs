@@ -162,6 +162,7 @@ fn one_key_under_three_names_is_one_vote() {
         ]
     );
     assert_eq!(a.grouped, [vec![3, 4, 5]]);
+    assert_eq!(a.grouped_because, ["shared key"]);
 }
 
 #[test]
