@@ -96,7 +96,8 @@ pub struct Electorate {
     voter_of: Vec<usize>,
     /// The servers of each voter, ascending.
     members: Vec<Vec<usize>>,
-    /// The bonds that merged servers: (lower id, higher id, why).
+    /// The bonds that merged two groups: (lower id, higher id, why); a
+    /// spanning forest, at most one fewer than the servers.
     bonds: Vec<(usize, usize, Bond)>,
 }
 
@@ -116,10 +117,13 @@ impl Electorate {
         for i in 0..n {
             for j in i + 1..n {
                 if let Some(b) = identities[i].bond(&identities[j]) {
-                    bonds.push((i, j, b));
+                    // Only the bonds that join two groups are kept: at most
+                    // n − 1 of them, however a hostile list bonds its
+                    // entries (every pair sharing one operator is n²/2).
                     let (ri, rj) = (root(&mut parent, i), root(&mut parent, j));
                     if ri != rj {
                         parent[ri.max(rj)] = ri.min(rj);
+                        bonds.push((i, j, b));
                     }
                 }
             }
@@ -188,8 +192,8 @@ impl Electorate {
             .collect()
     }
 
-    /// Why servers were merged: (lower id, higher id, bond), each pair
-    /// that is bonded directly.
+    /// Why servers were merged: (lower id, higher id, bond) for each bond
+    /// that joined two groups (a spanning forest of the groups).
     pub fn bonds(&self) -> &[(usize, usize, Bond)] {
         &self.bonds
     }
@@ -256,6 +260,19 @@ mod tests {
         assert_eq!(e.why_grouped(&[0, 1]), "shared address");
         assert_eq!(e.assume(None), Assumption::new(4, 1));
         assert_eq!(e.assume(Some(0)), Assumption::new(4, 0));
+    }
+
+    #[test]
+    fn a_list_of_one_operator_keeps_one_bond_per_joined_server() {
+        // A hostile list of 300 entries of one operator bonds every pair
+        // (44,850 of them); only the 299 that join keep memory.
+        let ids: Vec<Identity> = (0..300)
+            .map(|i| id(&format!("k{i}"), &[&format!("h{i}:1")], Some("one")))
+            .collect();
+        let e = Electorate::new(&ids);
+        assert_eq!(e.voters(), 1);
+        assert_eq!(e.bonds().len(), 299);
+        assert_eq!(e.why_grouped(e.members(0)), "shared operator");
     }
 
     #[test]
