@@ -292,7 +292,10 @@ impl Engine {
                 config: config.clone(),
                 sources,
                 reader,
-                broadcasts,
+                interfaces: crate::interfaces::Interfaces::new(
+                    broadcasts,
+                    xdp.as_ref().map(|x: &crate::xdp::Attached| x.gate.clone()),
+                ),
                 requests,
                 reloads: reloads.clone(),
                 horizon_us: horizon_us.clone(),
@@ -447,6 +450,7 @@ impl Engine {
             mode: a.mode.label(),
             zero_copy: a.zero_copy,
             queues: a.queues,
+            gate: a.gate.clone(),
         })
     }
 
@@ -674,7 +678,7 @@ struct Keeper {
     config: EngineConfig,
     sources: Vec<KeySource>,
     reader: ClockReader,
-    broadcasts: Arc<Broadcasts>,
+    interfaces: crate::interfaces::Interfaces,
     requests: mpsc::Receiver<reload::Request>,
     reloads: Arc<Reloads>,
     horizon_us: Arc<AtomicU64>,
@@ -690,7 +694,6 @@ impl Keeper {
             self.config.key_rotation_jitter_percent,
         );
         let mut selection = offline_selection(&self.sources, now_us());
-        let mut interfaces_read = std::time::Instant::now();
         let mut scanned = std::time::Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             self.beat.tick();
@@ -712,11 +715,9 @@ impl Keeper {
             }
             update_clock(&self.clock, &self.config, (self.reader)());
             // Interfaces come and go (DHCP, VPNs, containers): a new directed
-            // broadcast is learnt within a second.
-            if interfaces_read.elapsed() >= Duration::from_secs(1) {
-                let _ = self.broadcasts.refresh();
-                interfaces_read = std::time::Instant::now();
-            }
+            // broadcast is learnt within a second, a new or removed address
+            // of the XDP table as soon as the kernel announces it.
+            self.interfaces.tick();
             if scanned.elapsed() >= RESCAN_EVERY {
                 self.rescan();
                 scanned = std::time::Instant::now();

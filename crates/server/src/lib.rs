@@ -25,6 +25,7 @@ pub mod config;
 pub mod engine;
 pub mod failure;
 pub mod grease;
+mod interfaces;
 pub mod kernel_time;
 pub mod keyfile;
 pub mod keys;

@@ -47,7 +47,7 @@ pub struct Snapshot {
 }
 
 /// Where the AF_XDP path runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct XdpInfo {
     /// The interface.
     pub interface: String,
@@ -57,6 +57,20 @@ pub struct XdpInfo {
     pub zero_copy: bool,
     /// Receive queues served.
     pub queues: u32,
+    /// What the program knows of the host and what it left to the kernel,
+    /// read when the page is made.
+    pub gate: std::sync::Arc<crate::xdp::Gate>,
+}
+
+impl std::fmt::Debug for XdpInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdpInfo")
+            .field("interface", &self.interface)
+            .field("mode", &self.mode)
+            .field("zero_copy", &self.zero_copy)
+            .field("queues", &self.queues)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Which online key answers for an identity, and for which host it was made:
@@ -141,6 +155,22 @@ fn render_xdp(o: &mut String, s: &Snapshot) {
          gnomon_xdp_kernel_dropped_total{{reason=\"receive_ring_full\"}} {}\n\
          gnomon_xdp_kernel_dropped_total{{reason=\"other\"}} {}",
         st.xdp_ring_full, st.xdp_kernel_dropped
+    );
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_xdp_passed_total UDP frames for a served port the program left to the kernel \
+         rather than answer, by why: the kernel judges them as it would without XDP (most it drops).\n\
+         # TYPE gnomon_xdp_passed_total counter"
+    );
+    for (p, n) in crate::xdp::program::Passed::ALL.iter().zip(x.gate.passed()) {
+        let _ = writeln!(o, "gnomon_xdp_passed_total{{reason=\"{}\"}} {n}", p.label());
+    }
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_xdp_local_addresses The host's addresses the program takes frames for \
+         (a wildcard listen answers these).\n# TYPE gnomon_xdp_local_addresses gauge\n\
+         gnomon_xdp_local_addresses {}",
+        x.gate.local_addresses()
     );
 }
 

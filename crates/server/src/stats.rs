@@ -95,11 +95,15 @@ pub enum Drop {
     FrameBadChecksum,
     /// AF_XDP path: the send ring was full.
     XdpSendFull,
+    /// AF_XDP path: a frame from a broadcast or multicast MAC address, to
+    /// which no reply may go (the program passes those to the kernel; seen
+    /// only if the program and the worker disagree).
+    FrameGroupSource,
 }
 
 impl Drop {
     /// Number of reasons.
-    pub const COUNT: usize = 39;
+    pub const COUNT: usize = 40;
     /// Every reason, in counter order.
     pub const ALL: [Drop; Drop::COUNT] = [
         Drop::TooShort,
@@ -141,6 +145,7 @@ impl Drop {
         Drop::FrameBadLength,
         Drop::FrameBadChecksum,
         Drop::XdpSendFull,
+        Drop::FrameGroupSource,
     ];
 
     /// Metric label.
@@ -185,6 +190,7 @@ impl Drop {
             Drop::FrameBadLength => "frame_bad_length",
             Drop::FrameBadChecksum => "frame_bad_checksum",
             Drop::XdpSendFull => "xdp_send_full",
+            Drop::FrameGroupSource => "frame_group_source",
         }
     }
 }

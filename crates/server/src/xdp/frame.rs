@@ -51,6 +51,9 @@ pub enum Refused {
     /// UDP checksum means "none" and is accepted; over IPv6 it is refused
     /// (RFC 8200, section 8.1).
     BadChecksum,
+    /// From a broadcast or multicast MAC address: the reply would go to
+    /// every host on the link.
+    GroupSource,
 }
 
 const ETH_LEN: usize = 14;
@@ -104,6 +107,10 @@ pub fn parse(frame: &[u8]) -> Result<Datagram, Refused> {
         ETHERTYPE_IPV6 => Ip::V6,
         _ => return Err(Refused::NotIp),
     };
+    // The group bit: the low bit of the address's first byte.
+    if frame.get(6).is_some_and(|b| b & 1 != 0) {
+        return Err(Refused::GroupSource);
+    }
     let udp = ETH_LEN + ip.header_len();
     let header = frame.get(ETH_LEN..udp).ok_or(Refused::Truncated)?;
     let ip_len = match ip {

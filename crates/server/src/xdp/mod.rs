@@ -6,11 +6,21 @@
 //! as before, and the ordinary UDP sockets stay bound to serve what the
 //! program passes.
 //!
+//! Only what the kernel would deliver to the served sockets is taken: a
+//! frame to another host's or a group MAC address, to an address the host
+//! does not have, from or to a loopback address, or from one of the
+//! host's own addresses goes to the kernel, which judges it as it would
+//! without the program (program.rs, and docs/OPERATIONS.md).
+//!
 //! `frame` reads and rewrites Ethernet/IP/UDP headers; `program` assembles
-//! the XDP program; `sys` holds every system call and all the `unsafe`;
-//! `worker` is the per-queue loop.
+//! the XDP program; `gate` keeps the host's addresses and MAC in its maps;
+//! `sys` holds every system call and all the `unsafe`; `worker` is the
+//! per-queue loop; `interpret` runs the program by hand for the tests.
 
 pub mod frame;
+pub mod gate;
+#[doc(hidden)]
+pub mod interpret;
 pub mod program;
 pub mod sys;
 pub mod worker;
@@ -18,8 +28,10 @@ pub mod worker;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
-pub use sys::{unavailable, KernelCounters, Mode};
+pub use gate::Gate;
+pub use sys::{unavailable, AddressEvents, KernelCounters, Mode};
 pub use worker::XdpWorker;
 
 use crate::worker::Worker;
@@ -45,6 +57,9 @@ pub struct Attached {
     pub zero_copy: bool,
     /// Receive queues served, one worker each.
     pub queues: u32,
+    /// The host's addresses and MAC as the program knows them, and what it
+    /// passed to the kernel.
+    pub gate: Arc<Gate>,
     // Field order: the link goes first, so no frame is steered to a map
     // or socket that is gone.
     _attachment: sys::Attachment,
@@ -95,7 +110,9 @@ pub fn start(
             "cannot make the socket map (needs CAP_BPF or CAP_SYS_ADMIN)",
         )
     })?;
-    let program = sys::Program::load(&program::assemble(served, map.raw()))
+    let gate = Gate::new(&config.interface)
+        .map_err(|e| what(e, "cannot make the table of local addresses"))?;
+    let program = sys::Program::load(&program::assemble(served, &gate.maps(map.raw())))
         .map_err(|e| what(e, "cannot load the program"))?;
     let mut workers = Vec::with_capacity(queues as usize);
     for q in 0..queues {
@@ -121,6 +138,7 @@ pub fn start(
             mode: attachment.mode,
             zero_copy,
             queues,
+            gate: Arc::new(gate),
             _attachment: attachment,
             _program: program,
             _map: map,

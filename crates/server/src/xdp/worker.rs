@@ -40,6 +40,7 @@ impl From<Refused> for Drop {
             Refused::Fragment => Drop::FrameFragment,
             Refused::BadLength => Drop::FrameBadLength,
             Refused::BadChecksum => Drop::FrameBadChecksum,
+            Refused::GroupSource => Drop::FrameGroupSource,
         }
     }
 }

@@ -8,9 +8,14 @@ use super::Xsk;
 use crate::xdp::program::Insn;
 
 const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_PROG_TEST_RUN: libc::c_long = 10;
 const BPF_LINK_CREATE: libc::c_long = 28;
+const BPF_MAP_TYPE_HASH: u32 = 1;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
@@ -89,36 +94,132 @@ impl Mode {
     }
 }
 
+/// A BPF map with fixed-size keys and values, read and written by key.
+struct Map {
+    fd: OwnedFd,
+    key: usize,
+    value: usize,
+}
+
+impl Map {
+    fn create(kind: u32, key: usize, value: usize, entries: u32, name: &[u8]) -> io::Result<Map> {
+        let mut a = Attr::new();
+        a.u32(0, kind)
+            .u32(4, key as u32)
+            .u32(8, value as u32)
+            .u32(12, entries.max(1))
+            .bytes(28, &name[..name.len().min(15)]);
+        Ok(Map {
+            fd: fd_of(bpf(BPF_MAP_CREATE, &mut a)?),
+            key,
+            value,
+        })
+    }
+
+    fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The attribute block of an element command on `key`.
+    fn element(&self, key: &[u8]) -> Attr {
+        assert_eq!(key.len(), self.key, "a key of the map's size");
+        let mut a = Attr::new();
+        a.u32(0, self.fd.as_raw_fd() as u32)
+            .u64(8, key.as_ptr() as u64);
+        a
+    }
+
+    fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        assert_eq!(value.len(), self.value, "a value of the map's size");
+        let mut a = self.element(key);
+        a.u64(16, value.as_ptr() as u64).u64(24, 0);
+        bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+    }
+
+    fn delete(&self, key: &[u8]) -> io::Result<()> {
+        bpf(BPF_MAP_DELETE_ELEM, &mut self.element(key)).map(|_| ())
+    }
+
+    fn lookup(&self, key: &[u8], value: &mut [u8]) -> io::Result<()> {
+        assert_eq!(value.len(), self.value, "a value of the map's size");
+        let mut a = self.element(key);
+        a.u64(16, value.as_mut_ptr() as u64);
+        bpf(BPF_MAP_LOOKUP_ELEM, &mut a).map(|_| ())
+    }
+}
+
 /// The socket map: queue index to AF_XDP socket.
-pub struct SocketMap(OwnedFd);
+pub struct SocketMap(Map);
 
 impl SocketMap {
     /// A map for queues `0..queues`.
     pub fn new(queues: u32) -> io::Result<SocketMap> {
-        let mut a = Attr::new();
-        a.u32(0, BPF_MAP_TYPE_XSKMAP)
-            .u32(4, 4)
-            .u32(8, 4)
-            .u32(12, queues.max(1))
-            .bytes(28, b"gnomon_xsks");
-        Ok(SocketMap(fd_of(bpf(BPF_MAP_CREATE, &mut a)?)))
+        Map::create(BPF_MAP_TYPE_XSKMAP, 4, 4, queues, b"gnomon_xsks").map(SocketMap)
     }
 
     /// The descriptor the program's map load names.
     pub fn raw(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.0.raw()
     }
 
     /// Send queue `queue`'s frames to `xsk`.
     pub fn insert(&self, queue: u32, xsk: &Xsk) -> io::Result<()> {
-        let key = queue;
         let value = xsk.raw() as u32;
-        let mut a = Attr::new();
-        a.u32(0, self.0.as_raw_fd() as u32)
-            .u64(8, &key as *const u32 as u64)
-            .u64(16, &value as *const u32 as u64)
-            .u64(24, 0);
-        bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+        self.0.update(&queue.to_ne_bytes(), &value.to_ne_bytes())
+    }
+}
+
+/// A set of 16-byte keys (IPv6 addresses, IPv4 ones mapped) the program
+/// looks up: a hash map whose values mean nothing.
+pub struct AddressSet(Map);
+
+impl AddressSet {
+    /// A set of at most `entries` addresses.
+    pub fn new(entries: u32) -> io::Result<AddressSet> {
+        Map::create(BPF_MAP_TYPE_HASH, 16, 4, entries, b"gnomon_local").map(AddressSet)
+    }
+
+    /// The descriptor the program's map load names.
+    pub fn raw(&self) -> RawFd {
+        self.0.raw()
+    }
+
+    /// Add `key` (no error when it is there already).
+    pub fn insert(&self, key: &[u8; 16]) -> io::Result<()> {
+        self.0.update(key, &[1, 0, 0, 0])
+    }
+
+    /// Remove `key`.
+    pub fn remove(&self, key: &[u8; 16]) -> io::Result<()> {
+        self.0.delete(key)
+    }
+}
+
+/// An array of 8-byte values indexed from 0: the program's settings (the
+/// interface's own MAC) or its counters.
+pub struct Array(Map);
+
+impl Array {
+    /// An array of `entries` zeroed values.
+    pub fn new(entries: u32, name: &[u8]) -> io::Result<Array> {
+        Map::create(BPF_MAP_TYPE_ARRAY, 4, 8, entries, name).map(Array)
+    }
+
+    /// The descriptor the program's map load names.
+    pub fn raw(&self) -> RawFd {
+        self.0.raw()
+    }
+
+    /// Set entry `index`.
+    pub fn set(&self, index: u32, value: [u8; 8]) -> io::Result<()> {
+        self.0.update(&index.to_ne_bytes(), &value)
+    }
+
+    /// Entry `index`.
+    pub fn get(&self, index: u32) -> io::Result<[u8; 8]> {
+        let mut v = [0u8; 8];
+        self.0.lookup(&index.to_ne_bytes(), &mut v)?;
+        Ok(v)
     }
 }
 
@@ -153,6 +254,19 @@ impl Program {
                 ))
             }
         }
+    }
+
+    /// Run the loaded program once over `frame` in the kernel, without any
+    /// interface (`BPF_PROG_TEST_RUN`): what it returned. For the tests,
+    /// which check that the kernel does what the interpreter says.
+    pub fn test_run(&self, frame: &[u8]) -> io::Result<u32> {
+        let mut a = Attr::new();
+        a.u32(0, self.0.as_raw_fd() as u32)
+            .u32(8, frame.len() as u32)
+            .u64(16, frame.as_ptr() as u64)
+            .u32(32, 1);
+        bpf(BPF_PROG_TEST_RUN, &mut a)?;
+        Ok(u32::from_ne_bytes([a.0[4], a.0[5], a.0[6], a.0[7]]))
     }
 }
 

@@ -12,19 +12,22 @@
 //! never replaces a program someone else attached (the call fails with
 //! EBUSY instead).
 //!
-//! `bpf` loads the program, makes the socket map and attaches the link;
+//! `bpf` loads the program, makes its maps and attaches the link;
+//! `netlink` hears of address changes;
 //! `ring` is one ring shared with the kernel; `xsk` is the socket with its
 //! frame area and four rings.
 #![allow(unsafe_code)]
 
 mod bpf;
+mod netlink;
 mod ring;
 mod xsk;
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-pub use bpf::{Attachment, Mode, Program, SocketMap};
+pub use bpf::{AddressSet, Array, Attachment, Mode, Program, SocketMap};
+pub use netlink::AddressEvents;
 pub use xsk::{Frame, KernelCounters, Xsk, FRAME_SIZE, RING};
 
 /// Whether this kernel and process can make an AF_XDP socket at all: the
