@@ -6,10 +6,11 @@
 //! AF_XDP path over IPv4 and IPv6 (the XDP frame counters rise by at
 //! least the answers, and every response counted left as an XDP frame);
 //! a burst from one socket is all answered, and bursts from many over a
-//! link of two queues (a worker each); frames from forged sources
-//! (127.0.0.1, ::1, the LAN's broadcast address), garbage and frames with
-//! a wrong UDP checksum or length are dropped, counted under their
-//! reasons and never answered; TCP and ICMP (and ARP and neighbour
+//! link of two queues (a worker each); frames from a forged source (the
+//! LAN's broadcast address), garbage and frames with a wrong UDP checksum
+//! or length are dropped, counted under their reasons and never answered
+//! (frames meant for someone else, loopback ones among them, are the
+//! kernel's: `same_as_kernel`); TCP and ICMP (and ARP and neighbour
 //! discovery, without which nothing would be answered) still reach the
 //! kernel, and so do IPv4 with options, fragments and IPv6 with an
 //! extension header, answered by the UDP sockets; the program leaves the
@@ -27,10 +28,12 @@
 //! the server without `--xdp` and skips (saying so) every XDP assertion.
 
 mod fleet_support;
+#[path = "xdp_support/same_as_kernel.rs"]
+mod same_as_kernel;
 mod serve_support;
 mod xdp_support;
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv4Addr;
 use std::process::Command;
 
 use gnomon_protocol::PROFILES;
@@ -52,7 +55,6 @@ const RESPONSES: &str = "gnomon_responses_total{";
 const DROPPED: &str = "gnomon_dropped_total";
 const BAD_CHECKSUM: &str = "frame_bad_checksum";
 const BAD_LENGTH: &str = "frame_bad_length";
-const SOURCE_LOOPBACK: &str = "source_loopback";
 const SOURCE_BROADCAST: &str = "source_broadcast";
 /// The reasons a payload that is not a request may be dropped under
 /// (crates/server/src/stats.rs).
@@ -266,8 +268,6 @@ fn bursts_over_two_queues_are_all_answered_one_worker_a_queue() {
 /// server must count it under, and whether that needs XDP (the kernel
 /// drops it before any socket otherwise).
 const HOSTILE: &[(&str, &[&str], bool)] = &[
-    ("spoof-loopback", &[SOURCE_LOOPBACK], true),
-    ("spoof-loopback6", &[SOURCE_LOOPBACK], true),
     ("spoof-broadcast", &[SOURCE_BROADCAST], true),
     ("garbage", PARSE_REASONS, false),
     ("bad-checksum", &[BAD_CHECKSUM], true),
@@ -437,10 +437,9 @@ fn the_program_leaves_with_the_server_on_sigterm_and_sigkill() {
 // Inside a namespace.
 
 /// Run inside a namespace by the tests above, told what to do by
-/// `HELPER_ENV`: `metrics ADDR`, `burst ADDR SOCKETS N KEY`, `spoof-loopback KEY`,
-/// `spoof-loopback6 KEY`, `spoof-broadcast KEY`, `garbage KEY`, `bad-checksum KEY`,
+/// `HELPER_ENV`: `metrics ADDR`, `burst ADDR SOCKETS N KEY`, `spoof-broadcast KEY`, `garbage KEY`, `bad-checksum KEY`,
 /// `bad-checksum6 KEY`, `bad-length KEY`, `ping ADDR`, `ip-options KEY`, `fragments KEY`,
-/// `ipv6-extension KEY`.
+/// `ipv6-extension KEY`, `l2 CLASS SERVER_MAC KEY`.
 #[test]
 #[ignore = "run inside a network namespace by the xdp_netns tests"]
 fn xdp_netns_helper() {
@@ -457,8 +456,6 @@ fn xdp_netns_helper() {
             n.parse().unwrap(),
             &decode_key(key),
         ),
-        ["spoof-loopback", _] => spoof((Ipv4Addr::LOCALHOST, 2000).into()),
-        ["spoof-loopback6", _] => spoof((Ipv6Addr::LOCALHOST, 2000).into()),
         ["spoof-broadcast", _] => spoof((Ipv4Addr::new(10, 77, 1, 255), 2000).into()),
         ["garbage", key] => garbage(&decode_key(key)),
         ["bad-checksum", key] => bad_checksum(server4(), &decode_key(key)),
@@ -468,6 +465,7 @@ fn xdp_netns_helper() {
         [kind @ ("ip-options" | "fragments" | "ipv6-extension"), key] => {
             passed_to_kernel(kind, &decode_key(key))
         }
+        ["l2", class, server_mac, key] => same_as_kernel::inside(class, server_mac, key),
         _ => panic!("unknown helper command {command:?}"),
     }
 }

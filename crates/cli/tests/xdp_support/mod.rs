@@ -17,6 +17,7 @@ use crate::serve_support::peer::sigterm_and_wait;
 use crate::serve_support::{self, Started};
 
 pub mod inside;
+pub mod link;
 
 /// The server's end of the veth pair, and the client's.
 pub const SERVER_IF: &str = "xs0";
@@ -75,6 +76,17 @@ pub fn have(program: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok()
+}
+
+/// How [`Net::serve_how`] starts the server.
+#[derive(Clone, Copy, Debug)]
+pub struct How {
+    /// Serve through AF_XDP (else the sockets alone).
+    pub xdp: bool,
+    /// Ask for XDP through `GNOMON_XDP` rather than `--xdp`.
+    pub by_env: bool,
+    /// Listen on 0.0.0.0 and [::] rather than the server's two addresses.
+    pub wildcard: bool,
 }
 
 /// The two namespaces and the veth pair between them, deleted when the
@@ -178,8 +190,26 @@ impl Net {
     /// [`Net::serve`], XDP asked for by `--xdp` or (`by_env`) by
     /// `GNOMON_XDP`.
     pub fn serve_with(&self, by_env: bool) -> Server {
+        self.serve_how(How {
+            xdp: xdp_on(),
+            by_env,
+            wildcard: false,
+        })
+    }
+
+    /// `gnomon serve` in the server namespace as `how` says.
+    pub fn serve_how(&self, how: How) -> Server {
+        let How {
+            xdp,
+            by_env,
+            wildcard,
+        } = how;
         let s = self.server();
-        let six = format!("[{SERVER6}]:{PORT}");
+        let (four, six) = if wildcard {
+            (format!("0.0.0.0:{PORT}"), format!("[::]:{PORT}"))
+        } else {
+            (server4().to_string(), format!("[{SERVER6}]:{PORT}"))
+        };
         let mut extra = vec![
             "--listen",
             &six,
@@ -193,15 +223,15 @@ impl Net {
             "--limit-allow",
             "fd77::/64",
         ];
-        if xdp_on() && !by_env {
+        if xdp && !by_env {
             extra.extend(["--xdp", SERVER_IF]);
         }
         let mut cmd = serve_support::serve_command(
             serve_support::gnomon_via(&["ip", "netns", "exec", &s]),
-            &server4().to_string(),
+            &four,
             &extra,
         );
-        if xdp_on() && by_env {
+        if xdp && by_env {
             cmd.env("GNOMON_XDP", SERVER_IF);
         }
         let mut child = cmd.spawn().unwrap();
@@ -278,6 +308,26 @@ impl Net {
             String::from_utf8_lossy(&out.stderr)
         );
         said
+    }
+
+    /// The MAC address of the server's end.
+    pub fn server_mac(&self) -> String {
+        let out = run_bounded(
+            Command::new("ip").args([
+                "netns",
+                "exec",
+                &self.server(),
+                "cat",
+                &format!("/sys/class/net/{SERVER_IF}/address"),
+            ]),
+            PATIENCE,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     /// `ip -n S link show xs0`.
