@@ -260,13 +260,20 @@ impl Program {
     /// interface (`BPF_PROG_TEST_RUN`): what it returned. For the tests,
     /// which check that the kernel does what the interpreter says.
     pub fn test_run(&self, frame: &[u8]) -> io::Result<u32> {
+        self.test_runs(frame, 1).map(|(r, _)| r)
+    }
+
+    /// [`Program::test_run`] `repeat` times in the kernel: what it returned
+    /// and the kernel's mean time per run, ns (for the benchmark).
+    pub fn test_runs(&self, frame: &[u8], repeat: u32) -> io::Result<(u32, u32)> {
         let mut a = Attr::new();
         a.u32(0, self.0.as_raw_fd() as u32)
             .u32(8, frame.len() as u32)
             .u64(16, frame.as_ptr() as u64)
-            .u32(32, 1);
+            .u32(32, repeat);
         bpf(BPF_PROG_TEST_RUN, &mut a)?;
-        Ok(u32::from_ne_bytes([a.0[4], a.0[5], a.0[6], a.0[7]]))
+        let word = |at: usize| u32::from_ne_bytes([a.0[at], a.0[at + 1], a.0[at + 2], a.0[at + 3]]);
+        Ok((word(4), word(36)))
     }
 }
 
