@@ -14,6 +14,15 @@
 //! whatever a signature costs on this machine. What is refused is dropped
 //! before any hashing and counted as `signature_budget`. Versions that
 //! batch, and allow-listed sources, never touch it.
+//!
+//! That bucket is the *pool* of a [`FairBudget`] (`fair.rs`), which is what
+//! the UDP workers and the TCP transport use: the same bound on the total,
+//! shared fairly among the source prefixes that ask, so that a flood from
+//! one prefix is what gets refused, not everyone's requests alike.
+
+mod fair;
+
+pub use fair::{FairBudget, Ticket, SLOTS};
 
 /// First estimate of one single-signature answer, ns, before any is
 /// measured (an Ed25519 signature is ~20 µs on a 2020s core; erring high
@@ -88,9 +97,7 @@ impl SignatureBudget {
         if self.share_ppm.is_none() {
             return true;
         }
-        // Never more than a full bucket, or a bucket smaller than one
-        // answer would admit none.
-        let estimate = (self.estimate_ns as i64).min(self.cap_ns);
+        let estimate = self.charge_ns();
         if self.credit_ns < estimate {
             return false;
         }
@@ -114,6 +121,21 @@ impl SignatureBudget {
             .credit_ns
             .saturating_add(correction)
             .clamp(-self.cap_ns, self.cap_ns);
+        self.learn(answered, took_ns);
+    }
+
+    /// What one more single-signature answer is charged when admitted:
+    /// the estimate, never more than a full bucket (or a bucket smaller
+    /// than one answer would admit none).
+    fn charge_ns(&self) -> i64 {
+        (self.estimate_ns.min(i64::MAX as u64) as i64).min(self.cap_ns)
+    }
+
+    /// `answered` answers took `took_ns`: move the estimate towards it.
+    fn learn(&mut self, answered: usize, took_ns: u64) {
+        if answered == 0 {
+            return;
+        }
         // A preempted batch says little about the next: one sample moves
         // the estimate by at most a bucket's worth.
         let per = (took_ns / answered as u64).min(self.cap_ns as u64);

@@ -21,7 +21,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
 use ipnet::IpNet;
@@ -282,6 +282,35 @@ pub fn process_hasher() -> RandomState {
     KEY.get_or_init(RandomState::new).clone()
 }
 
+/// The source prefix `ip` belongs to: the address with all but the first
+/// `v4` (IPv4) or `v6` (IPv6) bits cleared. What one "source" is for the
+/// TCP connection caps (`TcpConfig::source_prefix_v4`/`_v6`) and for the
+/// fair shares of the signature budget (`crate::budget::FairBudget`), over
+/// TCP with the TCP lengths and over UDP with `ipv4_prefix`/`ipv6_prefix`.
+pub fn source_prefix(ip: IpAddr, v4: u8, v6: u8) -> IpAddr {
+    // An IPv4 client of a dual-stack socket counts as its IPv4 address.
+    let ip = match ip {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(a) => {
+            let bits = u32::from(a);
+            let mask = u32::MAX
+                .checked_shl(32 - u32::from(v4.min(32)))
+                .unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(bits & mask))
+        }
+        IpAddr::V6(a) => {
+            let bits = u128::from(a);
+            let mask = u128::MAX
+                .checked_shl(128 - u32::from(v6.min(128)))
+                .unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(bits & mask))
+        }
+    }
+}
+
 /// One network of the deny or allow list, compiled.
 #[derive(Clone, Copy, Debug)]
 struct Rule {
@@ -362,6 +391,25 @@ mod tests {
         (0..n)
             .filter(|_| l.check(ip(src), now) == Verdict::Pass)
             .count()
+    }
+
+    #[test]
+    fn sources_are_grouped_by_prefix() {
+        assert_eq!(source_prefix(ip("10.1.2.3"), 32, 64), ip("10.1.2.3"));
+        assert_eq!(source_prefix(ip("10.1.2.3"), 24, 64), ip("10.1.2.0"));
+        assert_eq!(source_prefix(ip("10.1.2.3"), 0, 64), ip("0.0.0.0"));
+        assert_eq!(
+            source_prefix(ip("2001:db8:1:2:3:4:5:6"), 32, 64),
+            ip("2001:db8:1:2::")
+        );
+        assert_eq!(
+            source_prefix(ip("2001:db8:1:2:3:4:5:6"), 32, 128),
+            ip("2001:db8:1:2:3:4:5:6")
+        );
+        assert_eq!(source_prefix(ip("2001:db8::1"), 32, 0), ip("::"));
+        // An IPv4 client of a dual-stack socket is its IPv4 address, not
+        // one of a single ::ffff:0:0/64 holding every IPv4 client.
+        assert_eq!(source_prefix(ip("::ffff:10.1.2.3"), 24, 64), ip("10.1.2.0"));
     }
 
     #[test]

@@ -81,7 +81,7 @@ mod frame;
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -92,6 +92,7 @@ use gnomon_protocol::{Acceptor, ProfileSet, PROFILES};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::keys::SharedKeys;
+use crate::limit::source_prefix;
 use crate::liveness::{Beat, Named};
 use crate::stats::Drop;
 use crate::worker::{ClockState, LiveConfig};
@@ -424,32 +425,6 @@ pub(crate) fn tcp_acceptor(acceptor: &Acceptor) -> Acceptor {
     Acceptor {
         profiles: ProfileSet(acceptor.profiles.0 & tcp.0),
         min_size: 0,
-    }
-}
-
-/// The source prefix `ip` belongs to: the address with all but the first
-/// `v4` (IPv4) or `v6` (IPv6) bits cleared.
-fn source_prefix(ip: IpAddr, v4: u8, v6: u8) -> IpAddr {
-    // An IPv4 client of a dual-stack socket counts as its IPv4 address.
-    let ip = match ip {
-        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    };
-    match ip {
-        IpAddr::V4(a) => {
-            let bits = u32::from(a);
-            let mask = u32::MAX
-                .checked_shl(32 - u32::from(v4.min(32)))
-                .unwrap_or(0);
-            IpAddr::V4(Ipv4Addr::from(bits & mask))
-        }
-        IpAddr::V6(a) => {
-            let bits = u128::from(a);
-            let mask = u128::MAX
-                .checked_shl(128 - u32::from(v6.min(128)))
-                .unwrap_or(0);
-            IpAddr::V6(Ipv6Addr::from(bits & mask))
-        }
     }
 }
 
@@ -823,26 +798,6 @@ mod tests {
         assert_eq!(a.profiles, ProfileSet::empty());
         // The datagram size floor does not apply to a stream.
         assert_eq!(a.min_size, 0);
-    }
-
-    #[test]
-    fn sources_are_grouped_by_prefix() {
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        assert_eq!(source_prefix(ip("10.1.2.3"), 32, 64), ip("10.1.2.3"));
-        assert_eq!(source_prefix(ip("10.1.2.3"), 24, 64), ip("10.1.2.0"));
-        assert_eq!(source_prefix(ip("10.1.2.3"), 0, 64), ip("0.0.0.0"));
-        assert_eq!(
-            source_prefix(ip("2001:db8:1:2:3:4:5:6"), 32, 64),
-            ip("2001:db8:1:2::")
-        );
-        assert_eq!(
-            source_prefix(ip("2001:db8:1:2:3:4:5:6"), 32, 128),
-            ip("2001:db8:1:2:3:4:5:6")
-        );
-        assert_eq!(source_prefix(ip("2001:db8::1"), 32, 0), ip("::"));
-        // An IPv4 client of a dual-stack socket is its IPv4 address, not
-        // one of a single ::ffff:0:0/64 holding every IPv4 client.
-        assert_eq!(source_prefix(ip("::ffff:10.1.2.3"), 24, 64), ip("10.1.2.0"));
     }
 
     #[test]

@@ -18,12 +18,12 @@ use gnomon_protocol::{
 };
 use socket2::Socket;
 
-use crate::budget::SignatureBudget;
+use crate::budget::{FairBudget, Ticket, SLOTS};
 use crate::failure::{self, Failure};
 use crate::grease::Greaser;
 use crate::kernel_time::{process_now_ns, KernelTime, SystemClocks};
 use crate::keys::{Choice, SharedKeys};
-use crate::limit::{process_hasher, LimitConfig, SourceLimiter, Verdict};
+use crate::limit::{process_hasher, source_prefix, LimitConfig, SourceLimiter, Verdict};
 use crate::liveness::Beat;
 use crate::sources::{Broadcasts, SourceFilter};
 use crate::stats::{Drop, WorkerStats};
@@ -238,7 +238,8 @@ pub struct WorkerState {
     consecutive_errors: u32,
     greaser: Greaser,
     limiter: SourceLimiter,
-    budget: SignatureBudget,
+    /// Its table made here, once: the loop allocates nothing for it.
+    budget: FairBudget,
     /// Zero of the worker's monotonic clock for the limits.
     epoch: Instant,
     /// When a receive last found the queue empty (the start of that call):
@@ -282,9 +283,11 @@ impl Worker {
             consecutive_errors: 0,
             greaser: Greaser::new(config.grease_per_million),
             limiter: SourceLimiter::new(&config.limit, process_hasher()),
-            budget: SignatureBudget::new(
+            budget: FairBudget::new(
                 config.limit.signature_share_ppm,
                 config.limit.signature_burst_us,
+                SLOTS,
+                process_hasher(),
             ),
             config,
             epoch: Instant::now(),
@@ -476,7 +479,6 @@ impl Worker {
         // neither free nor silence every source. Never 0: an untouched
         // table entry holds 0.
         let mono_ns = t_parse.saturating_duration_since(*epoch).as_nanos() as u64 + 1;
-        budget.refill(mono_ns);
         stats.received += n as u64;
         stats.batch(n);
         stats.kernel_overflow = u64::from(batch.overflow);
@@ -585,14 +587,23 @@ impl Worker {
                 let run = &slots[start..end];
                 let profile = run[0].request.profile;
                 let identity = &keys.identities[group.1];
-                // One signature per request: the budget decides who gets one.
+                // One signature per request: the budget decides who gets one,
+                // by the share of each source's prefix.
                 let budgeted = budget.limited() && responder.leaves_per_signature(profile) == 1;
                 let mut reqs: ArrayVec<Request<'_>, MAX_BATCH> = ArrayVec::new();
                 let mut srcs: ArrayVec<u16, MAX_BATCH> = ArrayVec::new();
+                let mut tickets: ArrayVec<Ticket, MAX_BATCH> = ArrayVec::new();
                 for s in run {
-                    if budgeted && !s.trusted && !budget.admit() {
-                        stats.drop(Drop::SignatureBudget);
-                        continue;
+                    if budgeted && !s.trusted {
+                        let from = received.meta(usize::from(s.src)).from.ip();
+                        let (v4, v6) = (config.limit.ipv4_prefix, config.limit.ipv6_prefix);
+                        match budget.admit(source_prefix(from, v4, v6), mono_ns) {
+                            Some(t) => tickets.push(t),
+                            None => {
+                                stats.drop(Drop::SignatureBudget);
+                                continue;
+                            }
+                        }
                     }
                     reqs.push(s.request);
                     srcs.push(s.src);
@@ -622,7 +633,7 @@ impl Worker {
                 next = sink.next;
                 if let Some(t) = t_group {
                     // Trusted requests are charged too: they used the time.
-                    budget.settle(reqs.len(), t.elapsed().as_nanos() as u64);
+                    budget.settle(&tickets, reqs.len(), t.elapsed().as_nanos() as u64);
                 }
                 stats.signatures += done.signatures as u64;
                 stats.responses[usize::from(profile.id.0)] += done.responses as u64;

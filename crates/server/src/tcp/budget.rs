@@ -5,17 +5,22 @@
 //! request: an Ed25519 one of tens of µs, an ML-DSA-44 one of over 100 µs
 //! (docs/COST.md). Handler threads compete with the UDP workers for the
 //! cores, so without a bound a few TCP clients in lock-step could take the
-//! time the UDP workers need. The same token bucket the workers use for
-//! their single-signature versions (`crate::budget`), here one for the whole
-//! transport: signing over TCP, for peers not on the allow list, may take at
-//! most `limit.signature-share` of one core's time. What it refuses is
-//! dropped and counted as `signature_budget`; the connection carries on.
+//! time the UDP workers need. The same fair budget the workers use for
+//! their single-signature versions (`crate::budget::FairBudget`), here one
+//! for the whole transport: signing over TCP, for peers not on the allow
+//! list, may take at most `limit.signature-share` of one core's time, and
+//! while several source prefixes ask (the prefixes of the connection caps,
+//! `source-prefix-v4`/`-v6`: /32 and /64 by default) each gets its share of
+//! that, so one prefix's many connections cannot take another's. What it
+//! refuses is dropped and counted as `signature_budget`; the connection
+//! carries on.
 
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::budget::SignatureBudget;
-use crate::limit::LimitConfig;
+use crate::budget::{FairBudget, Ticket, SLOTS};
+use crate::limit::{process_hasher, LimitConfig};
 
 /// Shared by every handler; the lock is held for a few arithmetic
 /// operations, never while signing.
@@ -25,7 +30,7 @@ pub(super) struct TcpBudget {
 }
 
 struct Inner {
-    budget: SignatureBudget,
+    budget: FairBudget,
     /// The settings the budget follows, to notice a reload.
     share_ppm: u32,
     burst_us: u64,
@@ -35,7 +40,12 @@ impl TcpBudget {
     pub(super) fn new(limit: &LimitConfig) -> TcpBudget {
         TcpBudget {
             inner: Mutex::new(Inner {
-                budget: SignatureBudget::new(limit.signature_share_ppm, limit.signature_burst_us),
+                budget: FairBudget::new(
+                    limit.signature_share_ppm,
+                    limit.signature_burst_us,
+                    SLOTS,
+                    process_hasher(),
+                ),
                 share_ppm: limit.signature_share_ppm,
                 burst_us: limit.signature_burst_us,
             }),
@@ -47,15 +57,15 @@ impl TcpBudget {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// May one more signature be made now for an untrusted peer, under
-    /// `limit` (the live settings: a reload changes the share at once)?
-    /// `Some(true)`: yes, and it must be settled; `Some(false)`: no;
-    /// `None`: there is no budget (share 1.0), nothing to settle.
-    pub(super) fn admit(&self, limit: &LimitConfig) -> Option<bool> {
+    /// May one more signature be made now for an untrusted peer of source
+    /// prefix `source`, under `limit` (the live settings: a reload changes
+    /// the share at once)? `Some(Some(ticket))`: yes, and the ticket must
+    /// be settled; `Some(None)`: no; `None`: there is no budget (share
+    /// 1.0), nothing to settle.
+    pub(super) fn admit(&self, limit: &LimitConfig, source: IpAddr) -> Option<Option<Ticket>> {
         if limit.signature_share_ppm >= 1_000_000 {
             return None;
         }
-        let now_ns = self.epoch.elapsed().as_nanos() as u64 + 1;
         let mut inner = self.lock();
         if (inner.share_ppm, inner.burst_us)
             != (limit.signature_share_ppm, limit.signature_burst_us)
@@ -66,14 +76,15 @@ impl TcpBudget {
             inner.share_ppm = limit.signature_share_ppm;
             inner.burst_us = limit.signature_burst_us;
         }
-        inner.budget.refill(now_ns);
-        Some(inner.budget.admit())
+        // Read under the lock, so that the budget's clock never goes back.
+        let now_ns = self.epoch.elapsed().as_nanos() as u64 + 1;
+        Some(inner.budget.admit(source, now_ns))
     }
 
-    /// The signature admitted last took `took_ns`, hashing and writing its
-    /// run's responses included.
-    pub(super) fn settle(&self, took_ns: u64) {
-        self.lock().budget.settle(1, took_ns);
+    /// The signature `ticket` admitted took `took_ns`, hashing and writing
+    /// its run's responses included.
+    pub(super) fn settle(&self, ticket: Ticket, took_ns: u64) {
+        self.lock().budget.settle(&[ticket], 1, took_ns);
     }
 }
 
@@ -89,6 +100,10 @@ mod tests {
         }
     }
 
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
     #[test]
     fn a_spent_budget_refuses_until_a_reload_lifts_it() {
         // A share so small that after the first signature (charged far
@@ -96,13 +111,37 @@ mod tests {
         // time: 1 ppm of wall time refills 1 ns per ms.
         let tight = limit(1, 1_000_000);
         let b = TcpBudget::new(&tight);
-        assert_eq!(b.admit(&tight), Some(true), "a full bucket admits one");
-        b.settle(100_000);
-        assert_eq!(b.admit(&tight), Some(false));
-        assert_eq!(b.admit(&tight), Some(false));
+        let peer = ip("192.0.2.1");
+        let t = b
+            .admit(&tight, peer)
+            .flatten()
+            .expect("a full bucket admits one");
+        b.settle(t, 100_000);
+        assert_eq!(b.admit(&tight, peer), Some(None));
+        assert_eq!(b.admit(&tight, peer), Some(None));
         // Share 1.0 is no budget, at once, with nothing to settle.
-        assert_eq!(b.admit(&limit(1_000_000, 1_000_000)), None);
+        assert_eq!(b.admit(&limit(1_000_000, 1_000_000), peer), None);
         // Back to the tight share: the debt is still owed.
-        assert_eq!(b.admit(&tight), Some(false));
+        assert_eq!(b.admit(&tight, peer), Some(None));
+    }
+
+    #[test]
+    fn one_prefix_in_debt_leaves_another_its_share() {
+        // 10 % of a core, a second's burst: 100 ms of signing in the
+        // pool, a third of it for each of two prefixes.
+        let config = limit(100_000, 1_000_000);
+        let b = TcpBudget::new(&config);
+        let (flood, other) = (ip("192.0.2.1"), ip("198.51.100.1"));
+        // The flood's answers take a second each: one leaves it in debt.
+        while let Some(Some(t)) = b.admit(&config, flood) {
+            b.settle(t, 1_000_000_000);
+        }
+        for _ in 0..10 {
+            let t = b
+                .admit(&config, other)
+                .flatten()
+                .expect("another prefix is answered");
+            b.settle(t, 100_000);
+        }
     }
 }

@@ -80,7 +80,7 @@ const _: () = assert!(
 
 /// Serve `stream` until it closes, then count why and shut it.
 pub(super) fn serve(stream: Arc<TcpStream>, place: Place, state: Arc<ConnState>, shared: &Shared) {
-    let why = Conn::new(&stream, shared, &state).run();
+    let why = Conn::new(&stream, shared, &state, place.source).run();
     // Counted before the peer can see the end of the stream.
     shared.finished(place, &state, why);
     let _ = stream.shutdown(Shutdown::Both);
@@ -108,6 +108,9 @@ struct Conn<'s> {
     greaser: Greaser,
     /// The peer's address, judged by the allow and deny lists.
     peer: Option<IpAddr>,
+    /// Its source prefix (`TcpConfig::source_prefix_v4`/`_v6`): whose
+    /// share of the signature budget it spends.
+    source: IpAddr,
     /// What the lists say of the peer, and the settings that said it.
     listed: (Arc<WorkerConfig>, Option<Verdict>),
 }
@@ -163,7 +166,12 @@ fn now_us() -> u64 {
 }
 
 impl<'s> Conn<'s> {
-    fn new(stream: &'s TcpStream, shared: &'s Shared, state: &'s ConnState) -> Conn<'s> {
+    fn new(
+        stream: &'s TcpStream,
+        shared: &'s Shared,
+        state: &'s ConnState,
+        source: IpAddr,
+    ) -> Conn<'s> {
         let config = shared.config.load_full();
         let worker = shared.worker.load_full();
         let peer = stream.peer_addr().ok().map(|a| a.ip());
@@ -184,6 +192,7 @@ impl<'s> Conn<'s> {
             responder: Responder::for_stream(worker.max_batch.clamp(1, BURST), worker.options),
             greaser: Greaser::new(worker.grease_per_million),
             peer,
+            source,
             listed: (worker, listed),
         }
     }
@@ -380,16 +389,17 @@ impl<'s> Conn<'s> {
                     continue;
                 };
                 // One signature for the run: the budget decides whether an
-                // untrusted peer gets it.
-                let charged = match (!trusted).then(|| shared.budget.admit(&worker.limit)) {
-                    Some(Some(false)) => {
+                // untrusted peer's prefix has that much of its share left.
+                let budget = (!trusted).then(|| shared.budget.admit(&worker.limit, self.source));
+                let charged = match budget {
+                    Some(Some(None)) => {
                         for _ in start..end {
                             bump(&counters.drops[Drop::SignatureBudget as usize]);
                         }
                         start = end;
                         continue;
                     }
-                    Some(Some(true)) => Some(Instant::now()),
+                    Some(Some(Some(ticket))) => Some((ticket, Instant::now())),
                     // Trusted, or no budget: nothing to settle, no lock.
                     _ => None,
                 };
@@ -401,8 +411,8 @@ impl<'s> Conn<'s> {
                     greaser: &mut self.greaser,
                 };
                 let done = self.responder.respond(&ctx, &run, &mut sink);
-                if let Some(t) = charged {
-                    shared.budget.settle(t.elapsed().as_nanos() as u64);
+                if let Some((ticket, t)) = charged {
+                    shared.budget.settle(ticket, t.elapsed().as_nanos() as u64);
                 }
                 counters
                     .signatures
