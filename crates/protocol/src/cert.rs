@@ -1,15 +1,13 @@
-//! Keys and delegation certificates (the CERT and DELE layout; the signature contexts).
+//! Delegation certificates (the CERT and DELE layout; the signature contexts).
 //!
-//! Randomness is never drawn here: keys are made from seeds the caller got
-//! from its own RNG.
-
-use ed25519_dalek::{Signer, SigningKey};
-use zeroize::Zeroizing;
+//! The keys that sign them ([`KeyPair`], [`Sign`]) live in [`crate::scheme`],
+//! which knows nothing of certificates; they are re-exported here.
 
 use alloc::vec::Vec;
 
 use crate::error::WireError;
 use crate::profile::Profile;
+pub use crate::scheme::{KeyPair, Sign};
 use crate::scheme::{Scheme, MAX_PUBLIC, MAX_SIGNATURE};
 use crate::tag::Tag;
 use crate::wire::{self, Message};
@@ -18,62 +16,6 @@ use crate::wire::{self, Message};
 pub const CERT_LEN: usize = Scheme::Ed25519.cert_len();
 /// Longest context string of any version.
 pub(crate) const MAX_CONTEXT: usize = 36;
-
-/// What signs with a key (a batch's SREP with the online key, a DELE with
-/// the long-term key), into a caller's buffer, without allocating (the
-/// server's workers must not). [`KeyPair`] and
-/// [`crate::scheme::MlDsa44KeyPair`] are the portable signers; a server may
-/// pass a faster one for the same key (gnomon-server's `signer` module).
-pub trait Sign: core::fmt::Debug + Sync {
-    /// The key's scheme, which says how long the signature is and how the
-    /// context enters it.
-    fn scheme(&self) -> Scheme;
-
-    /// Sign `signed[context_len..]` under the context
-    /// `signed[..context_len]`, joined as the scheme joins them (Ed25519:
-    /// the whole of `signed`, context as prefix). The signature goes to
-    /// the front of `out`, which holds at least
-    /// `self.scheme().signature_len()` bytes.
-    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]);
-}
-
-impl Sign for KeyPair {
-    fn scheme(&self) -> Scheme {
-        Scheme::Ed25519
-    }
-
-    fn sign_into(&self, signed: &[u8], _context_len: usize, out: &mut [u8]) {
-        out[..64].copy_from_slice(&self.0.sign(signed).to_bytes());
-    }
-}
-
-/// An Ed25519 key pair, as the long-term identity or as an online key.
-#[derive(Clone)]
-pub struct KeyPair(SigningKey);
-
-impl KeyPair {
-    /// The key with this 32-byte seed.
-    pub fn from_seed(seed: &[u8; 32]) -> KeyPair {
-        KeyPair(SigningKey::from_bytes(seed))
-    }
-
-    /// The public key.
-    pub fn public(&self) -> [u8; 32] {
-        self.0.verifying_key().to_bytes()
-    }
-
-    /// The seed (for writing key files), wiped from memory when dropped.
-    pub fn seed(&self) -> Zeroizing<[u8; 32]> {
-        Zeroizing::new(self.0.to_bytes())
-    }
-}
-
-impl core::fmt::Debug for KeyPair {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // Never print secret material.
-        write!(f, "KeyPair(public {:02x?})", &self.public()[..4])
-    }
-}
 
 /// A signed delegation in one profile's encoding: the CERT value bytes, and
 /// the validity window in Unix µs as it was encoded.

@@ -8,7 +8,16 @@
 
 use gnomon_sha512x4::{Message, Variant};
 
-use crate::profile::HashAlg;
+/// The Merkle hash (the Merkle tree of each version).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashAlg {
+    /// SHA-512, all 64 bytes (Google).
+    Sha512,
+    /// The first 32 bytes of SHA-512, at every node.
+    Sha512Trunc32,
+    /// FIPS 180-4 SHA-512/256 (drafts 02 and 07).
+    Sha512_256,
+}
 
 /// A hash output; only the first `HashAlg::len()` bytes are meaningful.
 pub type Hash = [u8; 64];
@@ -17,6 +26,15 @@ const LEAF: u8 = 0x00;
 const NODE: u8 = 0x01;
 
 impl HashAlg {
+    /// Output length in bytes.
+    #[allow(clippy::len_without_is_empty)] // a digest is never empty
+    pub const fn len(self) -> usize {
+        match self {
+            HashAlg::Sha512 => 64,
+            HashAlg::Sha512Trunc32 | HashAlg::Sha512_256 => 32,
+        }
+    }
+
     /// Hash the concatenation of `parts` into `out`.
     pub fn digest(self, parts: &[&[u8]], out: &mut Hash) {
         gnomon_sha512x4::digest_one(self.variant(), parts, out);

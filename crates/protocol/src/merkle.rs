@@ -9,8 +9,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::hash::Hash;
-use crate::profile::HashAlg;
+use crate::hash::{Hash, HashAlg};
 
 /// Deepest tree any version allows (12+: at most 32 PATH entries).
 pub const MAX_DEPTH: usize = 32;

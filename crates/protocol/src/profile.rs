@@ -4,8 +4,10 @@
 //!). Code elsewhere reads fields; it never compares version numbers. Adding
 //! a version is adding a row to [`PROFILES`].
 
+pub use crate::hash::HashAlg;
 use crate::scheme::Scheme;
 use crate::tag::Tag;
+pub use crate::time::TimeEncoding;
 use crate::version::Version;
 
 /// How a request or response is carried.
@@ -17,28 +19,6 @@ pub enum Framing {
     Packet,
 }
 
-/// The Merkle hash (the Merkle tree of each version).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashAlg {
-    /// SHA-512, all 64 bytes (Google).
-    Sha512,
-    /// The first 32 bytes of SHA-512, at every node.
-    Sha512Trunc32,
-    /// FIPS 180-4 SHA-512/256 (drafts 02 and 07).
-    Sha512_256,
-}
-
-impl HashAlg {
-    /// Output length in bytes.
-    #[allow(clippy::len_without_is_empty)] // a digest is never empty
-    pub const fn len(self) -> usize {
-        match self {
-            HashAlg::Sha512 => 64,
-            HashAlg::Sha512Trunc32 | HashAlg::Sha512_256 => 32,
-        }
-    }
-}
-
 /// What a Merkle leaf hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeafInput {
@@ -46,17 +26,6 @@ pub enum LeafInput {
     Nonce,
     /// The whole request packet as sent, header and padding included (12+).
     Packet,
-}
-
-/// Encoding of MIDP, MINT, MAXT and the unit of RADI (each version's time encoding).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeEncoding {
-    /// µs since the Unix epoch; RADI in µs.
-    UnixMicros,
-    /// MJD << 40 | µs since UTC midnight; RADI in µs.
-    MjdMicros,
-    /// s since the Unix epoch; RADI in s.
-    UnixSeconds,
 }
 
 /// Where a response carries a copy of the request's nonce.

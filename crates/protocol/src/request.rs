@@ -3,7 +3,8 @@
 //! sides speak.
 
 use crate::error::WireError;
-use crate::profile::{Framing, HashAlg, Profile, ProfileSet, VerList};
+use crate::profile::{Framing, Profile, ProfileSet, VerList};
+pub use crate::scheme::srv_for;
 use crate::tag::Tag;
 use crate::version::Version;
 use crate::wire::{self, Message, PACKET_HEADER};
@@ -16,16 +17,6 @@ pub const MAX_VERSIONS: usize = 32;
 /// Most VER entries accepted in any version. Drafts before 13 set no limit;
 /// real clients offer about ten, and a bound keeps the repeat check cheap.
 pub const MAX_VER_ENTRIES: usize = 128;
-
-/// SRV for a long-term public key of any scheme: the first 32 bytes of
-/// SHA-512(0xff ‖ key), over the key as on the wire.
-pub fn srv_for(long_term_public: &[u8]) -> [u8; 32] {
-    let mut d = [0u8; 64];
-    HashAlg::Sha512.digest(&[&[0xff], long_term_public], &mut d);
-    let mut out = [0u8; 32];
-    out.copy_from_slice(&d[..32]);
-    out
-}
 
 /// Why a request could not be built or an offer formed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

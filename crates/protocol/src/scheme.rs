@@ -7,7 +7,15 @@
 //! context strings as FIPS 204's context parameter instead of prefixing them.
 //! The scheme is a field of each [`crate::Profile`] and a property of each
 //! key; code that signs or verifies asks the scheme, never the version.
+//!
+//! This module is a leaf: it signs and verifies bytes ([`Sign`], the key
+//! pairs of both schemes, [`Scheme::verify`]) and names keys ([`srv_for`]),
+//! and reads nothing of the crate but the hash. The profile table, the
+//! certificates, the requests and the verifier read it, never the other way.
+//! Randomness is never drawn here: keys are made from seeds the caller got
+//! from its own RNG.
 
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use libcrux_ml_dsa::ml_dsa_44::{
     self, MLDSA44Signature, MLDSA44SigningKey, MLDSA44VerificationKey,
 };
@@ -15,7 +23,7 @@ use zeroize::{Zeroize, Zeroizing};
 
 use alloc::vec::Vec;
 
-use crate::cert::Sign;
+use crate::hash::HashAlg;
 
 /// Bytes of an ML-DSA-44 public key.
 pub const ML_DSA_44_PUBLIC_LEN: usize = 1312;
@@ -96,7 +104,7 @@ impl Scheme {
     pub fn verify(self, public: &[u8], context: &[u8], message: &[u8], sig: &[u8]) -> bool {
         match self {
             Scheme::Ed25519 => match (public.try_into(), sig.try_into()) {
-                (Ok(public), Ok(sig)) => crate::verify::ed25519_ok(public, context, message, sig),
+                (Ok(public), Ok(sig)) => ed25519_ok(public, context, message, sig),
                 _ => false,
             },
             Scheme::MlDsa44 => {
@@ -124,6 +132,92 @@ impl core::fmt::Display for Scheme {
             Scheme::Ed25519 => "Ed25519",
             Scheme::MlDsa44 => "ML-DSA-44",
         })
+    }
+}
+
+/// Ed25519 over `context ‖ message`, using the strict verification rules.
+/// False for a malformed key or a message too long to be a Roughtime
+/// SREP or DELE.
+pub fn ed25519_ok(public: &[u8; 32], context: &[u8], message: &[u8], sig: &[u8; 64]) -> bool {
+    let Ok(key) = VerifyingKey::from_bytes(public) else {
+        return false;
+    };
+    let sig = Signature::from_bytes(sig);
+    // Streaming pre-image without a heap copy: dalek's verify takes one
+    // slice, so the context and message are joined in a bounded buffer.
+    let mut buf = [0u8; 1024];
+    let total = context.len() + message.len();
+    if total > buf.len() {
+        return false;
+    }
+    buf[..context.len()].copy_from_slice(context);
+    buf[context.len()..total].copy_from_slice(message);
+    key.verify_strict(&buf[..total], &sig).is_ok()
+}
+
+/// SRV for a long-term public key of any scheme: the first 32 bytes of
+/// SHA-512(0xff ‖ key), over the key as on the wire.
+pub fn srv_for(long_term_public: &[u8]) -> [u8; 32] {
+    let mut d = [0u8; 64];
+    HashAlg::Sha512.digest(&[&[0xff], long_term_public], &mut d);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(&d[..32]);
+    out
+}
+
+/// What signs with a key (a batch's SREP with the online key, a DELE with
+/// the long-term key), into a caller's buffer, without allocating (the
+/// server's workers must not). [`KeyPair`] and
+/// [`MlDsa44KeyPair`] are the portable signers; a server may
+/// pass a faster one for the same key (gnomon-server's `signer` module).
+pub trait Sign: core::fmt::Debug + Sync {
+    /// The key's scheme, which says how long the signature is and how the
+    /// context enters it.
+    fn scheme(&self) -> Scheme;
+
+    /// Sign `signed[context_len..]` under the context
+    /// `signed[..context_len]`, joined as the scheme joins them (Ed25519:
+    /// the whole of `signed`, context as prefix). The signature goes to
+    /// the front of `out`, which holds at least
+    /// `self.scheme().signature_len()` bytes.
+    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]);
+}
+
+impl Sign for KeyPair {
+    fn scheme(&self) -> Scheme {
+        Scheme::Ed25519
+    }
+
+    fn sign_into(&self, signed: &[u8], _context_len: usize, out: &mut [u8]) {
+        out[..64].copy_from_slice(&self.0.sign(signed).to_bytes());
+    }
+}
+
+/// An Ed25519 key pair, as the long-term identity or as an online key.
+#[derive(Clone)]
+pub struct KeyPair(SigningKey);
+
+impl KeyPair {
+    /// The key with this 32-byte seed.
+    pub fn from_seed(seed: &[u8; 32]) -> KeyPair {
+        KeyPair(SigningKey::from_bytes(seed))
+    }
+
+    /// The public key.
+    pub fn public(&self) -> [u8; 32] {
+        self.0.verifying_key().to_bytes()
+    }
+
+    /// The seed (for writing key files), wiped from memory when dropped.
+    pub fn seed(&self) -> Zeroizing<[u8; 32]> {
+        Zeroizing::new(self.0.to_bytes())
+    }
+}
+
+impl core::fmt::Debug for KeyPair {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Never print secret material.
+        write!(f, "KeyPair(public {:02x?})", &self.public()[..4])
     }
 }
 
@@ -214,7 +308,7 @@ impl LongTermKey {
 
     /// SRV: the first 32 bytes of SHA-512(0xff ‖ key).
     pub fn srv(&self) -> [u8; 32] {
-        crate::request::srv_for(&self.bytes)
+        srv_for(&self.bytes)
     }
 }
 

@@ -1,7 +1,16 @@
 //! Time encodings (each version's time encoding). Everything outside this module speaks
 //! Unix microseconds; the profile says how a value is put on the wire.
 
-use crate::profile::TimeEncoding;
+/// Encoding of MIDP, MINT, MAXT and the unit of RADI (each version's time encoding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeEncoding {
+    /// µs since the Unix epoch; RADI in µs.
+    UnixMicros,
+    /// MJD << 40 | µs since UTC midnight; RADI in µs.
+    MjdMicros,
+    /// s since the Unix epoch; RADI in s.
+    UnixSeconds,
+}
 
 const MICROS: u64 = 1_000_000;
 const DAY_MICROS: u64 = 86_400 * MICROS;

@@ -4,14 +4,12 @@
 //! The result is the midpoint and radius in Unix µs whatever the version's
 //! encoding. Every failure is its own [`VerifyError`] variant.
 
-use ed25519_dalek::{Signature, VerifyingKey};
-
 use crate::error::WireError;
 use crate::hash::Hash;
 use crate::merkle::{self, Orientation, PathError};
 use crate::profile::{homonym, Contexts, LeafInput, NoncePlace, Profile, VerPlace};
-use crate::request::srv_for;
-use crate::scheme::{PublicKey, Scheme};
+pub use crate::scheme::ed25519_ok;
+use crate::scheme::{srv_for, PublicKey, Scheme};
 use crate::tag::Tag;
 use crate::time::FOREVER;
 use crate::version::Version;
@@ -385,26 +383,6 @@ fn signature_of<'a>(m: &Message<'a>, scheme: Scheme) -> Result<&'a [u8], VerifyE
     } else {
         Err(VerifyError::Message(WireError::ValueLength(Tag::SIG)))
     }
-}
-
-/// Ed25519 over `context ‖ message`, using the strict verification rules.
-/// False for a malformed key or a message too long to be a Roughtime
-/// SREP or DELE.
-pub fn ed25519_ok(public: &[u8; 32], context: &[u8], message: &[u8], sig: &[u8; 64]) -> bool {
-    let Ok(key) = VerifyingKey::from_bytes(public) else {
-        return false;
-    };
-    let sig = Signature::from_bytes(sig);
-    // Streaming pre-image without a heap copy: dalek's verify takes one
-    // slice, so the context and message are joined in a bounded buffer.
-    let mut buf = [0u8; 1024];
-    let total = context.len() + message.len();
-    if total > buf.len() {
-        return false;
-    }
-    buf[..context.len()].copy_from_slice(context);
-    buf[context.len()..total].copy_from_slice(message);
-    key.verify_strict(&buf[..total], &sig).is_ok()
 }
 
 fn check_vers(
