@@ -31,6 +31,7 @@ pub mod cert;
 pub mod chain;
 pub mod error;
 pub mod hash;
+mod link;
 pub mod merkle;
 mod messages;
 pub mod profile;

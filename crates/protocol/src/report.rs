@@ -23,8 +23,8 @@ use base64::Engine;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::chain::{self, chain_nonce, Exchange, MAX_NONCE_LEN};
 use crate::error::WireError;
+use crate::link::{self, chain_nonce, Exchange, MAX_NONCE_LEN};
 use crate::scheme::PublicKey;
 use crate::verify::{verify_response, SentRequest, Verified, VerifyError};
 
@@ -199,10 +199,8 @@ impl ReportCheck {
 
 impl Report {
     /// The report of a recorded chain. The first entry has a rand only
-    /// when the chain was bound to a device value ([`Measurement::bound`]):
+    /// when the chain was bound to a device value ([`Exchange::rand`]):
     /// a random first nonce is its own rand and is left out.
-    ///
-    /// [`Measurement::bound`]: crate::chain::Measurement::bound
     pub fn from_exchanges(exchanges: &[Exchange]) -> Report {
         let entries = exchanges
             .iter()
@@ -273,7 +271,7 @@ impl Report {
             })
             .collect();
         ReportCheck {
-            contradictions: chain::violations(&intervals),
+            contradictions: link::violations(&intervals),
             entries,
         }
     }

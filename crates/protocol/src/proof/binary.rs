@@ -18,7 +18,7 @@ use super::{
     ProofError, MAX_DEVICE_VALUE, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST, MIN_DEVICE_NONCE,
     PROOF_FORMAT_VERSION, PROOF_MAGIC,
 };
-use crate::chain::MAX_NONCE_LEN;
+use crate::link::MAX_NONCE_LEN;
 use crate::scheme::PublicKey;
 
 /// One entry of a bundle, borrowed from it.

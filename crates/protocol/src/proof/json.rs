@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::binary::{self, EntryOut, ProofView};
 use super::{check_device_value, ProofError, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST};
-use crate::chain::MAX_NONCE_LEN;
+use crate::link::MAX_NONCE_LEN;
 use crate::report::{parse_report, ParsedReport, Report, ReportEntry, ReportParseError, B64};
 use crate::scheme::PublicKey;
 

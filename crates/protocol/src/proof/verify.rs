@@ -3,7 +3,7 @@
 
 use super::binary::{EntryView, ProofView};
 use super::{EntrySet, ProofError, ProofPolicy, Proven, MAX_PROOF_ENTRIES, MAX_PROOF_REQUEST};
-use crate::chain::{chain_nonce, MAX_NONCE_LEN};
+use crate::link::{chain_nonce, MAX_NONCE_LEN};
 use crate::profile::Profile;
 use crate::quorum::{self, NoConsensus, Span};
 use crate::scheme::PublicKey;
