@@ -3,113 +3,30 @@
 //! Every difference between versions lives in a field here (the drafts and RFC 10049, compared field by field,
 //!). Code elsewhere reads fields; it never compares version numbers. Adding
 //! a version is adding a row to [`PROFILES`].
+//!
+//! This file holds the row type, the table and the lookups into it; the
+//! types of the fields are in `fields.rs`, sets of rows ([`ProfileSet`]) in
+//! `set.rs`. The hash and the time encoding are fields too, defined with the
+//! code that computes them ([`crate::hash`], [`crate::time`]), as the
+//! signature scheme is ([`crate::scheme`]): the table reads them, they never
+//! read the table.
+
+mod fields;
+mod set;
+#[cfg(test)]
+mod tests;
+
+pub use fields::{
+    Batching, ChainRule, Contexts, Framing, Homonym, LeafInput, NoncePlace, VerList, VerPlace,
+    DELE_DASHES, DELE_PLAIN, DELE_RFC, SREP_DRAFT, SREP_RFC,
+};
+pub use set::ProfileSet;
 
 pub use crate::hash::HashAlg;
 use crate::scheme::Scheme;
 use crate::tag::Tag;
 pub use crate::time::TimeEncoding;
 use crate::version::Version;
-
-/// How a request or response is carried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
-    /// One bare message per datagram (Google).
-    Bare,
-    /// "ROUGHTIM" + length + message (drafts and version 1).
-    Packet,
-}
-
-/// What a Merkle leaf hashes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeafInput {
-    /// The request's NONC value (Google to draft 11).
-    Nonce,
-    /// The whole request packet as sent, header and padding included (12+).
-    Packet,
-}
-
-/// Where a response carries a copy of the request's nonce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NoncePlace {
-    /// Nowhere; the Merkle leaf binds it (Google).
-    Absent,
-    /// Inside the signed SREP (drafts 01–02): one nonce per signature.
-    Srep,
-    /// A top-level, unsigned copy (drafts 03 and later).
-    TopLevel,
-}
-
-/// Where a response says its version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VerPlace {
-    /// No version at all (Google).
-    Absent,
-    /// One top-level, unsigned VER (drafts 01–11).
-    TopLevel,
-    /// VER and VERS inside SREP, signed (drafts 12 and later).
-    Srep,
-}
-
-/// Rules for the VER list of a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VerList {
-    /// No VER (Google).
-    Absent,
-    /// At least one value, any order, repeats tolerated (01–09).
-    Any,
-    /// No repeats (10–11).
-    Unique,
-    /// Ascending, no repeats, at most 32 (12+).
-    Sorted,
-}
-
-/// How a server may batch this format (where NONC goes; the disputed tree orientation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Batching {
-    /// Any batch size.
-    Free,
-    /// Implementations disagree on the tree orientation: batches of one unless
-    /// the operator opts in to hash-first batches (gnomon policy: implementations disagree on the orientation).
-    OrientationDisputed,
-    /// Never: SREP carries the nonce (drafts 01–02).
-    Never,
-}
-
-/// How a client derives a chained nonce from the previous response (the chaining rule).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChainRule {
-    /// H(previous response as received ‖ rand), cut to the nonce length.
-    /// `framed` keeps the ROUGHTIM header in the hashed response (12+).
-    Concat {
-        /// The hash.
-        hash: HashAlg,
-        /// Whether the ROUGHTIM header is part of the hashed response.
-        framed: bool,
-    },
-    /// SHA-512(SHA-512(previous response) ‖ rand), as Google-era clients do.
-    DoubleSha512,
-}
-
-/// The two context strings of a version (a prefix of the signed bytes
-/// for Ed25519, FIPS 204's context parameter for ML-DSA).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Contexts {
-    /// Prefix of DELE signed by the long-term key.
-    pub dele: &'static [u8],
-    /// Prefix of SREP signed by the online key.
-    pub srep: &'static [u8],
-}
-
-/// Delegation context with dashes (Google, drafts 01–06, 08–11).
-pub const DELE_DASHES: &[u8] = b"RoughTime v1 delegation signature--\0";
-/// Delegation context without dashes (draft 07, drafts 12–19).
-pub const DELE_PLAIN: &[u8] = b"RoughTime v1 delegation signature\0";
-/// RFC 10049 delegation context (lower-case t).
-pub const DELE_RFC: &[u8] = b"Roughtime v1 delegation signature\0";
-/// Response context of every version before 1.
-pub const SREP_DRAFT: &[u8] = b"RoughTime v1 response signature\0";
-/// RFC 10049 response context (lower-case t).
-pub const SREP_RFC: &[u8] = b"Roughtime v1 response signature\0";
 
 const CTX_DASHES: Contexts = Contexts {
     dele: DELE_DASHES,
@@ -222,17 +139,6 @@ pub fn homonym(
                 placed && h.type_tag == has_type
             })
         })
-}
-
-/// A different, older format that reused a profile's version number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Homonym {
-    /// What it was.
-    pub name: &'static str,
-    /// Where its responses carry VER.
-    pub ver_place: VerPlace,
-    /// Whether its responses carry TYPE.
-    pub type_tag: bool,
 }
 
 /// Index of a profile, usable in bit sets.
@@ -617,239 +523,5 @@ impl Profile {
         self.contexts.dele == other.contexts.dele
             && self.time == other.time
             && self.scheme == other.scheme
-    }
-}
-
-/// A set of profiles, as a bit mask over [`ProfileId`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProfileSet(pub u32);
-
-impl ProfileSet {
-    /// Every profile.
-    pub const ALL: ProfileSet = ProfileSet((1 << PROFILES.len()) - 1);
-
-    /// The empty set.
-    pub const fn empty() -> ProfileSet {
-        ProfileSet(0)
-    }
-
-    /// Add a profile.
-    pub const fn with(self, id: ProfileId) -> ProfileSet {
-        ProfileSet(self.0 | 1 << id.0)
-    }
-
-    /// Remove a profile.
-    pub const fn without(self, id: ProfileId) -> ProfileSet {
-        ProfileSet(self.0 & !(1 << id.0))
-    }
-
-    /// Membership.
-    pub const fn contains(self, id: ProfileId) -> bool {
-        self.0 & (1 << id.0) != 0
-    }
-
-    /// The profiles of this set that sign with `scheme`: what one
-    /// identity answers, and what its VERS lists (scoped per scheme, so
-    /// a signed VERS never names a version the key cannot sign).
-    pub fn of_scheme(self, scheme: Scheme) -> ProfileSet {
-        PROFILES
-            .iter()
-            .filter(|p| p.scheme == scheme && self.contains(p.id))
-            .fold(ProfileSet::empty(), |set, p| set.with(p.id))
-    }
-
-    /// The profiles of this set served over UDP.
-    pub fn over_udp(self) -> ProfileSet {
-        PROFILES
-            .iter()
-            .filter(|p| p.udp && self.contains(p.id))
-            .fold(ProfileSet::empty(), |set, p| set.with(p.id))
-    }
-
-    /// The profiles in the set, lowest id first.
-    pub fn iter(self) -> impl Iterator<Item = &'static Profile> {
-        PROFILES.iter().filter(move |p| self.contains(p.id))
-    }
-
-    /// The version numbers a server answering this set lists in VERS:
-    /// every numbered version (Google has none on the wire), ascending,
-    /// each once.
-    pub fn versions(self) -> alloc::vec::Vec<Version> {
-        let mut v: alloc::vec::Vec<Version> = self
-            .iter()
-            .filter(|p| p.framing == Framing::Packet)
-            .map(|p| p.version)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The walk `for_wire` did before its table: the table must agree with
-    /// it for every number near the ones in use, with and without TYPE.
-    fn for_wire_by_walking(version: Version, has_type: bool) -> Option<&'static Profile> {
-        let mut found = None;
-        for p in PROFILES.iter() {
-            if p.framing != Framing::Packet || p.version != version || (p.type_tag && !has_type) {
-                continue;
-            }
-            if found.is_none() || p.type_tag == has_type {
-                found = Some(p);
-            }
-        }
-        found
-    }
-
-    #[test]
-    fn for_wire_table_agrees_with_walking_the_profiles() {
-        let near = |base: u32| (0..40).map(move |k| base.wrapping_add(k).wrapping_sub(8));
-        let numbers = near(0)
-            .chain(near(0x8000_0000))
-            .chain(near(Version::GOOGLE.0))
-            .chain(near(Version::ML_DSA_44.0))
-            .chain([u32::MAX, 0xc000_0000]);
-        let mut answered = 0;
-        for n in numbers {
-            for has_type in [false, true] {
-                let v = Version(n);
-                let want = for_wire_by_walking(v, has_type).map(|p| p.id);
-                assert_eq!(
-                    Profile::for_wire(v, has_type).map(|p| p.id),
-                    want,
-                    "{v} TYPE {has_type}"
-                );
-                answered += usize::from(want.is_some());
-            }
-        }
-        // Version 1 and drafts 01–12 with TYPE, and all but the TYPE-only
-        // rows without it: the comparison covered real answers.
-        assert!(answered >= 20, "only {answered} answered");
-    }
-
-    #[test]
-    fn ids_match_positions() {
-        for (i, p) in PROFILES.iter().enumerate() {
-            assert_eq!(usize::from(p.id.0), i, "{}", p.name);
-        }
-    }
-
-    #[test]
-    fn type_tag_splits_0x8000000c() {
-        assert_eq!(
-            Profile::for_wire(Version::DRAFT_12_TO_19, false)
-                .unwrap()
-                .name,
-            "draft-12"
-        );
-        assert_eq!(
-            Profile::for_wire(Version::DRAFT_12_TO_19, true)
-                .unwrap()
-                .name,
-            "draft-14"
-        );
-        assert_eq!(
-            Profile::for_wire(Version::draft(11), true).unwrap().name,
-            "draft-11"
-        );
-        assert_eq!(
-            Profile::for_wire(Version::RFC, true).unwrap().name,
-            "rfc-10049"
-        );
-        assert!(Profile::for_wire(Version(0x8000_000d), true).is_none());
-        assert!(Profile::for_wire(Version(0), true).is_none());
-        // Version 1 requires TYPE; roughenough 1.x's TYPE-less "1" is not it.
-        assert!(Profile::for_wire(Version::RFC, false).is_none());
-        assert!(homonym(Version::RFC, true, false, false).is_some());
-        assert!(homonym(Version::RFC, false, true, true).is_none());
-        assert!(homonym(Version::draft(11), true, false, false).is_none());
-    }
-
-    #[test]
-    fn names_and_numbers_resolve() {
-        assert_eq!(Profile::by_name("1").unwrap().name, "rfc-10049");
-        assert_eq!(Profile::by_name("0x8000000b").unwrap().name, "draft-11");
-        assert_eq!(Profile::by_name("Google").unwrap().name, "google");
-        assert_eq!(Profile::by_name("3000600613").unwrap().name, "google");
-        assert!(Profile::by_name("draft-13").is_none());
-    }
-
-    #[test]
-    fn vers_lists_every_numbered_version_once() {
-        let all = ProfileSet::ALL.of_scheme(Scheme::Ed25519).versions();
-        assert_eq!(all.first(), Some(&Version::RFC));
-        assert_eq!(all.last(), Some(&Version::DRAFT_12_TO_19));
-        assert_eq!(all.len(), 13, "1, 0x80000001..=0x8000000c");
-        let pq = ProfileSet::ALL.of_scheme(Scheme::MlDsa44).versions();
-        assert_eq!(pq, [Version::ML_DSA_44]);
-        let google_only = ProfileSet::empty().with(Profile::google().id);
-        assert!(google_only.versions().is_empty());
-    }
-
-    #[test]
-    fn every_framed_version_is_served_over_tcp() {
-        // The stream is delimited by the packet header; only Google's bare
-        // message has none.
-        for p in PROFILES.iter() {
-            assert_eq!(p.tcp, p.framing == Framing::Packet, "{}", p.name);
-        }
-        assert!(!Profile::google().tcp);
-    }
-
-    #[test]
-    fn five_cert_variants() {
-        // Google, 01–06, 07, 08–11, 12+ (v1 differs again by context case).
-        let mut reps: alloc::vec::Vec<&Profile> = alloc::vec::Vec::new();
-        for p in PROFILES.iter() {
-            if !reps.iter().any(|r| r.same_cert(p)) {
-                reps.push(p);
-            }
-        }
-        let names: alloc::vec::Vec<_> = reps.iter().map(|p| p.name).collect();
-        assert_eq!(
-            names,
-            [
-                "google",
-                "draft-01",
-                "draft-07",
-                "draft-08",
-                "draft-12",
-                "rfc-10049",
-                "ml-dsa-44"
-            ]
-        );
-    }
-
-    #[test]
-    fn the_post_quantum_row_is_version_1_with_other_keys() {
-        let pq = Profile::for_wire(Version::ML_DSA_44, true).unwrap();
-        assert_eq!(pq.name, "ml-dsa-44");
-        assert_eq!(Profile::by_name("0x90000001"), Some(pq));
-        assert_eq!(pq.scheme, Scheme::MlDsa44);
-        assert!(pq.tcp && !pq.udp);
-        // Without TYPE there is no such version.
-        assert!(Profile::for_wire(Version::ML_DSA_44, false).is_none());
-        let rfc = Profile::rfc();
-        let same = Profile {
-            id: rfc.id,
-            name: rfc.name,
-            version: rfc.version,
-            contexts: rfc.contexts,
-            legacy_contexts: rfc.legacy_contexts,
-            homonym: rfc.homonym,
-            scheme: rfc.scheme,
-            udp: rfc.udp,
-            ..*pq
-        };
-        assert_eq!(&same, rfc, "only the listed fields differ from version 1");
-        assert_eq!(pq.contexts, CTX_PLAIN);
-        // Every other row signs with Ed25519 and is served over UDP.
-        for p in PROFILES.iter().filter(|p| p.id != pq.id) {
-            assert_eq!((p.scheme, p.udp), (Scheme::Ed25519, true), "{}", p.name);
-        }
     }
 }
