@@ -85,7 +85,8 @@ impl Certificate {
 
     /// Load CERT bytes made elsewhere (an offline delegation) for `profile`.
     /// The signature is not checked here; a server checks it against its
-    /// long-term public key with [`crate::verify::check_certificate`].
+    /// long-term public key with the verifier's `check_certificate` (which
+    /// reads certificates; this module reads no verifier).
     pub fn from_bytes(bytes: &[u8], profile: &Profile) -> Result<Certificate, WireError> {
         let scheme = profile.scheme;
         if bytes.len() != scheme.cert_len() {
@@ -179,8 +180,8 @@ impl CertificateSet {
     /// A set from certificates made elsewhere (offline delegations read
     /// back from disk): `cert_for` is asked once per profile of `scheme`,
     /// in table order. Equal certificates share one slot, as in
-    /// [`Self::mint_all`]. The caller checks the signatures
-    /// ([`crate::verify::check_certificate`]).
+    /// [`Self::mint_all`]. The caller checks the signatures (the
+    /// verifier's `check_certificate`).
     pub fn from_fn(
         scheme: Scheme,
         mut cert_for: impl FnMut(&'static Profile) -> Certificate,

@@ -467,7 +467,12 @@ fn prove(
 }
 
 /// Check a CERT value against a long-term key under `profile`'s context
-/// and scheme (for servers loading offline delegations).
+/// and scheme (for servers loading offline delegations: the check that
+/// [`Certificate::from_bytes`] and [`CertificateSet::from_fn`] leave to
+/// their caller).
+///
+/// [`Certificate::from_bytes`]: crate::cert::Certificate::from_bytes
+/// [`CertificateSet::from_fn`]: crate::cert::CertificateSet::from_fn
 pub fn check_certificate<'k>(
     cert: &[u8],
     profile: &Profile,
