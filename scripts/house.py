@@ -9,12 +9,19 @@ top-level file, `super::N`. A circle is a strongly connected set of two
 or more modules. Text is read, not types: a name in a comment counts too,
 which errs towards finding circles, never towards hiding one.
 
+A crate may also have a map of layers in docs/DESIGN.md: a fenced block
+after a line `<!-- layers: NAME -->` (NAME as printed below), one row
+per layer, `N │ module, module │ what they are`. A module may then use only
+modules of lower layers; a use against the map, a module the map leaves
+out and a module the map names that is not there are all broken rules.
+
     scripts/house.py            print every crate's circles and long files
     scripts/house.py --check    the same, and exit 1 when a rule is broken:
                                 a circle in protocol or server, a circle of
                                 more than 2 modules elsewhere, a file past
                                 600 lines (generated files and data tables
-                                are listed in EXEMPT below, with the reason)
+                                are listed in EXEMPT below, with the reason),
+                                a use against a crate's map of layers
 """
 
 import os
@@ -26,6 +33,10 @@ LIMIT = 600
 NO_CIRCLES = {"protocol", "server"}
 # Files allowed past the limit: generated code or data, not logic.
 EXEMPT = {}
+
+DESIGN = os.path.join(ROOT, "docs", "DESIGN.md")
+MAP = re.compile(r"<!--\s*layers:\s*([A-Za-z0-9_-]+)\s*-->")
+ROW = re.compile(r"^\s*(\d+)\s*│([^│]*)│")
 
 USE = re.compile(r"\bcrate::(?:\{([^}]*)\}|([a-z_][a-z0-9_]*))")
 SUPER = re.compile(r"\bsuper::(?:\{([^}]*)\}|([a-z_][a-z0-9_]*))")
@@ -119,6 +130,45 @@ def circles(edges):
     return out
 
 
+def layer_maps():
+    """Crate name -> {module: layer}, from docs/DESIGN.md's maps."""
+    maps, name, inside = {}, None, False
+    if not os.path.exists(DESIGN):
+        return maps
+    for line in open(DESIGN, encoding="utf-8"):
+        mark = MAP.search(line)
+        if mark and not inside:
+            name = mark.group(1)
+            maps[name] = {}
+        elif name and line.lstrip().startswith("```"):
+            if inside:
+                name, inside = None, False
+            else:
+                inside = True
+        elif name and inside:
+            row = ROW.match(line)
+            if row:
+                for m in row.group(2).split(","):
+                    if m.strip():
+                        maps[name][m.strip()] = int(row.group(1))
+    return maps
+
+
+def against_map(edges, layers):
+    """Every use that does not go to a lower layer, and every module the
+    map and the crate do not agree on."""
+    out = []
+    for m in sorted(edges):
+        if m not in layers:
+            out.append(f"{m} is in no layer")
+            continue
+        for n in sorted(edges[m]):
+            if n in layers and layers[n] >= layers[m]:
+                out.append(f"{m} (layer {layers[m]}) uses {n} (layer {layers[n]})")
+    out += [f"{m} is mapped but not in the crate" for m in sorted(set(layers) - set(edges))]
+    return out
+
+
 def long_files(src):
     for f in rs_files(src):
         rel = os.path.relpath(f, ROOT)
@@ -130,8 +180,10 @@ def long_files(src):
 def main():
     check = "--check" in sys.argv[1:]
     broken = []
+    maps = layer_maps()
     for name, src in crates():
-        found = circles(graph(src))
+        edges = graph(src)
+        found = circles(edges)
         longs = list(long_files(src))
         parts = []
         for c in found:
@@ -144,7 +196,13 @@ def main():
             parts.append(f"  {rel}: {n} lines" + (f"  (exempt: {exempt})" if exempt else "  (past 600)"))
             if not exempt:
                 broken.append(f"{rel}: {n} lines")
-        print(f"{name}: " + ("clean" if not parts else f"{len(found)} circle(s), {len(longs)} long file(s)"))
+        off = against_map(edges, maps[name]) if name in maps else []
+        for o in off:
+            parts.append(f"  against the map of layers (docs/DESIGN.md): {o}  (not allowed)")
+            broken.append(f"{name}: {o}")
+        mapped = " (layers as docs/DESIGN.md maps them)" if name in maps and not off else ""
+        counts = f"{len(found)} circle(s), {len(longs)} long file(s)" + (f", {len(off)} against the map" if off else "")
+        print(f"{name}: " + ("clean" if not parts else counts) + mapped)
         for p in parts:
             print(p)
     if check and broken:
