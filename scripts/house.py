@@ -7,7 +7,9 @@ A top-level module is a file or directory directly under the crate's
 M names `crate::N` (in a `use`, a path or a doc link) or, in M's own
 top-level file, `super::N`. A circle is a strongly connected set of two
 or more modules. Text is read, not types: a name in a comment counts too,
-which errs towards finding circles, never towards hiding one.
+which errs towards finding circles, never towards hiding one. A name
+reached through the crate root's re-exports (`crate::Tag`, capitalised)
+is not followed to its module: write the module path.
 
 A crate may also have a map of layers in docs/DESIGN.md: a fenced block
 after a line `<!-- layers: NAME -->` (NAME as printed below), one row

@@ -3,6 +3,8 @@
 
 use core::fmt;
 
+use crate::tag::Tag;
+
 /// A message or packet that is not well formed (the message format, the same in every version; the ROUGHTIM packet framing of drafts 01 and later).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -22,9 +24,9 @@ pub enum WireError {
     /// No ROUGHTIM magic where a packet was required.
     NoMagic,
     /// A required tag is absent.
-    Missing(crate::Tag),
+    Missing(Tag),
     /// A value has the wrong length.
-    ValueLength(crate::Tag),
+    ValueLength(Tag),
     /// Output buffer too small.
     NoRoom,
 }

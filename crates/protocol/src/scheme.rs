@@ -5,8 +5,9 @@
 //! experimental post-quantum variant (version 0x90000001, served by
 //! tannerryan/roughtime) signs with ML-DSA-44 (FIPS 204) and passes the same
 //! context strings as FIPS 204's context parameter instead of prefixing them.
-//! The scheme is a field of each [`crate::Profile`] and a property of each
-//! key; code that signs or verifies asks the scheme, never the version.
+//! The scheme is a field of each profile (a row of the version table) and
+//! a property of each key; code that signs or verifies asks the scheme,
+//! never the version.
 //!
 //! This module is a leaf: it signs and verifies bytes ([`Sign`], the key
 //! pairs of both schemes, [`Scheme::verify`]) and names keys ([`srv_for`]),

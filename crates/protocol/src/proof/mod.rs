@@ -93,7 +93,7 @@ pub const MIN_DEVICE_NONCE: usize = 16;
 /// For the value a device is about to pass to a relay or to
 /// [`verify_proof`]; the bundle's own D is held to the same range by
 /// [`ProofView::parse`] and [`Proof::new`] (so the JSON form and the
-/// relay's [`crate::Measurement::bound`] too).
+/// relay's measurement sequence bound to D too).
 pub fn check_device_value(device: &[u8]) -> Result<(), ProofError> {
     if (MIN_DEVICE_NONCE..=MAX_DEVICE_VALUE).contains(&device.len()) {
         Ok(())
