@@ -251,7 +251,7 @@ fn every_error_code_is_produced() {
 
     // A downgrade needs a server whose signed VERS lists a better version
     // than it answers; the fixtures list only what they answer, so the
-    // detection is crates/protocol/tests/verify_errors.rs::
+    // detection is crates/protocol/tests/protocol/verify_errors.rs::
     // downgrade_is_detected_through_signed_vers, and here its code.
     let downgrade = gnomon_protocol::VerifyError::Downgrade {
         answered: gnomon_protocol::Version::DRAFT_12_TO_19,
@@ -299,7 +299,7 @@ fn every_error_code_is_produced() {
 
     // A midpoint outside the delegation needs a forged response signed by
     // a real online key (the fixtures delegate around whatever clock they
-    // sign with): the detection is crates/protocol/tests/verify_errors.rs::
+    // sign with): the detection is crates/protocol/tests/protocol/verify_errors.rs::
     // times, and here its code.
     let outside = gnomon_protocol::VerifyError::OutsideDelegation;
     saw(

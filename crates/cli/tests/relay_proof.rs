@@ -2,7 +2,7 @@
 //! serve` processes on loopback, `gnomon relay` bound to a device's value,
 //! and `gnomon verify-proof` checking the bundle offline the way the device
 //! does (docs/PROOF.md). The verifier's every refusal is tested in
-//! crates/protocol/tests/proof/; here, that each reaches the command line
+//! crates/protocol/tests/protocol/proof/; here, that each reaches the command line
 //! with its own exit code and kind, and that a good bundle's interval holds
 //! the true time.
 

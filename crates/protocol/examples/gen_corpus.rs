@@ -1,12 +1,12 @@
 //! Write gnomon's conformance corpus: `cargo run -p gnomon-protocol --example
 //! gen_corpus -- tests/vectors` (from the repository root). The generator
-//! lives in `tests/corpus_gen/` so that `tests/corpus.rs` can check the
+//! lives in `tests/protocol/corpus_gen/` so that `tests/protocol/corpus.rs` can check the
 //! committed files against it; see `tests/vectors/README.md`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[path = "../tests/corpus_gen/mod.rs"]
+#[path = "../tests/protocol/corpus_gen/mod.rs"]
 mod corpus_gen;
 
 fn main() -> ExitCode {

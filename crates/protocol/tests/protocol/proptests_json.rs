@@ -2,8 +2,8 @@
 //! lists. Nothing panics, a parsed report survives its own JSON, and no
 //! damaged report verifies a time the server did not sign.
 
-mod common;
-mod props;
+use crate::common;
+use crate::props;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;

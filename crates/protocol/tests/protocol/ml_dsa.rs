@@ -4,7 +4,7 @@
 //! gnomon signs, so that the key, context and message handling are not
 //! checked only against themselves.
 
-mod common;
+use crate::common;
 
 use common::{request, Server, NOW_US};
 use fips204::traits::{KeyGen, SerDes, Verifier};

@@ -4,7 +4,7 @@
 //! encodings, and the verifier's verdict where a request exists or can be
 //! rebuilt.
 
-mod vectorfiles;
+use crate::vectorfiles;
 
 use gnomon_protocol::profile::{TimeEncoding, SREP_DRAFT, SREP_RFC};
 use gnomon_protocol::verify::{check_certificate, SentRequest};

@@ -8,7 +8,7 @@
 //! so (`legacy_context`). The Appendix A server list belongs to the
 //! server-list tests.
 
-mod vectorfiles;
+use crate::vectorfiles;
 
 use gnomon_protocol::request::srv_for;
 use gnomon_protocol::verify::SentRequest;

@@ -6,8 +6,8 @@
 //! every reply byte for byte, which pins tag order, tree padding (non-power-of-two batches),
 //! Google's extra NONC, contexts and time units all at once.
 
-mod common;
-mod vectorfiles;
+use crate::common;
+use crate::vectorfiles;
 
 use common::VecSink;
 use gnomon_protocol::merkle::{climb, Orientation};

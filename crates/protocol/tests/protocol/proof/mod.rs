@@ -1,8 +1,7 @@
 //! Relayed proofs: bundles made by a relay over the test servers, verified
 //! as the device would, with every failure its own error.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 
 mod fresh;
 mod liars;

@@ -3,7 +3,7 @@
 //! Responses are forged with the test keys, so each check is reached with
 //! every other check passing.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ed25519_dalek::{Signer, SigningKey};

@@ -5,7 +5,7 @@
 //!
 //! The server-list files there belong to the server-list tests.
 
-mod vectorfiles;
+use crate::vectorfiles;
 
 use gnomon_protocol::merkle::{climb, Orientation, PathError};
 use gnomon_protocol::profile::{DELE_PLAIN, DELE_RFC, SREP_DRAFT, SREP_RFC};

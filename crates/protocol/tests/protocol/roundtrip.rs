@@ -1,7 +1,6 @@
 //! Request → batched responses → verification, for every profile.
 
-mod common;
-
+use crate::common;
 use common::*;
 use gnomon_protocol::merkle::Orientation;
 use gnomon_protocol::profile::Batching;

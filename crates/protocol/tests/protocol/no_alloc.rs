@@ -1,7 +1,7 @@
 //! The responder's hot path allocates nothing: after warm-up, parsing a batch
 //! and answering it (tree, signature, every response) makes zero allocations.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gnomon_protocol::{

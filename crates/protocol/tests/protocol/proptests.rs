@@ -5,8 +5,8 @@
 //! the deterministic server in `common`, damaged by one [`Edit`]. The fuzz
 //! targets in `fuzz/` run the same properties for longer.
 
-mod common;
-mod props;
+use crate::common;
+use crate::props;
 
 use std::sync::OnceLock;
 

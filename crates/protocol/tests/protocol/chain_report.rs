@@ -1,7 +1,7 @@
 //! Nonce chains across versions and malfeasance reports: the draft-19
 //! Appendix B report, and chains of our own built with the test server.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! implementation (`tests/external-vectors/tannerryan-ml-dsa-44/`, README
 //! there): gnomon's client accepts it, and rejects every damaged form.
 
-mod vectorfiles;
+use crate::vectorfiles;
 
 use gnomon_protocol::request::srv_for;
 use gnomon_protocol::scheme::{PublicKey, Scheme};

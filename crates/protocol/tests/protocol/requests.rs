@@ -1,7 +1,7 @@
 //! Requests: building for every version, and the server's parse and version
 //! choice.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gnomon_protocol::request::{srv_for, BuildError};

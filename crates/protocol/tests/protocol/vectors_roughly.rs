@@ -7,8 +7,8 @@
 //! each foreign client's request and answer it verifiably; roughly's own
 //! captured answers must verify too.
 
-mod common;
-mod vectorfiles;
+use crate::common;
+use crate::vectorfiles;
 
 use common::{VecSink, NOW_US, RADIUS_US};
 use gnomon_protocol::request::srv_for;

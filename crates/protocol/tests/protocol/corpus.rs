@@ -14,8 +14,8 @@
 //! (`ml_dsa.rs`); a generated 6.4 KB answer per case would add nothing a
 //! second implementation has checked.
 
-mod corpus_gen;
-mod corpus_read;
+use crate::corpus_gen;
+use crate::corpus_read;
 
 use std::collections::BTreeSet;
 

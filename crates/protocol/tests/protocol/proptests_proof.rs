@@ -5,8 +5,8 @@
 //! interval (on success, or as the majority's beside a named liar) that
 //! holds the true now.
 
-mod common;
-mod props;
+use crate::common;
+use crate::props;
 
 use common::relay::{self, Ask};
 use common::*;

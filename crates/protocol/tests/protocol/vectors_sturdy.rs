@@ -3,7 +3,7 @@
 //! of roughenough's draft-14 exchange and a comment-only note on its path8
 //! reply.
 
-mod vectorfiles;
+use crate::vectorfiles;
 
 use gnomon_protocol::merkle::{climb, Orientation};
 use gnomon_protocol::verify::SentRequest;
