@@ -56,7 +56,7 @@ use gnomon_client::{Consensus, Sequence, Server};
 
 use crate::config::{DurationText, Settings};
 use crate::round::Round;
-use crate::service::{Log, Sink};
+use crate::sink::{Log, Sink};
 
 /// chrony's `SOCK_MAGIC`: "SOCK" read as a big-endian number.
 pub const SOCK_MAGIC: u32 = 0x534f_434b;

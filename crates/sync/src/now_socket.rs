@@ -44,7 +44,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::now::Board;
-use crate::service::Log;
+use crate::sink::Log;
 
 mod event_loop;
 mod share;

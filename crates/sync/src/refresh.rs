@@ -29,18 +29,15 @@ use std::time::{Duration, Instant};
 
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 
-use crate::list::{self, Loaded, Record};
-use crate::service::{jittered, unit_random};
-use crate::state::Store;
+use crate::jitter::{jittered, unit_random};
+use crate::list::{self, Loaded};
+// The list cache is the list module's: these two moved there and keep
+// their old paths here.
+pub use crate::list::{cache, SEED_FILE};
 
 /// Larger lists are cut here and refused: the largest public list is a
 /// few KiB, and a list server must not make sync allocate at will.
 pub const MAX_LIST_BYTES: u64 = 1 << 20;
-/// The copy of the operator's file that older versions kept beside a
-/// refreshed cache, and believed; the provenance record
-/// (`sync-servers.meta.json`) replaces it, and it is removed whenever the
-/// cache is written.
-pub const SEED_FILE: &str = "sync-servers.seed";
 
 /// Why a refresh kept the old list. The label is the metrics' `result`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -385,22 +382,4 @@ impl Refresher {
             ),
         }
     }
-}
-
-/// Write a list refreshed from `url` to the cache, with its record: the
-/// operator's `file` and its bytes `seed` it descends from (both `None`
-/// with only `servers-url`), and the configured `servers_url`.
-pub fn cache(
-    store: &Store,
-    raw: &[u8],
-    url: &str,
-    file: Option<&Path>,
-    seed: Option<&[u8]>,
-    servers_url: Option<&str>,
-) -> std::io::Result<()> {
-    list::write_cache(
-        store,
-        raw,
-        &Record::new(raw, Some(url), file, seed, servers_url),
-    )
 }

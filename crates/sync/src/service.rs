@@ -27,11 +27,13 @@ use gnomon_client::{
 
 use crate::config::Settings;
 use crate::decision::{below_floor, raise_floor};
+use crate::jitter::{jittered, unit_random};
 use crate::list;
 use crate::metrics::SyncMetrics;
 use crate::now::{Anchor, Board, Floor, KernelClock, Reading};
 use crate::refresh::{self, Refresher};
 use crate::round::{self, Round};
+pub use crate::sink::{Log, Sink};
 use crate::state::{self, floor, Excluded, LastRound, Loaded, State, Store};
 
 /// What the process asks of a running service.
@@ -42,21 +44,6 @@ pub enum Control {
     /// Read the server list again (SIGHUP).
     Reload,
 }
-
-/// Where every round goes besides the log and the state: chrony's SOCK
-/// refclock, metrics. Called after each round, in order; an error is
-/// logged and the service goes on.
-pub trait Sink: Send {
-    /// A short name for the log.
-    fn name(&self) -> &str;
-    /// One round. `round.usable()` says whether its consensus may be
-    /// used for the clock; `round.evidence()` and `round.local_at()` give
-    /// the numbers.
-    fn round(&mut self, round: &Round, servers: &[Server]) -> Result<(), String>;
-}
-
-/// Where log lines go (stderr in the CLI).
-pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Longest a server that does not answer is left out: 2^6 rounds.
 const MAX_BACKOFF_SHIFT: u32 = 6;
@@ -763,24 +750,6 @@ fn board_floor(state: &State, proven: Option<Reading>) -> Option<Floor> {
     })
 }
 
-/// A random number in [0, 1] (0.5 when no random bytes are to be had).
-pub(crate) fn unit_random() -> f64 {
-    let mut b = [0u8; 4];
-    if getrandom::getrandom(&mut b).is_ok() {
-        f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX)
-    } else {
-        0.5
-    }
-}
-
-/// `interval` moved by up to `percent` % either way, `r` in [0, 1] saying
-/// where; never under a second.
-pub(crate) fn jittered(interval: Duration, percent: u8, r: f64) -> Duration {
-    let base = interval.as_secs_f64();
-    let spread = base * f64::from(percent) / 100.0;
-    Duration::from_secs_f64((base + spread * (2.0 * r.clamp(0.0, 1.0) - 1.0)).max(1.0))
-}
-
 /// The round's unreachable servers by name, with the reason for those not
 /// asked ("backing off until round N"; the errors of those asked are long
 /// and the same every round).
@@ -802,23 +771,5 @@ fn flag_words(f: Flag) -> &'static str {
     match f {
         Flag::OutsideConsensus => "outside the consensus",
         Flag::SelfContradiction => "contradicts itself",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_wait_stays_within_the_jitter_and_a_second() {
-        let ten = Duration::from_secs(600);
-        assert_eq!(jittered(ten, 10, 0.0), Duration::from_secs(540));
-        assert_eq!(jittered(ten, 10, 1.0), Duration::from_secs(660));
-        assert_eq!(jittered(ten, 10, 0.5), ten);
-        assert_eq!(jittered(ten, 0, 0.0), ten);
-        assert_eq!(
-            jittered(Duration::from_secs(1), 50, 0.0),
-            Duration::from_secs(1)
-        );
     }
 }

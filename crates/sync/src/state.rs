@@ -6,7 +6,8 @@
 //!   malfeasance-report format (`gnomon verify-report` reads it), so a
 //!   report can cite them after a restart;
 //! - `sync-servers.json`: the last server list that loaded, and beside it
-//!   `sync-servers.meta.json`, where that list came from (crate::list);
+//!   `sync-servers.meta.json`, where that list came from (the list
+//!   module reads and writes both);
 //! - `sync-reports/`: the malfeasance reports written;
 //! - `sync-state.lock`: held while the floor is read and saved ([`floor`]).
 //!
@@ -39,7 +40,7 @@ pub const STATE_FILE: &str = "sync-state.json";
 pub const CHAIN_FILE: &str = "sync-chain.json";
 /// The list cache.
 pub const LIST_CACHE: &str = "sync-servers.json";
-/// Where the list cache came from (crate::list::Record).
+/// Where the list cache came from (the list module's `Record`).
 pub const LIST_META: &str = "sync-servers.meta.json";
 /// Reports.
 pub const REPORTS_DIR: &str = "sync-reports";

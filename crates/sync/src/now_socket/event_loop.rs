@@ -24,7 +24,7 @@ use rustix::net::SocketFlags;
 use super::share::{decide, Decision, Pacer};
 use super::{Counts, Peers, ACCEPT_BATCH, DEADLINE, MAX_LINE};
 use crate::now::{self, Board};
-use crate::service::Log;
+use crate::sink::Log;
 
 /// What the loop answers from and reports to.
 pub(super) struct On {
