@@ -2,7 +2,7 @@
 //! responders on loopback. Every run is bounded by a request count and a
 //! duration.
 
-mod common;
+use crate::common;
 
 use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;

@@ -2,10 +2,11 @@
 //! included), lanes of different lengths in one call, with and without a
 //! prefix, messages split across slices anywhere.
 
+use crate::common;
+
 use gnomon_sha512x4::{digest_many, digest_many_with, Backend, Digest, Message, Variant};
 use proptest::prelude::*;
 
-mod common;
 use common::bytes;
 use sha2::{Digest as _, Sha512, Sha512_256};
 

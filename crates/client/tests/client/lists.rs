@@ -1,7 +1,6 @@
 //! Server lists in both forms become servers the client can ask.
 
-mod common;
-
+use crate::common;
 use common::client;
 use gnomon_client::{Server, Versions};
 use gnomon_protocol::serverlist::Transport;

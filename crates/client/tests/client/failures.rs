@@ -1,7 +1,7 @@
 //! Servers that do not answer, answer garbage or half an answer, or are not
 //! there: clear errors, bounded time.
 
-mod common;
+use crate::common;
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! One server at a time: every version, both transports, discovery,
 //! retries and forced versions, against the loopback fixture.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The measurement sequence: chains across versions, a liar caught and
 //! proved, a broken server rejected and never reported, reports posted.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,9 +4,10 @@
 //! scripts/test-all), never passed silently. tests/agree.rs checks every
 //! available backend against sha2 over many more lengths.
 
+use crate::common;
+
 use gnomon_sha512x4::{digest_many, digest_many_with, pin, Backend, Digest, Message, Variant};
 
-mod common;
 use common::bytes;
 
 const VARIANTS: [Variant; 2] = [Variant::Sha512, Variant::Sha512_256];
