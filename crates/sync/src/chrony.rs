@@ -48,13 +48,14 @@ use std::mem::{offset_of, size_of};
 use std::os::raw::{c_double, c_int};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gnomon_client::{Consensus, Sequence, Server};
 
 use crate::config::{DurationText, Settings};
+pub use crate::counts::ChronySamples as Counters;
 use crate::round::Round;
 use crate::sink::{Log, Sink};
 
@@ -229,32 +230,6 @@ impl core::fmt::Display for NotSent {
 }
 
 impl std::error::Error for NotSent {}
-
-/// Samples sent, failed and too wide to send, readable while the sender
-/// is owned elsewhere (by the service, for metrics).
-#[derive(Debug, Default)]
-pub struct Counters {
-    sent: AtomicU64,
-    failed: AtomicU64,
-    too_wide: AtomicU64,
-}
-
-impl Counters {
-    /// Samples chrony's socket accepted.
-    pub fn sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
-    }
-
-    /// Samples the socket did not take, for any reason.
-    pub fn failed(&self) -> u64 {
-        self.failed.load(Ordering::Relaxed)
-    }
-
-    /// Samples not sent because their radius exceeds `chrony-max-radius`.
-    pub fn too_wide(&self) -> u64 {
-        self.too_wide.load(Ordering::Relaxed)
-    }
-}
 
 /// Sends samples to chrony's SOCK socket at a path, without ever blocking.
 pub struct ChronySock {

@@ -24,6 +24,7 @@
 pub mod chrony;
 pub mod clock;
 pub mod config;
+pub mod counts;
 pub mod decision;
 mod jitter;
 pub mod list;

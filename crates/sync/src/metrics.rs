@@ -5,8 +5,9 @@
 //!
 //! ```text
 //!  Service::round ──record_round──▶ SyncMetrics ◀──render── /metrics (own thread)
-//!  report thread ──report()──────────▲    ▲ refresh::Counts (list refresh thread)
-//!                                         └ chrony::Counters (the SOCK sink)
+//!  report thread ──report()──────────▲    ▲ counts::Refreshes (list refresh thread)
+//!                                         ├ counts::NowRequests (the now socket)
+//!                                         └ counts::ChronySamples (the SOCK sink)
 //! ```
 //!
 //! The offset and radius are those of the last round the quorum agreed on
@@ -23,9 +24,7 @@ use std::thread::JoinHandle;
 
 use gnomon_metrics_http::Reply;
 
-use crate::chrony;
-use crate::now_socket;
-use crate::refresh;
+use crate::counts::{ChronySamples, NowRequests, Refreshes};
 use crate::round::Round;
 
 /// Round results, the `result` label of `gnomon_sync_rounds_total`.
@@ -63,10 +62,10 @@ pub struct SyncMetrics {
     reports_failed: AtomicU64,
     floor_contradictions: AtomicU64,
     /// The list refresh's results.
-    pub refresh: Arc<refresh::Counts>,
-    chrony: Mutex<Option<Arc<chrony::Counters>>>,
+    pub refresh: Arc<Refreshes>,
+    chrony: Mutex<Option<Arc<ChronySamples>>>,
     /// The now socket's requests, by result.
-    pub now: Arc<now_socket::Counts>,
+    pub now: Arc<NowRequests>,
 }
 
 impl SyncMetrics {
@@ -122,7 +121,7 @@ impl SyncMetrics {
     }
 
     /// The chrony sink's counters.
-    pub fn set_chrony(&self, counters: Arc<chrony::Counters>) {
+    pub fn set_chrony(&self, counters: Arc<ChronySamples>) {
         *self.chrony.lock().unwrap_or_else(|p| p.into_inner()) = Some(counters);
     }
 

@@ -39,10 +39,10 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::counts::NowRequests as Counts;
 use crate::now::Board;
 use crate::sink::Log;
 
@@ -73,39 +73,6 @@ pub const LISTEN_BACKLOG: i32 = 128;
 /// Connections accepted in one pass of the loop before it turns to the open
 /// ones again.
 pub const ACCEPT_BATCH: usize = 64;
-
-/// What happened to requests, the `result` label of
-/// `gnomon_sync_now_requests_total`.
-#[derive(Debug, Default)]
-pub struct Counts {
-    answered: AtomicU64,
-    bad_request: AtomicU64,
-    too_long: AtomicU64,
-    deadline: AtomicU64,
-    evicted: AtomicU64,
-    busy: AtomicU64,
-    paced: AtomicU64,
-}
-
-impl Counts {
-    /// (result, count), in a fixed order.
-    pub fn get(&self) -> [(&'static str, u64); 7] {
-        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        [
-            ("answered", l(&self.answered)),
-            ("bad_request", l(&self.bad_request)),
-            ("too_long", l(&self.too_long)),
-            ("deadline", l(&self.deadline)),
-            ("evicted", l(&self.evicted)),
-            ("busy", l(&self.busy)),
-            ("paced", l(&self.paced)),
-        ]
-    }
-
-    fn add(c: &AtomicU64) {
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 /// Who may connect: the socket file's group and mode.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -22,7 +22,6 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,8 +30,9 @@ use ureq::tls::{Certificate, RootCerts, TlsConfig};
 
 use crate::jitter::{jittered, unit_random};
 use crate::list::{self, Loaded};
-// The list cache is the list module's: these two moved there and keep
-// their old paths here.
+// The counters live with the others in counts, the list cache with list;
+// these moved there and keep their old paths here.
+pub use crate::counts::{Refreshes as Counts, REFRESH_RESULTS as RESULTS};
 pub use crate::list::{cache, SEED_FILE};
 
 /// Larger lists are cut here and refused: the largest public list is a
@@ -64,11 +64,6 @@ pub enum Failure {
         quorum: usize,
     },
 }
-
-/// Every `result` label, in the order metrics print them.
-pub const RESULTS: [&str; 9] = [
-    "ok", "timeout", "status", "redirect", "too_big", "tls", "network", "parse", "too_few",
-];
 
 impl Failure {
     /// The metrics label.
@@ -105,28 +100,6 @@ impl fmt::Display for Failure {
                 "{usable} usable server(s), fewer than the quorum ({quorum})"
             ),
         }
-    }
-}
-
-/// Refreshes by result, shared with the metrics.
-#[derive(Debug, Default)]
-pub struct Counts([AtomicU64; RESULTS.len()]);
-
-impl Counts {
-    /// Count one `label` (one of [`RESULTS`]).
-    pub fn bump(&self, label: &str) {
-        if let Some(i) = RESULTS.iter().position(|r| *r == label) {
-            self.0[i].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// (label, count) for each of [`RESULTS`].
-    pub fn get(&self) -> Vec<(&'static str, u64)> {
-        RESULTS
-            .iter()
-            .zip(&self.0)
-            .map(|(l, c)| (*l, c.load(Ordering::Relaxed)))
-            .collect()
     }
 }
 
