@@ -1,0 +1,157 @@
+//! A `[sync]` table read from a TOML file into a [`Layer`]: unknown keys
+//! refused, each value checked by the parser its flag uses.
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{
+    parse_chrony_max_radius, parse_chrony_sock, parse_count, parse_drift_ppm, parse_group,
+    parse_interval, parse_jitter, parse_list_refresh, parse_list_timeout, parse_max_liars,
+    parse_max_offset, parse_max_radius, parse_metrics, parse_now_socket, parse_report_url,
+    parse_retries, parse_servers_url, parse_socket_mode, parse_timeout, IntOrText, Layer,
+    NowSocket,
+};
+
+/// A file that does not load.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    sync: Option<FileTable>,
+}
+
+/// Values as TOML types them; checked by the same parsers as flags.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct FileTable {
+    servers: Option<String>,
+    state_dir: Option<String>,
+    interval: Option<String>,
+    jitter: Option<i64>,
+    min_servers: Option<i64>,
+    quorum: Option<i64>,
+    max_liars: Option<IntOrText>,
+    max_radius: Option<String>,
+    max_offset: Option<String>,
+    timeout: Option<String>,
+    retries: Option<i64>,
+    report: Option<bool>,
+    report_url: Option<String>,
+    chrony_sock: Option<String>,
+    chrony_max_radius: Option<String>,
+    servers_url: Option<String>,
+    list_refresh: Option<String>,
+    list_timeout: Option<String>,
+    list_ca: Option<String>,
+    metrics: Option<String>,
+    now_socket: Option<String>,
+    now_socket_group: Option<String>,
+    now_socket_mode: Option<String>,
+    now_drift_ppm: Option<i64>,
+}
+
+impl Layer {
+    /// The `[sync]` table of a TOML file; relative paths are relative to
+    /// the file's directory.
+    pub fn from_file(path: &Path) -> Result<Layer, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        Layer::from_toml(&text, path)
+    }
+
+    /// As [`Layer::from_file`], from the text; `path` names it.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Layer, ConfigError> {
+        let doc: FileDoc =
+            toml::from_str(text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        let t = doc.sync.unwrap_or_default();
+        let bad = |key: &str, why: String| {
+            ConfigError(format!("{}: [sync] {key}: {why}", path.display()))
+        };
+        let base = path.parent().unwrap_or(Path::new(""));
+        let in_file = |p: String| base.join(p);
+        let int = |key: &str, v: Option<i64>, f: fn(&str) -> Result<i64, String>| {
+            v.map(|i| f(&i.to_string()).map_err(|e| bad(key, e)))
+                .transpose()
+        };
+        let dur = |key: &str, v: Option<String>, f: fn(&str) -> Result<Duration, String>| {
+            v.map(|s| f(&s).map_err(|e| bad(key, e))).transpose()
+        };
+        Ok(Layer {
+            servers: t.servers.map(in_file),
+            state_dir: t.state_dir.map(in_file),
+            interval: dur("interval", t.interval, parse_interval)?,
+            jitter: int("jitter", t.jitter, |s| parse_jitter(s).map(i64::from))?.map(|v| v as u8),
+            min_servers: int("min-servers", t.min_servers, |s| {
+                parse_count(s).map(|v| v as i64)
+            })?
+            .map(|v| v as usize),
+            quorum: int("quorum", t.quorum, |s| parse_count(s).map(|v| v as i64))?
+                .map(|v| v as usize),
+            max_liars: t
+                .max_liars
+                .map(|v| parse_max_liars(&v.text()).map_err(|e| bad("max-liars", e)))
+                .transpose()?,
+            max_radius: dur("max-radius", t.max_radius, parse_max_radius)?,
+            max_offset: dur("max-offset", t.max_offset, parse_max_offset)?,
+            timeout: dur("timeout", t.timeout, parse_timeout)?,
+            retries: int("retries", t.retries, |s| parse_retries(s).map(i64::from))?
+                .map(|v| v as u32),
+            report: t.report,
+            report_url: t
+                .report_url
+                .map(|u| parse_report_url(&u).map_err(|e| bad("report-url", e)))
+                .transpose()?,
+            chrony_sock: t
+                .chrony_sock
+                .map(|p| parse_chrony_sock(&p).map_err(|e| bad("chrony-sock", e)))
+                .transpose()?
+                .map(|p| base.join(p)),
+            chrony_max_radius: dur(
+                "chrony-max-radius",
+                t.chrony_max_radius,
+                parse_chrony_max_radius,
+            )?,
+            servers_url: t
+                .servers_url
+                .map(|u| parse_servers_url(&u).map_err(|e| bad("servers-url", e)))
+                .transpose()?,
+            list_refresh: dur("list-refresh", t.list_refresh, parse_list_refresh)?,
+            list_timeout: dur("list-timeout", t.list_timeout, parse_list_timeout)?,
+            list_ca: t.list_ca.map(in_file),
+            metrics: t
+                .metrics
+                .map(|a| parse_metrics(&a).map_err(|e| bad("metrics", e)))
+                .transpose()?,
+            now_socket: t
+                .now_socket
+                .map(|p| parse_now_socket(&p).map_err(|e| bad("now-socket", e)))
+                .transpose()?
+                .map(|n| NowSocket(n.0.map(|p| base.join(p)))),
+            now_socket_group: t
+                .now_socket_group
+                .map(|g| parse_group(&g).map_err(|e| bad("now-socket-group", e)))
+                .transpose()?,
+            now_socket_mode: t
+                .now_socket_mode
+                .map(|m| parse_socket_mode(&m).map_err(|e| bad("now-socket-mode", e)))
+                .transpose()?,
+            now_drift_ppm: int("now-drift-ppm", t.now_drift_ppm, |s| {
+                parse_drift_ppm(s).map(i64::from)
+            })?
+            .map(|v| v as u32),
+        })
+    }
+}
