@@ -16,7 +16,9 @@ use crate::ffi::{
     c_message, guard, input, message_or_text, output, store_len, writable, GnomonChainResult,
     GnomonConsensusResult, GnomonResult, GnomonVerdict, GNOMON_REQUEST_SIZE,
 };
-use crate::logic::{self, Link, MESSAGE_LEN};
+use crate::logic::{self, Link};
+use crate::message::MESSAGE_LEN;
+use crate::quorum;
 
 /// Bytes of an Ed25519 long-term public key.
 pub const GNOMON_ED25519_KEY_LEN: usize = 32;
@@ -521,7 +523,7 @@ pub(crate) unsafe fn consensus_with(
         }
         let answer = |i: usize| {
             let v = read(i);
-            Ok(logic::Answer {
+            Ok(quorum::Answer {
                 // SAFETY: NULL or public_key_len readable bytes by the
                 // caller's promise, checked for NULL and length inside.
                 key: unsafe { key(v.public_key, v.public_key_len) }?.bytes(),
@@ -529,14 +531,14 @@ pub(crate) unsafe fn consensus_with(
                 high_us: v.high_us,
             })
         };
-        let verdict = |i: usize, v: logic::Verdict| {
+        let verdict = |i: usize, v: quorum::Verdict| {
             if !verdicts.is_null() {
                 // SAFETY: i < count; non-NULL, aligned (checked above) and
                 // `count` writable values by the caller's promise.
                 unsafe { verdicts.add(i).write(v.into()) };
             }
         };
-        match logic::consensus(
+        match quorum::consensus(
             count,
             answer,
             rule.listed,
@@ -564,7 +566,7 @@ pub(crate) unsafe fn consensus_with(
     // middle and half its width.
     let narrow = |x: i128| x as i64;
     let assumption = tally.map(|t| t.assumption);
-    let t = tally.unwrap_or(logic::Tally {
+    let t = tally.unwrap_or(quorum::Tally {
         assumption: gnomon_protocol::quorum::Assumption::new(0, 0),
         hull: None,
         none: None,

@@ -18,7 +18,9 @@ use crate::any_key::{
 #[cfg(feature = "std")]
 use crate::any_key::{gnomon_build_request_random_any_key, gnomon_query_any_key};
 use crate::error::GnomonError;
-use crate::logic::{self, MAX_INPUT, MESSAGE_LEN};
+use crate::logic::{self, MAX_INPUT};
+use crate::message::{self, MESSAGE_LEN};
+use crate::quorum;
 
 /// Bytes of every request libgnomon builds; the `out` buffer of the build
 /// functions must hold at least this many.
@@ -62,8 +64,8 @@ const _: () = {
     assert!(GNOMON_MAX_CHAIN == logic::MAX_CHAIN);
     assert!(GNOMON_MAX_NONCE == gnomon_protocol::chain::MAX_NONCE_LEN);
     assert!(GNOMON_MESSAGE_LEN == MESSAGE_LEN);
-    assert!(GNOMON_MAX_ANSWERS == logic::MAX_ANSWERS);
-    assert!(GNOMON_MAX_LIARS_AUTO == logic::MAX_LIARS_AUTO);
+    assert!(GNOMON_MAX_ANSWERS == quorum::MAX_ANSWERS);
+    assert!(GNOMON_MAX_LIARS_AUTO == quorum::MAX_LIARS_AUTO);
     #[cfg(feature = "std")]
     assert!(GNOMON_MAX_TIMEOUT_MS == crate::query::MAX_TIMEOUT_MS);
 };
@@ -156,9 +158,9 @@ pub enum GnomonVerdict {
     GnomonVerdictNoConsensus = 3,
 }
 
-impl From<logic::Verdict> for GnomonVerdict {
-    fn from(v: logic::Verdict) -> Self {
-        use logic::Verdict as V;
+impl From<quorum::Verdict> for GnomonVerdict {
+    fn from(v: quorum::Verdict) -> Self {
+        use quorum::Verdict as V;
         match v {
             V::Agrees => GnomonVerdict::GnomonVerdictAgrees,
             V::Outside => GnomonVerdict::GnomonVerdictOutside,
@@ -261,7 +263,7 @@ pub(crate) fn c_message(text: &[u8; MESSAGE_LEN]) -> [c_char; GNOMON_MESSAGE_LEN
 
 pub(crate) fn message_or_text(message: &mut [u8; MESSAGE_LEN], code: GnomonError) {
     if message[0] == 0 {
-        logic::write_message(message, format_args!("{}", logic::text(code)));
+        message::write_message(message, format_args!("{}", message::text(code)));
     }
 }
 

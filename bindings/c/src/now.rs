@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use crate::error::GnomonError;
-use crate::logic::{write_message, MESSAGE_LEN};
+use crate::message::{write_message, MESSAGE_LEN};
 
 /// Where `gnomon sync` answers unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/gnomon/now.sock";

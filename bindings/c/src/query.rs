@@ -12,7 +12,8 @@ use gnomon_protocol::serverlist::Transport;
 use gnomon_protocol::Verified;
 
 use crate::error::{of_verify, GnomonError};
-use crate::logic::{profile_for, text, write_message, MESSAGE_LEN, REQUEST_SIZE};
+use crate::logic::{profile_for, REQUEST_SIZE};
+use crate::message::{text, write_message, MESSAGE_LEN};
 
 /// Longest timeout accepted: a day is long past any use.
 pub const MAX_TIMEOUT_MS: u32 = 86_400_000;
