@@ -2,115 +2,25 @@
 //! a pointer and a length: 32 bytes (Ed25519) or 1312 (ML-DSA-44, version
 //! 0x90000001). The first C API took `const uint8_t key[32]`; those
 //! functions stay, as wrappers in `ffi.rs` that pass a length of 32, so
-//! programs built against the older header keep working unchanged.
+//! programs built against the older header keep working unchanged, and
+//! `ffi.rs` imports from here, never the reverse: what both use (argument
+//! checks, structs, constants) is in `args.rs` and `types.rs`.
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use core::ffi::c_char;
-use core::slice;
 
-use gnomon_protocol::scheme::{PublicKey, Scheme};
-
-use crate::error::GnomonError;
-use crate::ffi::{
-    c_message, guard, input, message_or_text, output, store_len, writable, GnomonChainResult,
-    GnomonConsensusResult, GnomonResult, GnomonVerdict, GNOMON_REQUEST_SIZE,
+use crate::args::{
+    array, c_message, guard, input, key, message_or_text, optional_key, output, store_len, writable,
 };
+use crate::error::GnomonError;
 use crate::logic::{self, Link};
 use crate::message::MESSAGE_LEN;
 use crate::quorum;
-
-/// Bytes of an Ed25519 long-term public key.
-pub const GNOMON_ED25519_KEY_LEN: usize = 32;
-/// Bytes of an ML-DSA-44 long-term public key (version 0x90000001).
-pub const GNOMON_ML_DSA_44_KEY_LEN: usize = 1312;
-/// Longest long-term public key of any scheme: a buffer this long holds
-/// whatever `gnomon_parse_public_key_any` decodes.
-pub const GNOMON_MAX_KEY_LEN: usize = 1312;
-/// The experimental post-quantum version, signed with ML-DSA-44: TCP only
-/// (its answers are about 6.4 KB), 1312-byte keys.
-pub const GNOMON_VERSION_ML_DSA_44: u32 = 0x9000_0001;
-
-const _: () = {
-    assert!(GNOMON_ED25519_KEY_LEN == Scheme::Ed25519.public_len());
-    assert!(GNOMON_ML_DSA_44_KEY_LEN == Scheme::MlDsa44.public_len());
-    assert!(GNOMON_MAX_KEY_LEN == gnomon_protocol::scheme::MAX_PUBLIC);
-    assert!(GNOMON_VERSION_ML_DSA_44 == gnomon_protocol::Version::ML_DSA_44.0);
+use crate::types::{
+    GnomonChainResult, GnomonConsensusResult, GnomonExchangeAnyKey, GnomonResult, GnomonVerdict,
+    GnomonVouchAnyKey, GNOMON_MAX_KEY_LEN, GNOMON_REQUEST_SIZE,
 };
-
-/// One request/response pair of a chain, as `gnomon_exchange` but with the
-/// key's length, so that a chain may hold ML-DSA-44 exchanges.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct GnomonExchangeAnyKey {
-    /// The request as sent.
-    pub request: *const u8,
-    /// Its length.
-    pub request_len: usize,
-    /// The response as received.
-    pub response: *const u8,
-    /// Its length.
-    pub response_len: usize,
-    /// The rand the request's nonce was chained with
-    /// (`gnomon_chain_nonce`); NULL and 0 for the first exchange.
-    pub rand: *const u8,
-    /// Its length: the nonce length of the request's version.
-    pub rand_len: usize,
-    /// The server's long-term public key.
-    pub public_key: *const u8,
-    /// Its length: `GNOMON_ED25519_KEY_LEN` or `GNOMON_ML_DSA_44_KEY_LEN`.
-    pub public_key_len: usize,
-}
-
-/// One answer for `gnomon_consensus_any_key`: as `gnomon_vouch`, with the
-/// key's length.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct GnomonVouchAnyKey {
-    /// The server's long-term public key. Votes count per distinct key
-    /// (the same bytes under two names is one voter).
-    pub public_key: *const u8,
-    /// Its length: `GNOMON_ED25519_KEY_LEN` or `GNOMON_ML_DSA_44_KEY_LEN`.
-    pub public_key_len: usize,
-    /// Smallest offset, µs.
-    pub low_us: i64,
-    /// Largest offset, µs (not below `low_us`).
-    pub high_us: i64,
-}
-
-/// A long-term public key: NULL is `GnomonErrNull`, a length of no
-/// scheme's key `GnomonErrKey`, checked before the bytes are touched.
-///
-/// # Safety
-/// If `ptr` is not NULL and `len` is 32 or 1312, `ptr` points to `len`
-/// readable bytes that stay unchanged during the call.
-pub(crate) unsafe fn key<'a>(ptr: *const u8, len: usize) -> Result<PublicKey<'a>, GnomonError> {
-    if ptr.is_null() {
-        return Err(GnomonError::GnomonErrNull);
-    }
-    if Scheme::by_public_len(len).is_none() {
-        return Err(GnomonError::GnomonErrKey);
-    }
-    // SAFETY: non-NULL, and `len` (at most 1312) readable bytes by the
-    // caller's promise; u8 has alignment 1.
-    logic::public_key(unsafe { slice::from_raw_parts(ptr, len) })
-}
-
-/// An optional key: NULL is none, whatever the length.
-///
-/// # Safety
-/// As `key`.
-unsafe fn optional_key<'a>(
-    ptr: *const u8,
-    len: usize,
-) -> Result<Option<PublicKey<'a>>, GnomonError> {
-    if ptr.is_null() {
-        Ok(None)
-    } else {
-        // SAFETY: the caller's promise, passed on.
-        unsafe { key(ptr, len) }.map(Some)
-    }
-}
 
 /// `gnomon_build_request` with a key of either length: with `public_key`
 /// (may be NULL) of `public_key_len` bytes (32 or 1312), the request names
@@ -369,17 +279,6 @@ pub unsafe extern "C" fn gnomon_check_chain_any_key(
     };
     // SAFETY: the caller's promises for each exchange's pointers.
     unsafe { check_chain_with(count, array(exchanges), result, read) }
-}
-
-/// Whether an array argument can be read: not NULL, aligned.
-pub(crate) fn array<T>(ptr: *const T) -> Result<(), GnomonError> {
-    if ptr.is_null() {
-        Err(GnomonError::GnomonErrNull)
-    } else if !ptr.is_aligned() {
-        Err(GnomonError::GnomonErrArgument)
-    } else {
-        Ok(())
-    }
 }
 
 /// The chain check over the exchanges `read(i)` gives, unless `array`

@@ -9,14 +9,21 @@
 //! call. docs/C.md is the guide.
 //!
 //! ```text
-//!  C caller ──▶ ffi.rs, any_key.rs (the only unsafe: pointers → slices,
-//!                 │              catch_unwind; any_key: keys of either scheme)
-//!                 ├─▶ logic.rs  build, verify, chain, consensus (no_std, no allocation)
-//!                 ├─▶ proof.rs  a relayed proof, as the device checks it (no_std,
-//!                 │             no allocation, the caller's workspace; unsafe too)
-//!                 ├─▶ now.rs    gnomon_now: gnomon sync's now socket (std)
-//!                 └─▶ query.rs  blocking query, OS randomness (std)
-//!                       └─▶ gnomon-client ─▶ gnomon-protocol
+//!  C caller ──▶ the entry points, with args.rs the only unsafe:
+//!    │            any_key.rs  keys of either scheme: build, verify, query,
+//!    │                        parse a key, chain, consensus
+//!    │            ffi.rs      the first API (32-byte keys): wrappers over any_key
+//!    │            now.rs      gnomon_now: gnomon sync's now socket (std)
+//!    │            proof.rs    a relayed proof, as the device checks it (the
+//!    │                        caller's workspace)
+//!    │              ├─▶ args.rs   pointers → slices, results out, catch_unwind
+//!    │              └─▶ types.rs  the shared C structs and every constant
+//!    ▼
+//!  the slices (no_std, no allocation, no unsafe):
+//!    logic.rs    build, verify, keys, chain      quorum.rs  the quorum rule
+//!    message.rs  the sentence of every result    error.rs   the codes
+//!    query.rs    blocking query, OS randomness (std) ─▶ gnomon-client
+//!                                                  ─▶ gnomon-protocol
 //! ```
 //!
 //! Without the default `std` feature the crate is `#![no_std]` for
@@ -36,16 +43,24 @@ extern crate std;
 // the header's, and tests/header.rs fails on any other. Blank lines keep
 // rustfmt from sorting them. Modules with nothing in the header (error's
 // enum is placed by name) may sit in any group.
-pub mod any_key;
+//
+// types: every constant up to GNOMON_NOW_CONTRADICTION.
+pub mod args;
 pub mod error;
+pub mod message;
+pub mod types;
+
+// The functions: any_key's, then ffi's; logic's MAX_KEY_TEXT after the
+// constants above.
+pub mod any_key;
 pub mod ffi;
 pub mod logic;
-pub mod message;
 
 // After logic's constants: quorum's MAX_LIARS_AUTO, which C cannot spell,
 // leaves its two empty lines there.
 pub mod quorum;
 
+// gnomon_now after ffi's functions; proof's constants and functions last.
 #[cfg(feature = "std")]
 pub mod now;
 pub mod proof;
@@ -53,9 +68,13 @@ pub mod proof;
 pub mod query;
 
 pub use any_key::*;
+pub use args::guard;
 pub use error::GnomonError;
 pub use ffi::*;
+#[cfg(feature = "std")]
+pub use now::{gnomon_now, GnomonNowResult};
 pub use proof::*;
+pub use types::*;
 
 /// Without `std` a panic has nowhere to unwind to; the code paths are
 /// written not to panic (lengths are checked before slicing). Should one

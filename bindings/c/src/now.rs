@@ -1,15 +1,117 @@
 //! `gnomon_now`: ask a running `gnomon sync` on its now socket what time
 //! it is proven to be (docs/NOW.md): one JSON line each way. `std` only.
-#![forbid(unsafe_code)]
+//! The entry point checks its arguments (the one `unsafe` here), `ask`
+//! talks to the socket and `parse` reads the answer.
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 extern crate std;
 
+use core::ffi::c_char;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use crate::args::{c_message, guard, message_or_text, writable};
 use crate::error::GnomonError;
 use crate::message::{write_message, MESSAGE_LEN};
+use crate::types::{GNOMON_MESSAGE_LEN, GNOMON_NOW_NONE};
+
+/// What `gnomon_now` learnt from `gnomon sync` (docs/NOW.md describes each
+/// member of the answer these come from).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GnomonNowResult {
+    /// `GNOMON_OK`, or why not; the same value the call returned.
+    pub code: GnomonError,
+    /// `GNOMON_NOW_NONE`, `GNOMON_NOW_FLOOR`, `GNOMON_NOW_INTERVAL` or
+    /// `GNOMON_NOW_CONTRADICTION`.
+    pub known: i32,
+    /// The earliest the time can be now, µs since the Unix epoch (the
+    /// floor for `GNOMON_NOW_FLOOR`; 0 for `GNOMON_NOW_NONE`).
+    pub earliest_unix_us: i64,
+    /// The latest it can be (`GNOMON_NOW_INTERVAL` only; else 0).
+    pub latest_unix_us: i64,
+    /// The round of `gnomon sync` that proved it, counted from 1 since sync
+    /// started (`GNOMON_NOW_INTERVAL` only; else 0).
+    pub round: u64,
+    /// Seconds (boot clock) since that round ended.
+    pub age_s: f64,
+    /// How many servers agreed in that round.
+    pub servers: u32,
+    /// The wall clock as sync read it for this answer, Unix µs.
+    pub wall_clock_unix_us: i64,
+    /// 1 when that wall clock lies inside what is known, 0 when not, -1
+    /// when nothing is known.
+    pub wall_clock_inside: i32,
+    /// The drift bound the interval is widened by, ppm.
+    pub drift_ppm: u32,
+    /// NUL-terminated: why the call failed, or "ok".
+    pub message: [c_char; GNOMON_MESSAGE_LEN],
+}
+
+/// Ask the `gnomon sync` answering on the Unix socket `socket_path` (NULL:
+/// `/run/gnomon/now.sock`) what time it is proven to be now, and fill
+/// `*out`. Blocks at most 2 s. `GNOMON_OK` means sync answered: check
+/// `known` for what it could prove. `GNOMON_ERR_REFUSED`: no socket or
+/// nobody listening (or no permission: see `message`);
+/// `GNOMON_ERR_TIMEOUT`: no answer in time; `GNOMON_ERR_MALFORMED`: an
+/// answer not in the protocol, or an error answer ("busy"). `std` builds
+/// only.
+///
+/// # Safety
+/// `socket_path` is NULL or a NUL-terminated string; `out` points to a
+/// writable, aligned `gnomon_now_result`.
+#[no_mangle]
+pub unsafe extern "C" fn gnomon_now(
+    socket_path: *const c_char,
+    out: *mut GnomonNowResult,
+) -> GnomonError {
+    if let Err(e) = writable(out) {
+        return e;
+    }
+    let mut message = [0u8; MESSAGE_LEN];
+    let mut answer = None;
+    let code = guard(|| {
+        let path = if socket_path.is_null() {
+            DEFAULT_SOCKET
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's promise.
+            let c = unsafe { core::ffi::CStr::from_ptr(socket_path) };
+            match c.to_str() {
+                Ok("") => return GnomonError::GnomonErrEmpty,
+                Ok(p) if p.len() > 107 => return GnomonError::GnomonErrTooLong,
+                Ok(p) => p,
+                Err(_) => return GnomonError::GnomonErrArgument,
+            }
+        };
+        match ask(path, &mut message) {
+            Ok(a) => {
+                answer = Some(a);
+                GnomonError::GnomonOk
+            }
+            Err(e) => e,
+        }
+    });
+    message_or_text(&mut message, code);
+    let a = answer.filter(|_| code == GnomonError::GnomonOk);
+    let result = GnomonNowResult {
+        code,
+        known: a.map_or(GNOMON_NOW_NONE, |a| a.known),
+        earliest_unix_us: a.map_or(0, |a| a.earliest_unix_us),
+        latest_unix_us: a.map_or(0, |a| a.latest_unix_us),
+        round: a.map_or(0, |a| a.round),
+        age_s: a.map_or(0.0, |a| a.age_s),
+        servers: a.map_or(0, |a| a.servers),
+        wall_clock_unix_us: a.map_or(0, |a| a.wall_clock_unix_us),
+        wall_clock_inside: a.map_or(-1, |a| a.wall_clock_inside),
+        drift_ppm: a.map_or(0, |a| a.drift_ppm),
+        message: c_message(&message),
+    };
+    // SAFETY: `out` checked by `writable` above.
+    unsafe { out.write(result) };
+    code
+}
 
 /// Where `gnomon sync` answers unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/gnomon/now.sock";

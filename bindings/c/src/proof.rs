@@ -25,9 +25,9 @@ use gnomon_protocol::proof::{
 use gnomon_protocol::quorum::Assumption;
 use gnomon_protocol::scheme::PublicKey;
 
-use crate::any_key::{key, GNOMON_ED25519_KEY_LEN, GNOMON_ML_DSA_44_KEY_LEN};
+use crate::args::{array, guard, input, key, writable};
 use crate::error::GnomonError;
-use crate::ffi::{guard, input, writable, GNOMON_MAX_LIARS_AUTO};
+use crate::types::{GNOMON_ED25519_KEY_LEN, GNOMON_MAX_LIARS_AUTO, GNOMON_ML_DSA_44_KEY_LEN};
 
 /// Bytes of `gnomon_proof_workspace`. One figure for every target, so
 /// that one header serves them all: the Rust workspace (about 2.5 KB on
@@ -488,7 +488,7 @@ pub unsafe extern "C" fn gnomon_verify_proof_any_key(
             bundle_len,
             device,
             device_len,
-            crate::any_key::array(keys),
+            array(keys),
             n_keys,
             read,
             elapsed_us,
