@@ -2,7 +2,7 @@
 //! against responders on loopback. Every run is bounded by a count and a
 //! duration.
 
-#[path = "../../loadgen/tests/common/mod.rs"]
+#[path = "../../loadgen/tests/loadgen/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader};
