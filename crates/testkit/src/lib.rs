@@ -20,7 +20,7 @@ pub mod postgres;
 pub mod raw;
 mod server;
 
-pub use child::Reaped;
+pub use child::{command, runnable_by_anyone, Reaped};
 pub use forwarder::Forwarder;
 pub use http::{slowloris, PostedReport, ReportSink};
 pub use server::{Fixture, FixtureConfig, Mode};
