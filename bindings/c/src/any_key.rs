@@ -1,26 +1,35 @@
 //! The entry points that take a long-term public key of either scheme as
 //! a pointer and a length: 32 bytes (Ed25519) or 1312 (ML-DSA-44, version
-//! 0x90000001). The first C API took `const uint8_t key[32]`; those
-//! functions stay, as wrappers in `ffi.rs` that pass a length of 32, so
-//! programs built against the older header keep working unchanged, and
-//! `ffi.rs` imports from here, never the reverse: what both use (argument
-//! checks, structs, constants) is in `args.rs` and `types.rs`.
+//! 0x90000001). Here one exchange: build a request, verify its answer, ask
+//! a server, read a key from text; `chain.rs` checks a measurement
+//! sequence and `consensus.rs` decides whom to believe, in that order in
+//! the header.
+//!
+//! The first C API took `const uint8_t key[32]`; those functions stay, as
+//! wrappers in `ffi.rs` that pass a length of 32, so programs built
+//! against the older header keep working unchanged. `ffi.rs` imports from
+//! here, never the reverse: what both use (argument checks, structs,
+//! constants) is in `args.rs` and `types.rs`.
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use core::ffi::c_char;
 
 use crate::args::{
-    array, c_message, guard, input, key, message_or_text, optional_key, output, store_len, writable,
+    c_message, guard, input, key, message_or_text, optional_key, output, store_len, writable,
 };
 use crate::error::GnomonError;
-use crate::logic::{self, Link};
+use crate::logic;
 use crate::message::MESSAGE_LEN;
-use crate::quorum;
-use crate::types::{
-    GnomonChainResult, GnomonConsensusResult, GnomonExchangeAnyKey, GnomonResult, GnomonVerdict,
-    GnomonVouchAnyKey, GNOMON_MAX_KEY_LEN, GNOMON_REQUEST_SIZE,
-};
+use crate::types::{GnomonResult, GNOMON_MAX_KEY_LEN, GNOMON_REQUEST_SIZE};
+
+mod chain;
+mod consensus;
+
+pub(crate) use chain::check_chain_with;
+pub use chain::gnomon_check_chain_any_key;
+pub use consensus::gnomon_consensus_any_key;
+pub(crate) use consensus::{consensus_with, Rule};
 
 /// `gnomon_build_request` with a key of either length: with `public_key`
 /// (may be NULL) of `public_key_len` bytes (32 or 1312), the request names
@@ -253,250 +262,6 @@ pub unsafe extern "C" fn gnomon_parse_public_key_any(
         // SAFETY: `written` checked by `writable` above.
         unsafe { store_len(Ok(n), written) }
     })
-}
-
-/// `gnomon_check_chain` over exchanges whose keys may be of either scheme
-/// (each with its own `public_key_len`): a chain may mix Ed25519 and
-/// ML-DSA-44 servers.
-///
-/// # Safety
-/// `exchanges` is NULL or points to `count` aligned
-/// `gnomon_exchange_any_key` values whose pointers each satisfy
-/// `gnomon_verify_any_key`'s rules; `result` to a writable, aligned
-/// `gnomon_chain_result`.
-#[no_mangle]
-pub unsafe extern "C" fn gnomon_check_chain_any_key(
-    exchanges: *const GnomonExchangeAnyKey,
-    count: usize,
-    result: *mut GnomonChainResult,
-) -> GnomonError {
-    let read = |i: usize| {
-        // SAFETY: i < count (check_chain never asks past it, and refuses
-        // count > GNOMON_MAX_CHAIN first); non-NULL and aligned (checked
-        // by `array` before any read), and `count` readable values by the
-        // caller's promise.
-        unsafe { exchanges.add(i).read() }
-    };
-    // SAFETY: the caller's promises for each exchange's pointers.
-    unsafe { check_chain_with(count, array(exchanges), result, read) }
-}
-
-/// The chain check over the exchanges `read(i)` gives, unless `array`
-/// says the array is unusable; fills `*result`.
-///
-/// # Safety
-/// `read` is called only after `array` was Ok, for i < count; the pointers
-/// in every exchange it gives satisfy `gnomon_verify_any_key`'s rules.
-pub(crate) unsafe fn check_chain_with(
-    count: usize,
-    array: Result<(), GnomonError>,
-    result: *mut GnomonChainResult,
-    read: impl Fn(usize) -> GnomonExchangeAnyKey,
-) -> GnomonError {
-    if let Err(e) = writable(result) {
-        return e;
-    }
-    let mut message = [0u8; MESSAGE_LEN];
-    let mut at = (0, 0);
-    let code = guard(|| {
-        if let Err(e) = array {
-            return e;
-        }
-        let link = |i: usize| {
-            let e = read(i);
-            // SAFETY: the caller's promises for each exchange's pointers,
-            // checked for NULL inside.
-            unsafe {
-                Ok(Link {
-                    request: input(e.request, e.request_len)?,
-                    response: input(e.response, e.response_len)?,
-                    rand: if i == 0 {
-                        &[]
-                    } else {
-                        input(e.rand, e.rand_len)?
-                    },
-                    key: key(e.public_key, e.public_key_len)?,
-                })
-            }
-        };
-        match logic::check_chain(count, link, &mut message) {
-            Ok(()) => GnomonError::GnomonOk,
-            Err(f) => {
-                at = (f.index, f.other);
-                f.code
-            }
-        }
-    });
-    if code == GnomonError::GnomonErrInternal {
-        message = [0; MESSAGE_LEN];
-        at = (0, 0);
-    }
-    message_or_text(&mut message, code);
-    let r = GnomonChainResult {
-        code,
-        index: at.0,
-        other: at.1,
-        message: c_message(&message),
-    };
-    // SAFETY: `result` checked by `writable` above.
-    unsafe { result.write(r) };
-    code
-}
-
-/// `gnomon_consensus` over answers whose keys may be of either scheme
-/// (each with its own `public_key_len`). Keys of different lengths are
-/// always different keys: a machine with an Ed25519 and an ML-DSA-44
-/// identity is two voters unless you merge them (docs/C.md, "Whom to
-/// believe").
-///
-/// # Safety
-/// `answers` is NULL or points to `count` aligned `gnomon_vouch_any_key`
-/// values, each with a `public_key` that is NULL or points to
-/// `public_key_len` readable bytes; `verdicts` is NULL or points to
-/// `count` writable, aligned `gnomon_verdict` values; `result` to a
-/// writable, aligned `gnomon_consensus_result`. None of them changes
-/// during the call.
-#[no_mangle]
-pub unsafe extern "C" fn gnomon_consensus_any_key(
-    answers: *const GnomonVouchAnyKey,
-    count: usize,
-    listed: usize,
-    max_liars: usize,
-    quorum: usize,
-    verdicts: *mut GnomonVerdict,
-    result: *mut GnomonConsensusResult,
-) -> GnomonError {
-    let read = |i: usize| {
-        // SAFETY: i < count ≤ GNOMON_MAX_ANSWERS (consensus checks the
-        // bound before asking for any answer, and never asks past it);
-        // non-NULL and aligned (checked by `array` first), and `count`
-        // readable values by the caller's promise.
-        unsafe { answers.add(i).read() }
-    };
-    let rule = Rule {
-        listed,
-        max_liars,
-        quorum,
-    };
-    // SAFETY: the caller's promises, passed on.
-    unsafe { consensus_with(count, array(answers), rule, verdicts, result, read) }
-}
-
-/// The numbers a consensus is asked for: the assumption and the quorum.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Rule {
-    /// Distinct servers of the caller's list.
-    pub listed: usize,
-    /// How many may lie (`GNOMON_MAX_LIARS_AUTO`: the default).
-    pub max_liars: usize,
-    /// Distinct keys that must agree.
-    pub quorum: usize,
-}
-
-/// The quorum rule over the answers `read(i)` gives, unless `array`
-/// says the array is unusable; fills `*result` and the verdicts.
-///
-/// # Safety
-/// `read` is called only after `array` was Ok, for i < count, and gives
-/// answers whose keys satisfy `key`'s rules; `verdicts` and `result` as
-/// `gnomon_consensus_any_key` says.
-pub(crate) unsafe fn consensus_with(
-    count: usize,
-    array: Result<(), GnomonError>,
-    rule: Rule,
-    verdicts: *mut GnomonVerdict,
-    result: *mut GnomonConsensusResult,
-    read: impl Fn(usize) -> GnomonVouchAnyKey,
-) -> GnomonError {
-    if let Err(e) = writable(result) {
-        return e;
-    }
-    let mut message = [0u8; MESSAGE_LEN];
-    let mut tally = None;
-    let code = guard(|| {
-        if let Err(e) = array {
-            return e;
-        }
-        if !verdicts.is_null() && !verdicts.is_aligned() {
-            return GnomonError::GnomonErrArgument;
-        }
-        let answer = |i: usize| {
-            let v = read(i);
-            Ok(quorum::Answer {
-                // SAFETY: NULL or public_key_len readable bytes by the
-                // caller's promise, checked for NULL and length inside.
-                key: unsafe { key(v.public_key, v.public_key_len) }?.bytes(),
-                low_us: v.low_us,
-                high_us: v.high_us,
-            })
-        };
-        let verdict = |i: usize, v: quorum::Verdict| {
-            if !verdicts.is_null() {
-                // SAFETY: i < count; non-NULL, aligned (checked above) and
-                // `count` writable values by the caller's promise.
-                unsafe { verdicts.add(i).write(v.into()) };
-            }
-        };
-        match quorum::consensus(
-            count,
-            answer,
-            rule.listed,
-            rule.max_liars,
-            rule.quorum,
-            verdict,
-            &mut message,
-        ) {
-            Ok(t) => {
-                tally = Some(t);
-                GnomonError::GnomonOk
-            }
-            Err(e) => e,
-        }
-    });
-    if code != GnomonError::GnomonOk {
-        tally = None;
-    }
-    if code == GnomonError::GnomonErrInternal {
-        message = [0; MESSAGE_LEN];
-    }
-    message_or_text(&mut message, code);
-    let hull = tally.and_then(|t| t.hull);
-    // A hull lies between two of the given int64 offsets, and so do its
-    // middle and half its width.
-    let narrow = |x: i128| x as i64;
-    let assumption = tally.map(|t| t.assumption);
-    let t = tally.unwrap_or(quorum::Tally {
-        assumption: gnomon_protocol::quorum::Assumption::new(0, 0),
-        hull: None,
-        none: None,
-        voting_keys: 0,
-        agreeing_keys: 0,
-        outside_keys: 0,
-        contradicting_keys: 0,
-        regions: 0,
-        quorum_met: false,
-    });
-    let r = GnomonConsensusResult {
-        code,
-        has_consensus: hull.is_some(),
-        quorum_met: t.quorum_met,
-        low_us: hull.map_or(0, |h| narrow(h.low)),
-        high_us: hull.map_or(0, |h| narrow(h.high)),
-        midpoint_us: hull.map_or(0, |h| narrow(h.midpoint())),
-        radius_us: hull.map_or(0, |h| narrow(h.radius())),
-        voting_keys: t.voting_keys,
-        agreeing_keys: t.agreeing_keys,
-        outside_keys: t.outside_keys,
-        contradicting_keys: t.contradicting_keys,
-        regions: t.regions,
-        listed: assumption.map_or(0, |a| a.voters),
-        max_liars: assumption.map_or(0, |a| a.liars),
-        needed: assumption.map_or(0, |a| a.needed()),
-        message: c_message(&message),
-    };
-    // SAFETY: `result` checked by `writable` above.
-    unsafe { result.write(r) };
-    code
 }
 
 /// A result being filled.

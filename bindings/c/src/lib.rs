@@ -11,7 +11,7 @@
 //! ```text
 //!  C caller ──▶ the entry points, with args.rs the only unsafe:
 //!    │            any_key.rs  keys of either scheme: build, verify, query,
-//!    │                        parse a key, chain, consensus
+//!    │                        parse a key; any_key/: chain, consensus
 //!    │            ffi.rs      the first API (32-byte keys): wrappers over any_key
 //!    │            now.rs      gnomon_now: gnomon sync's now socket (std)
 //!    │            proof.rs    a relayed proof, as the device checks it (the
@@ -40,7 +40,7 @@ extern crate std;
 // cbindgen writes gnomon.h module by module in the order of these
 // declarations (a module's own items before its submodules'), constants
 // in one run and functions in another: the order of the groups below is
-// the header's, and tests/header.rs fails on any other. Blank lines keep
+// the header's, and the header test fails on any other. Blank lines keep
 // rustfmt from sorting them. Modules with nothing in the header (error's
 // enum is placed by name) may sit in any group.
 //
