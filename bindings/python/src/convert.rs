@@ -1,7 +1,9 @@
 //! Rust results as plain Python values, and the exceptions of
 //! `gnomon._errors`.
 
-use gnomon_client::{describe_assumption, Answer, Assumption, Flag, Rejection, Sequence, Server};
+use gnomon_client::{
+    describe_assumption, Answer, Assumption, Flag, QueryError, Rejection, Sequence, Server,
+};
 use gnomon_protocol::report::{EntryError, LinkError};
 use gnomon_protocol::serverlist::Transport;
 use gnomon_protocol::{ReportCheck, Verified, VerifyError};
@@ -102,7 +104,7 @@ pub(crate) fn sequence_dict<'py>(
             Err(err) => {
                 let d = PyDict::new(py);
                 let (kind, reason) = match err {
-                    gnomon_client::QueryError::Invalid { rejection, .. } => {
+                    QueryError::Invalid { rejection, .. } => {
                         ("invalid", Some(invalid_reason(rejection)))
                     }
                     _ => ("no_answer", None),
@@ -301,5 +303,19 @@ pub(crate) fn proof_kind(e: &gnomon_protocol::proof::ProofError) -> &'static str
         P::NoQuorum { .. } => "no_quorum",
         P::TooWide { .. } => "too_wide",
         _ => "other",
+    }
+}
+
+/// The exception for a failed query.
+pub(crate) fn query_error(py: Python<'_>, e: &QueryError) -> PyErr {
+    match e {
+        QueryError::Invalid { rejection, .. } => raise(
+            py,
+            "InvalidAnswer",
+            (e.to_string(), invalid_reason(rejection)),
+        ),
+        QueryError::Resolve { .. } => raise(py, "NoAnswer", (e.to_string(),)),
+        QueryError::NoAnswer { .. } => raise(py, "NoAnswer", (e.to_string(),)),
+        _ => PyErr::new::<pyo3::exceptions::PyOSError, _>(e.to_string()),
     }
 }
