@@ -9,7 +9,7 @@
 //! call. docs/C.md is the guide.
 //!
 //! ```text
-//!  C caller ──▶ the entry points, with args.rs the only unsafe:
+//!  C caller ──▶ the entry points (with args.rs, and NoHeap below, the only unsafe):
 //!    │            any_key.rs  keys of either scheme: build, verify, query,
 //!    │                        parse a key; any_key/: chain, consensus
 //!    │            ffi.rs      the first API (32-byte keys): wrappers over any_key
