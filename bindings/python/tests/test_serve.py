@@ -152,7 +152,7 @@ def test_a_call_in_flight_releases_the_interpreter(gnomon, server, call):
     """The only way to the server is a relay written in Python, running in
     another thread of this interpreter: the call can only succeed if that
     thread runs while the call waits for its answer. Were the lock held
-    (seen with `py.detach` removed from query and measure in src/lib.rs),
+    (seen with `py.detach` removed from query and measure in src/blocking.rs),
     the relay would stall until the call gave up with NoAnswer."""
     with Relay(server.addr) as relay:
         if call == "query":

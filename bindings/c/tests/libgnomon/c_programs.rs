@@ -5,9 +5,9 @@
 //! build's static library (its test hook); each run against a real
 //! `gnomon serve` on loopback. tests/c/consensus.c and tests/c/ml_dsa.c
 //! need no server, and run against the `c-lib` library and the no_std one.
-//! tests/c/proof.c, the device of a relayed proof: tests/proof_device.rs.
+//! tests/c/proof.c, the device of a relayed proof: tests/libgnomon/proof_device.rs.
 
-mod c_support;
+use crate::c_support;
 
 use c_support::*;
 use gnomon_testkit::Reaped;
@@ -133,7 +133,7 @@ fn c_api_with_the_shared_library() {
 /// beside it in target/debug/deps (Cargo builds the library's every crate
 /// type for the tests, and leaves the static one there), so no build of
 /// its own. Debug builds unwind on panic and have the GNOMON_TEST_PANIC
-/// hook (src/ffi.rs).
+/// hook (src/args.rs).
 fn debug_library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap();

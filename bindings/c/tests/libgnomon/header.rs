@@ -2,7 +2,7 @@
 //!
 //! The header is checked in so C users (and packagers) have it without
 //! running a Rust tool; this test regenerates it and fails on any
-//! difference. `GNOMON_BLESS=1 cargo test -p gnomon-ffi --test header`
+//! difference. `GNOMON_BLESS=1 cargo test -p gnomon-ffi --test libgnomon -- header`
 //! rewrites it after a change to the exported functions or types.
 
 use std::path::Path;
@@ -27,6 +27,6 @@ fn checked_in_header_is_what_cbindgen_generates() {
     assert!(
         checked_in == generated,
         "include/gnomon.h is out of date with the Rust; regenerate it with\n  \
-         GNOMON_BLESS=1 cargo test -p gnomon-ffi --test header\n--- generated:\n{generated}"
+         GNOMON_BLESS=1 cargo test -p gnomon-ffi --test libgnomon -- header\n--- generated:\n{generated}"
     );
 }

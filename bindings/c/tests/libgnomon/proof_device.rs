@@ -3,7 +3,7 @@
 //! libgnomon and calling no libc time function, fed bundles `gnomon relay`
 //! made against real `gnomon serve` processes on loopback.
 
-mod c_support;
+use crate::c_support;
 
 use c_support::*;
 use std::path::{Path, PathBuf};
