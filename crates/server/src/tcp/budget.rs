@@ -126,16 +126,18 @@ mod tests {
     }
 
     #[test]
-    fn one_prefix_in_debt_leaves_another_its_share() {
-        // 10 % of a core, a second's burst: 100 ms of signing in the
-        // pool, a third of it for each of two prefixes.
-        let config = limit(100_000, 1_000_000);
+    fn a_prefix_in_debt_is_refused_and_another_answered() {
+        // Half a core, a second's burst: 500 ms of signing in the bucket.
+        let config = limit(500_000, 1_000_000);
         let b = TcpBudget::new(&config);
-        let (flood, other) = (ip("192.0.2.1"), ip("198.51.100.1"));
-        // The flood's answers take a second each: one leaves it in debt.
-        while let Some(Some(t)) = b.admit(&config, flood) {
-            b.settle(t, 1_000_000_000);
-        }
+        let (slow, other) = (ip("192.0.2.1"), ip("198.51.100.1"));
+        // One answer of the first prefix took 300 ms, far beyond its
+        // estimate: it owes more than its share saves (a half of the
+        // burst), and is refused until it has repaid.
+        let t = b.admit(&config, slow).flatten().unwrap();
+        b.settle(t, 300_000_000);
+        assert_eq!(b.admit(&config, slow), Some(None));
+        // Another prefix is answered from what the bucket still holds.
         for _ in 0..10 {
             let t = b
                 .admit(&config, other)
@@ -143,5 +145,6 @@ mod tests {
                 .expect("another prefix is answered");
             b.settle(t, 100_000);
         }
+        assert_eq!(b.admit(&config, slow), Some(None));
     }
 }
