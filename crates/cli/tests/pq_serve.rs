@@ -19,33 +19,12 @@ use gnomon_protocol::{verify_response, Offer, Profile, Scheme, Version};
 use gnomon_server::keyfile;
 use gnomon_server::offline::OfflineStore;
 use serve_support::peer::{connect_from, read_frame, PATIENCE};
-use serve_support::{gnomon_ok, keygen, start_serve};
+use serve_support::{gnomon_ok, keygen, keygen_ml_dsa, ml_dsa_delegations, scratch, start_serve};
 
 const PQ: Version = Version(0x9000_0001);
 
 fn ml_dsa() -> &'static Profile {
     Profile::by_name("ml-dsa-44").unwrap()
-}
-
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("pq-serve-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// `gnomon keygen --scheme ml-dsa-44`: the public key on stdout.
-fn keygen_ml_dsa(path: &std::path::Path) -> Vec<u8> {
-    let out = gnomon_ok(&[
-        "keygen",
-        "--scheme",
-        "ml-dsa-44",
-        "--out",
-        path.to_str().unwrap(),
-    ]);
-    assert_eq!(out.lines().count(), 1, "{out:?}");
-    B64.decode(out.trim_end()).unwrap()
 }
 
 fn request(offer: Offer, i: u8) -> Vec<u8> {
@@ -69,7 +48,7 @@ fn vers(response: &[u8]) -> Vec<u32> {
 
 #[test]
 fn keygen_makes_a_private_ml_dsa_key_and_prints_its_1312_byte_public_key() {
-    let dir = scratch("keygen");
+    let dir = scratch("pq-serve-keygen");
     let path = dir.join("pq.key");
     let public = keygen_ml_dsa(&path);
     assert_eq!(public.len(), 1312);
@@ -96,20 +75,9 @@ fn keygen_makes_a_private_ml_dsa_key_and_prints_its_1312_byte_public_key() {
 
 #[test]
 fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
-    let dir = scratch("serve");
+    let dir = scratch("pq-serve-serve");
     let (ed_key, _) = keygen(&dir);
-    let root = dir.join("pq.key");
-    let pq_public = keygen_ml_dsa(&root);
-    let delegations = dir.join("pq-delegations");
-    gnomon_ok(&[
-        "delegate",
-        "--key-file",
-        root.to_str().unwrap(),
-        "--out-dir",
-        delegations.to_str().unwrap(),
-        "--count",
-        "2",
-    ]);
+    let (delegations, pq_public) = ml_dsa_delegations(&dir, 2);
     let store = OfflineStore::load(&delegations, Some(&pq_public)).unwrap();
     assert_eq!(store.long_term_public.scheme(), Scheme::MlDsa44);
     assert_eq!(store.delegations().len(), 2);
@@ -217,18 +185,9 @@ fn an_ed25519_key_and_ml_dsa_delegations_are_served_on_one_port() {
 /// ML-DSA-44 key, naming it, before anything is served.
 #[test]
 fn an_ml_dsa_offline_directory_is_pinned_to_its_root() {
-    let dir = scratch("pin");
-    let root = dir.join("pq.key");
-    let public = keygen_ml_dsa(&root);
+    let dir = scratch("pq-serve-pin");
+    let (delegations, public) = ml_dsa_delegations(&dir, 1);
     let other = keygen_ml_dsa(&dir.join("other.key"));
-    let delegations = dir.join("deleg");
-    gnomon_ok(&[
-        "delegate",
-        "--key-file",
-        root.to_str().unwrap(),
-        "--out-dir",
-        delegations.to_str().unwrap(),
-    ]);
     let check = |pin: &[u8]| {
         let file = dir.join("pinned.toml");
         std::fs::write(

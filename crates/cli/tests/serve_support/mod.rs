@@ -148,16 +148,58 @@ pub fn gnomon_via(wrapper: &[&str]) -> Command {
 pub fn keygen_and_delegate(dir: &Path, count: u32) -> (PathBuf, PathBuf, [u8; 32]) {
     let (key, public) = keygen(dir);
     let delegations = dir.join("delegations");
+    delegate(&key, &delegations, count);
+    (key, delegations, public)
+}
+
+/// `count` offline delegations from the key file `key` into `out` by
+/// `gnomon delegate` (starting now).
+pub fn delegate(key: &Path, out: &Path, count: u32) {
     gnomon_ok(&[
         "delegate",
         "--key-file",
         key.to_str().unwrap(),
         "--out-dir",
-        delegations.to_str().unwrap(),
+        out.to_str().unwrap(),
         "--count",
         &count.to_string(),
     ]);
-    (key, delegations, public)
+}
+
+/// An empty directory for one test's files under the test target's scratch
+/// space, named `name` and the test process.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `gnomon keygen --scheme ml-dsa-44 --out path`: its 1312-byte public key.
+pub fn keygen_ml_dsa(path: &Path) -> Vec<u8> {
+    let out = gnomon_ok(&[
+        "keygen",
+        "--scheme",
+        "ml-dsa-44",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.lines().count(), 1, "{out:?}");
+    base64::engine::general_purpose::STANDARD
+        .decode(out.trim_end())
+        .unwrap()
+}
+
+/// An ML-DSA-44 root made by `gnomon keygen` in `dir` and `count` offline
+/// delegations from it by `gnomon delegate` (the way a server gets an
+/// ML-DSA-44 identity beside its Ed25519 key: `--offline-dir`): the
+/// delegations' directory and the root's public key.
+pub fn ml_dsa_delegations(dir: &Path, count: u32) -> (PathBuf, Vec<u8>) {
+    let root = dir.join("pq.key");
+    let public = keygen_ml_dsa(&root);
+    let delegations = dir.join("pq-delegations");
+    delegate(&root, &delegations, count);
+    (delegations, public)
 }
 
 /// Run the built `gnomon` with `args`; it must succeed. Its stdout.
