@@ -93,11 +93,18 @@ impl std::fmt::Debug for ConnTable {
 
 impl ConnTable {
     /// A table for at most `total` connections, `per_source` of them from
-    /// one source (both at least 1).
+    /// one source (both at least 1). One source never holds every slot of
+    /// a table of three or more: a share as large as the table is one
+    /// less, so that a holder whose requests are all complete (never
+    /// evicted) still leaves another source a slot. A table of two keeps
+    /// both for one source: with one, a client's next request would race
+    /// the release of its last.
     pub fn new(total: usize, per_source: usize) -> Arc<ConnTable> {
+        let total = total.max(1);
+        let most = if total > 2 { total - 1 } else { total };
         Arc::new(ConnTable {
-            total: total.max(1),
-            per_source: per_source.clamp(1, total.max(1)),
+            total,
+            per_source: per_source.clamp(1, most),
             entries: Mutex::new((0, BTreeMap::new())),
             evicted: Default::default(),
             refused: Default::default(),
@@ -332,6 +339,32 @@ mod tests {
         assert_eq!(t.refused(Reason::PerSource), 1);
         drop(b);
         assert_eq!(t.open(), 2);
+    }
+
+    /// Issue 34's question of every shared budget: one source at its
+    /// maximum, its requests all complete (nothing of it evictable), leaves
+    /// room for another, which is admitted without evicting anyone.
+    #[test]
+    fn one_source_at_its_share_leaves_room_for_another() {
+        for (total, per_source, held) in [(16, 4, 4), (64, 8, 8), (4, 8, 3), (3, 3, 2)] {
+            let t = ConnTable::new(total, per_source);
+            assert_eq!(t.caps(), (total, held));
+            let hog: Vec<Slot> = (0..held)
+                .map(|_| t.admit(ip("10.0.0.1")).expect("within its share"))
+                .collect();
+            for s in &hog {
+                s.marker().complete();
+            }
+            assert!(
+                t.admit(ip("10.0.0.1")).is_none(),
+                "{total}/{per_source}: past its share"
+            );
+            assert!(
+                t.admit(ip("10.0.0.2")).is_some(),
+                "{total}/{per_source}: no room for another"
+            );
+            assert_eq!(t.evicted(Reason::PerSource) + t.evicted(Reason::Total), 0);
+        }
     }
 
     #[test]
