@@ -434,8 +434,16 @@ impl SinkSettings {
 
     /// The sink's limits, with the keys of `accept-keys` read (an
     /// unreadable or empty file is an error). `also` are keys to accept
-    /// besides (`gnomon watch --sink`: its list's).
+    /// besides (`gnomon watch --sink`: its list's). A quota per source as
+    /// large as the total is refused: one sender could fill the sink.
     pub(crate) fn sink_config(&self, also: Option<KeySet>) -> Result<SinkConfig, String> {
+        if self.quota_per_source >= self.quota {
+            return Err(format!(
+                "quota-per-source ({}) must be below quota ({}): at it, one sender's /24 or /48 \
+                 would fill the sink and leave no room for anyone else's reports",
+                self.quota_per_source, self.quota
+            ));
+        }
         let mut keys = self.accept_keys.as_deref().map(load_keys).transpose()?;
         if let Some(more) = also {
             keys.get_or_insert_with(KeySet::default).extend(more);

@@ -115,3 +115,37 @@ fn bad_values_unknown_keys_and_missing_requirements_are_errors() {
     let e = WatchSettings::resolve(&sink_only, &WatchLayer::default()).unwrap_err();
     assert!(e.contains("give `database`"), "{e}");
 }
+
+#[test]
+fn a_source_quota_as_large_as_the_total_is_refused() {
+    // Issue 34: no shared budget may be one source's. Below the total, one
+    // sender at its quota leaves the rest to others (the report sink's
+    // `padded_flood_stops_at_the_quotas` tests show it end to end).
+    let layer = |per_source, total| SinkLayer {
+        quota_per_source: Some(per_source),
+        quota: Some(total),
+        ..SinkLayer::default()
+    };
+    let settings = |l| SinkSettings::resolve(&l, &SinkLayer::default());
+    for (per_source, total) in [(1 << 20, 1 << 20), (2 << 20, 1 << 20)] {
+        let e = settings(layer(per_source, total))
+            .sink_config(None)
+            .unwrap_err();
+        assert!(
+            e.contains("quota-per-source") && e.contains("must be below quota"),
+            "{e}"
+        );
+    }
+    let c = settings(layer((1 << 20) - 1, 1 << 20))
+        .sink_config(None)
+        .unwrap();
+    assert_eq!(
+        (c.quota_per_source, c.quota_total),
+        ((1 << 20) - 1, 1 << 20)
+    );
+    assert!(
+        SinkSettings::resolve(&SinkLayer::default(), &SinkLayer::default())
+            .sink_config(None)
+            .is_ok()
+    );
+}
