@@ -71,9 +71,11 @@
 //!
 //! The `[limit]` lists hold over TCP as over UDP (a denied peer's requests
 //! are dropped), and signing for peers off the allow list is held to
-//! `signature-share` of one core across all connections (`budget.rs`):
-//! without batching across connections a lock-step client costs a
-//! signature per request, which for ML-DSA-44 is over 100 µs.
+//! `signature-share` of one core across all connections (`budget.rs`),
+//! shared fairly among the source prefixes of the caps above, so that one
+//! source's connections cannot take another's share: without batching
+//! across connections a lock-step client costs a signature per request,
+//! which for ML-DSA-44 is over 100 µs.
 
 mod budget;
 mod conn;
