@@ -285,7 +285,7 @@ pub fn process_hasher() -> RandomState {
 /// The source prefix `ip` belongs to: the address with all but the first
 /// `v4` (IPv4) or `v6` (IPv6) bits cleared. What one "source" is for the
 /// TCP connection caps (`TcpConfig::source_prefix_v4`/`_v6`) and for the
-/// fair shares of the signature budget (`crate::budget::FairBudget`), over
+/// fair shares of the signature budget (budget/fair.rs), over
 /// TCP with the TCP lengths and over UDP with `ipv4_prefix`/`ipv6_prefix`.
 pub fn source_prefix(ip: IpAddr, v4: u8, v6: u8) -> IpAddr {
     // An IPv4 client of a dual-stack socket counts as its IPv4 address.
