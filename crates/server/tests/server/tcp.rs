@@ -6,6 +6,8 @@
 //! (a response, or the end of the stream) under a read timeout that only
 //! bounds a failure.
 
+use crate::common;
+
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
@@ -16,7 +18,6 @@ use gnomon_server::tcp::{Close, TcpConfig, TcpStats};
 use gnomon_server::worker::WorkerConfig;
 use gnomon_server::{Engine, EngineConfig};
 
-mod common;
 use common::{config, worker_config};
 
 /// Bounds a wait that should end far sooner.

@@ -6,6 +6,8 @@
 //! offline delegations of an ML-DSA-44 root; and, to a peer off the allow
 //! list, within the TCP signature budget.
 
+use crate::common;
+
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,7 +25,6 @@ use gnomon_server::tcp::{Close, TcpConfig};
 use gnomon_server::worker::{VersLists, WorkerConfig};
 use gnomon_server::{Engine, EngineConfig};
 
-mod common;
 use common::{config, worker_config};
 
 /// Bounds a wait that should end far sooner.

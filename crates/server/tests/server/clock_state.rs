@@ -2,6 +2,8 @@
 //! refused, as under systemd's ProtectClock=yes), through the clock-reader
 //! seam: the clock counts as unsynchronized and the policy applies.
 
+use crate::common;
+
 use std::io;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +15,6 @@ use gnomon_server::stats::Drop;
 use gnomon_server::sys::KernelClock;
 use gnomon_server::{Engine, EngineConfig};
 
-mod common;
 use common::{config, worker_config};
 
 /// Fails with EPERM while `failing` is set; synchronized, ±1 ms otherwise.

@@ -2,6 +2,8 @@
 //! formed under load, bad input dropped and counted, no allocation in the
 //! worker loop.
 
+use crate::common;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -16,7 +18,6 @@ use gnomon_server::worker::{live, ClockState, Worker, WorkerConfig};
 use gnomon_server::{sys, Engine, EngineConfig};
 use gnomon_testkit::request;
 
-mod common;
 use common::{config, worker_config};
 
 fn engine(workers: usize) -> (Engine, KeyPair) {

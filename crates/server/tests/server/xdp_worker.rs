@@ -10,6 +10,8 @@
 //! standard library, run in the other one. Where it cannot run (not root,
 //! no AF_XDP, no `ip`, `ethtool` or `python3`), it says so and returns.
 
+use crate::common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -28,10 +30,9 @@ use gnomon_server::xdp::{self, XdpConfig};
 use gnomon_testkit::request;
 
 #[allow(dead_code)]
-mod common;
 use common::worker_config;
 
-const TEST: &str = "the_xdp_worker_answers_a_batch_without_allocating";
+const TEST: &str = "xdp_worker::the_xdp_worker_answers_a_batch_without_allocating";
 const CHILD: &str = "GNOMON_XDP_WORKER_CLIENT_NS";
 const SERVER: &str = "10.79.0.1:2002";
 const BATCH: usize = 64;
