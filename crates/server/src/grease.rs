@@ -17,7 +17,7 @@ pub struct Greaser {
 impl Greaser {
     /// Break `per_million` responses in a million, seeded from the OS.
     pub fn new(per_million: u32) -> Greaser {
-        let seed = crate::keys::random_seed()
+        let seed = crate::key::random_seed()
             .map(|s| u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
             .unwrap_or(0x9e37_79b9_7f4a_7c15);
         // xorshift must never hold zero.

@@ -29,7 +29,7 @@
 //! Files are created with mode 0600 and never overwritten unless asked.
 //! [`load`] refuses a symlink and any file that group or others can access,
 //! and says how to fix it. The seed itself comes from the caller (the OS
-//! RNG at the call site: [`crate::keys::random_seed`]).
+//! RNG at the call site: [`crate::key::random_seed`]).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -42,7 +42,7 @@ use base64::Engine as _;
 use gnomon_protocol::Scheme;
 use zeroize::Zeroizing;
 
-use crate::keys::SecretKey;
+use crate::key::SecretKey;
 
 /// First line of every Ed25519 key file.
 pub const HEADER: &str = "gnomon-ed25519-key v1";
@@ -513,7 +513,7 @@ mod tests {
     /// check (this does not compile if one becomes a plain copy again).
     #[test]
     fn seeds_live_only_in_wiping_buffers() {
-        let seed: Zeroizing<[u8; 32]> = crate::keys::random_seed().unwrap();
+        let seed: Zeroizing<[u8; 32]> = crate::key::random_seed().unwrap();
         let again: Zeroizing<[u8; 32]> = KeyPair::from_seed(&seed).seed();
         let again_pq: Zeroizing<[u8; 32]> = MlDsa44KeyPair::from_seed(&seed).seed();
         assert_eq!(*again_pq, *seed);

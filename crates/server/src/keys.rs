@@ -6,191 +6,16 @@
 //! current delegation expires and swaps the whole epoch in one store.
 
 use std::sync::Arc;
-use zeroize::Zeroizing;
 
 use arc_swap::ArcSwap;
-use gnomon_protocol::scheme::MAX_PUBLIC;
 use gnomon_protocol::{
     BatchContext, CertificateSet, KeyPair, LongTermKey, MlDsa44KeyPair, Profile, ProfileSet,
-    Scheme, Sign, Version,
+    Version,
 };
 
+pub use crate::key::{random_seed, PublicBytes, Secret, SecretKey};
 use crate::signer::OnlineSigner;
 use crate::worker::VersLists;
-
-/// A public key of either scheme by value: `Copy`, as the `[u8; 32]` it
-/// replaces was, and read as the bytes on the wire (`Deref<Target = [u8]>`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PublicBytes {
-    len: usize,
-    bytes: [u8; MAX_PUBLIC],
-}
-
-impl PublicBytes {
-    fn of(key: &[u8]) -> PublicBytes {
-        let mut bytes = [0u8; MAX_PUBLIC];
-        bytes[..key.len()].copy_from_slice(key);
-        PublicBytes {
-            len: key.len(),
-            bytes,
-        }
-    }
-}
-
-impl std::ops::Deref for PublicBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl AsRef<[u8]> for PublicBytes {
-    fn as_ref(&self) -> &[u8] {
-        self
-    }
-}
-
-impl std::fmt::Debug for PublicBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "PublicBytes({} bytes, {:02x?}…)",
-            self.len,
-            &self.bytes[..4]
-        )
-    }
-}
-
-impl PartialEq<[u8]> for PublicBytes {
-    fn eq(&self, other: &[u8]) -> bool {
-        **self == *other
-    }
-}
-
-impl PartialEq<&[u8]> for PublicBytes {
-    fn eq(&self, other: &&[u8]) -> bool {
-        **self == **other
-    }
-}
-
-impl<const N: usize> PartialEq<[u8; N]> for PublicBytes {
-    fn eq(&self, other: &[u8; N]) -> bool {
-        **self == other[..]
-    }
-}
-
-impl<const N: usize> PartialEq<&[u8; N]> for PublicBytes {
-    fn eq(&self, other: &&[u8; N]) -> bool {
-        **self == other[..]
-    }
-}
-
-impl PartialEq<PublicBytes> for Vec<u8> {
-    fn eq(&self, other: &PublicBytes) -> bool {
-        self[..] == **other
-    }
-}
-
-/// A secret key of either scheme, made from a 32-byte seed (long-term keys
-/// in key files, online keys minted here or read from delegation files),
-/// with its public key.
-#[derive(Clone, Debug)]
-pub struct SecretKey {
-    secret: Secret,
-    public: LongTermKey,
-}
-
-/// The key itself.
-// The Ed25519 key is held inline (the usual case, and small); the ML-DSA-44
-// one is boxed.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug)]
-pub enum Secret {
-    /// Ed25519.
-    Ed25519(KeyPair),
-    /// ML-DSA-44 (boxed: its expanded key is 2.5 KB).
-    MlDsa44(Box<MlDsa44KeyPair>),
-}
-
-impl SecretKey {
-    /// The key of `scheme` with this seed.
-    pub fn from_seed(scheme: Scheme, seed: &[u8; 32]) -> SecretKey {
-        match scheme {
-            Scheme::Ed25519 => KeyPair::from_seed(seed).into(),
-            Scheme::MlDsa44 => MlDsa44KeyPair::from_seed(seed).into(),
-        }
-    }
-
-    /// The scheme.
-    pub fn scheme(&self) -> Scheme {
-        self.public.scheme()
-    }
-
-    /// The public key as on the wire (32 or 1312 bytes), by value.
-    pub fn public(&self) -> PublicBytes {
-        PublicBytes::of(self.public.bytes())
-    }
-
-    /// The public key with its scheme.
-    pub fn public_key(&self) -> &LongTermKey {
-        &self.public
-    }
-
-    /// The seed (for key and delegation files), wiped when dropped.
-    pub fn seed(&self) -> Zeroizing<[u8; 32]> {
-        match &self.secret {
-            Secret::Ed25519(k) => k.seed(),
-            Secret::MlDsa44(k) => k.seed(),
-        }
-    }
-
-    /// The key itself.
-    pub fn secret(&self) -> &Secret {
-        &self.secret
-    }
-
-    /// The Ed25519 key, if it is one.
-    pub fn ed25519(&self) -> Option<&KeyPair> {
-        match &self.secret {
-            Secret::Ed25519(k) => Some(k),
-            Secret::MlDsa44(_) => None,
-        }
-    }
-}
-
-impl From<KeyPair> for SecretKey {
-    fn from(k: KeyPair) -> SecretKey {
-        SecretKey {
-            public: LongTermKey::from(k.public()),
-            secret: Secret::Ed25519(k),
-        }
-    }
-}
-
-impl From<MlDsa44KeyPair> for SecretKey {
-    fn from(k: MlDsa44KeyPair) -> SecretKey {
-        SecretKey {
-            public: LongTermKey::from_bytes(k.public())
-                .unwrap_or_else(|| unreachable!("an ML-DSA-44 key is 1312 bytes")),
-            secret: Secret::MlDsa44(Box::new(k)),
-        }
-    }
-}
-
-/// Signs delegations (minting certificates): Ed25519 as the protocol crate
-/// does, ML-DSA-44 hedged.
-impl Sign for SecretKey {
-    fn scheme(&self) -> Scheme {
-        self.public.scheme()
-    }
-
-    fn sign_into(&self, signed: &[u8], context_len: usize, out: &mut [u8]) {
-        match &self.secret {
-            Secret::Ed25519(k) => k.sign_into(signed, context_len, out),
-            Secret::MlDsa44(k) => crate::signer::hedged_sign(k, signed, context_len, out),
-        }
-    }
-}
 
 /// One long-term identity as seen by workers.
 pub struct Identity {
@@ -333,13 +158,6 @@ impl KeyEpoch {
 /// The shared, swappable epoch.
 pub type SharedKeys = Arc<ArcSwap<KeyEpoch>>;
 
-/// A fresh 32-byte seed from the OS, wiped from memory when dropped.
-pub fn random_seed() -> std::io::Result<Zeroizing<[u8; 32]>> {
-    let mut s = Zeroizing::new([0u8; 32]);
-    getrandom::getrandom(&mut *s).map_err(std::io::Error::other)?;
-    Ok(s)
-}
-
 /// Where an identity's online keys come from.
 pub enum KeySource {
     /// The long-term key is here: mint and rotate online keys of its
@@ -455,7 +273,7 @@ fn hex_prefix(k: &LongTermKey) -> String {
 mod tests {
     use super::*;
     use gnomon_protocol::request::srv_for;
-    use gnomon_protocol::ProfileId;
+    use gnomon_protocol::{ProfileId, Scheme, Sign};
 
     fn ml_dsa() -> &'static Profile {
         gnomon_protocol::PROFILES

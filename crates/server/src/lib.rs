@@ -27,6 +27,7 @@ pub mod failure;
 pub mod grease;
 mod interfaces;
 pub mod kernel_time;
+pub mod key;
 pub mod keyfile;
 pub mod keys;
 pub mod limit;

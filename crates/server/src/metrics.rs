@@ -12,8 +12,9 @@ use std::fmt::Write as _;
 
 pub use http::spawn;
 
-use gnomon_protocol::{LongTermKey, Scheme, PROFILES};
+use gnomon_protocol::{LongTermKey, PROFILES};
 
+pub use crate::key::key_label;
 use crate::stats::{Drop, WorkerStats, BATCH_BUCKETS, DELAY_BOUNDS_US};
 
 /// Everything the endpoint reports, read at scrape time.
@@ -90,23 +91,6 @@ impl Snapshot {
     /// Healthy: answering, and able to sign the current time.
     pub fn healthy(&self) -> bool {
         self.answering && self.can_sign
-    }
-}
-
-/// A key as a label value: an Ed25519 key in base64 (44 characters), an
-/// ML-DSA-44 key (1752 characters in base64) as `ml-dsa-44:` and the first
-/// 8 bytes of its SRV in hex, which tells keys apart and matches what
-/// clients send to choose the key.
-pub fn key_label(key: &LongTermKey) -> String {
-    use base64::engine::general_purpose::STANDARD as B64;
-    use base64::Engine as _;
-    match key.scheme() {
-        Scheme::Ed25519 => B64.encode(key.bytes()),
-        Scheme::MlDsa44 => {
-            let srv = key.srv();
-            let hex: String = srv[..8].iter().map(|b| format!("{b:02x}")).collect();
-            format!("{}:{hex}", key.scheme().name())
-        }
     }
 }
 

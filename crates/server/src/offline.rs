@@ -58,10 +58,10 @@ use gnomon_protocol::{Certificate, CertificateSet, LongTermKey, PROFILES};
 
 use zeroize::Zeroizing;
 
+use crate::key::SecretKey;
 use crate::keyfile::{
     format_error, parse_fields, read_private, write_private, KeyFileError, MAX_LEN,
 };
-use crate::keys::SecretKey;
 
 pub use host::{check_host_name, MAX_HOST_LEN};
 pub use rescan::Rescan;
@@ -630,7 +630,7 @@ impl fmt::Display for OfflineError {
 /// A key in a message: base64, shortened for an ML-DSA-44 key.
 fn key_text(key: &[u8]) -> String {
     match LongTermKey::from_bytes(key) {
-        Some(k) if k.ed25519().is_none() => crate::metrics::key_label(&k),
+        Some(k) if k.ed25519().is_none() => crate::key::key_label(&k),
         _ => B64.encode(key),
     }
 }

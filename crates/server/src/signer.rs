@@ -13,10 +13,9 @@
 //! [`MlDsaSigner`]: hedged signatures, 32 fresh bytes from the OS per
 //! signature. [`OnlineSigner`] is either.
 
-use gnomon_protocol::scheme::ML_DSA_44_SIGNATURE_LEN;
 use gnomon_protocol::{KeyPair, MlDsa44KeyPair, Scheme, Sign};
 
-use crate::keys::{Secret, SecretKey};
+use crate::key::{hedged_sign, Secret, SecretKey};
 
 /// The online key as the workers sign with it.
 pub struct Signer {
@@ -112,18 +111,6 @@ impl Sign for MlDsaSigner {
     }
 }
 
-/// `key`'s hedged signature of `signed[context_len..]` under the context
-/// `signed[..context_len]`, into `out[..2420]` (see [`MlDsaSigner`]).
-pub(crate) fn hedged_sign(key: &MlDsa44KeyPair, signed: &[u8], context_len: usize, out: &mut [u8]) {
-    let (context, message) = signed.split_at(context_len.min(signed.len()));
-    let mut rnd = [0u8; 32];
-    if getrandom::getrandom(&mut rnd).is_err() {
-        rnd = [0; 32];
-    }
-    let sig = key.sign_with(context, message, &rnd);
-    out[..ML_DSA_44_SIGNATURE_LEN].copy_from_slice(&sig);
-}
-
 impl core::fmt::Debug for MlDsaSigner {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "MlDsaSigner(libcrux-ml-dsa, hedged)")
@@ -177,6 +164,8 @@ impl Sign for OnlineSigner {
 
 #[cfg(test)]
 mod tests {
+    use gnomon_protocol::scheme::ML_DSA_44_SIGNATURE_LEN;
+
     use super::*;
 
     /// ML-DSA signatures are hedged: two signatures of one message differ,
