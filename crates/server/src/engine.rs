@@ -12,14 +12,16 @@ use gnomon_protocol::LongTermKey;
 use socket2::Socket;
 
 use crate::activation::Passed;
-use crate::keys::{mint_epoch, offline_selection, random_seed, KeySource, SharedKeys};
+use crate::key::random_seed;
+use crate::keys::{mint_epoch, offline_selection, KeySource, SharedKeys};
 use crate::liveness::{Beat, Named};
 use crate::reload::{self, Refusal, Reloads};
+use crate::settings::{live, ClockState, LiveConfig, WorkerConfig};
 use crate::sources::Broadcasts;
 use crate::stats::WorkerStats;
 use crate::sys;
 use crate::tcp::{TcpConfig, TcpServer, TcpStats};
-use crate::worker::{live, ClockState, LiveConfig, Worker, WorkerConfig};
+use crate::worker::Worker;
 
 /// How the engine runs.
 #[derive(Clone, Debug)]

@@ -14,8 +14,8 @@ use gnomon_protocol::{
 };
 
 pub use crate::key::{random_seed, PublicBytes, Secret, SecretKey};
+use crate::settings::VersLists;
 use crate::signer::OnlineSigner;
-use crate::worker::VersLists;
 
 /// One long-term identity as seen by workers.
 pub struct Identity {

@@ -35,6 +35,7 @@ pub mod liveness;
 pub mod metrics;
 pub mod offline;
 pub mod reload;
+pub mod settings;
 pub mod signer;
 pub mod sources;
 pub mod stats;

@@ -96,8 +96,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::keys::SharedKeys;
 use crate::limit::source_prefix;
 use crate::liveness::{Beat, Named};
+use crate::settings::{ClockState, LiveConfig};
 use crate::stats::Drop;
-use crate::worker::{ClockState, LiveConfig};
 
 /// How often the listener looks at the stop flag while no one connects.
 const ACCEPT_WAKE: Duration = Duration::from_millis(100);

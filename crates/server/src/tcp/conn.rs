@@ -31,8 +31,8 @@ use super::{bump, tcp_acceptor, Close, ConnState, Counters, Place, Shared, TcpCo
 use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
 use crate::limit::{SourceLimiter, Verdict};
+use crate::settings::{udp_acceptor, WorkerConfig};
 use crate::stats::Drop;
-use crate::worker::{udp_acceptor, WorkerConfig};
 
 /// Requests answered per responder call at most.
 const BURST: usize = 64;
