@@ -117,7 +117,12 @@ class Serve:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, **(env or {})},
+            # None of the caller's GNOMON_* variables: only what the test
+            # means the server to see.
+            env={
+                **{k: v for k, v in os.environ.items() if not k.startswith("GNOMON_")},
+                **(env or {}),
+            },
         )
         self.log: List[str] = []
         lines: "queue.Queue[Optional[str]]" = queue.Queue()
@@ -179,7 +184,7 @@ def server() -> Iterator[Serve]:
 def faketime_env(offset: str) -> dict:
     """libfaketime moving the process's wall clock by `offset` seconds
     ("+3600"); the monotonic clock stays honest, as in
-    crates/cli/tests/hostile_clock.rs."""
+    crates/cli/tests/cli/hostile_clock.rs."""
     return {
         "LD_PRELOAD": str(LIBFAKETIME),
         "FAKETIME": offset,

@@ -19,7 +19,7 @@ from conftest import LIBFAKETIME, Serve, faketime_env, gnomon_bin, skip
 
 # The servers answer with a 3 s radius, or the kernel's own error estimate
 # on an unsynchronized clock when larger (±16 s here): the default 10 s
-# limit would refuse every honest bundle (as in crates/cli/tests/relay_proof.rs).
+# limit would refuse every honest bundle (as in crates/cli/tests/cli/relay_proof.rs).
 MAX_RADIUS = 300.0
 RADIUS_ARGS = ["--clock-unsynchronized-radius", "3s", "--clock-radius-floor", "3s"]
 

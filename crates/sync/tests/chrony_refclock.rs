@@ -3,7 +3,7 @@
 //! with the offset the servers vouch for.
 //!
 //! The servers are in-process fixtures speaking draft 07, whose µs
-//! timestamps make the consensus narrow; crates/cli/tests/sync_chrony.rs
+//! timestamps make the consensus narrow; crates/cli/tests/cli/sync_chrony.rs
 //! runs the same check with `gnomon serve` and `gnomon sync` processes.
 
 use std::sync::atomic::{AtomicBool, Ordering};

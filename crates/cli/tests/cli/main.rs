@@ -1,0 +1,51 @@
+//! The cli crate's integration tests, one binary (each module was
+//! once a binary of its own): the shared helpers first, then the tests.
+
+mod client_support;
+mod fleet_support;
+mod https_support;
+mod serve_support;
+mod sync_support;
+mod watch_support;
+mod xdp_support;
+
+mod bench_cli;
+mod config_cli;
+mod deploy_kubernetes;
+mod doc_liar;
+mod exit_codes;
+mod fleet;
+mod health_cli;
+mod hostile_clock;
+mod hostile_flood;
+mod hostile_http;
+mod hostile_tcp;
+mod hostile_udp;
+mod inspect_cli;
+mod minority_liars;
+mod now_cli;
+mod now_floor;
+mod pkcs11_token;
+mod pq_cli;
+mod pq_serve;
+mod pq_sync_watch;
+mod query_cli;
+mod query_resolver;
+mod query_serve;
+mod relay_proof;
+mod reload;
+mod report_server;
+mod sequence_cli;
+mod serve;
+mod silenced_voters;
+mod static_image;
+mod sync_chrony;
+mod sync_cli;
+mod sync_list;
+mod sync_metrics;
+mod sync_service;
+mod systemd;
+mod watch_browser;
+mod watch_cli;
+mod watch_http;
+mod xdp_netns;
