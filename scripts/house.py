@@ -20,8 +20,9 @@ out and a module the map names that is not there are all broken rules.
     scripts/house.py            print every crate's circles and long files
     scripts/house.py --check    the same, and exit 1 when a rule is broken:
                                 a circle in protocol or server, a circle of
-                                more than 2 modules elsewhere, a file past
-                                600 lines (generated files and data tables
+                                more than 2 modules elsewhere, more than one
+                                integration-test binary in a crate, a file
+                                (of src/ or tests/) past 600 lines (generated files and data tables
                                 are listed in EXEMPT below, with the reason),
                                 a use against a crate's map of layers
 """
@@ -171,8 +172,24 @@ def against_map(edges, layers):
     return out
 
 
+def test_binaries(crate_dir):
+    """The integration-test binaries Cargo makes for a crate: each
+    tests/*.rs file and each tests/*/main.rs."""
+    tests = os.path.join(crate_dir, "tests")
+    if not os.path.isdir(tests):
+        return []
+    out = []
+    for e in sorted(os.listdir(tests)):
+        full = os.path.join(tests, e)
+        if e.endswith(".rs") or os.path.isfile(os.path.join(full, "main.rs")):
+            out.append(os.path.relpath(full, ROOT))
+    return out
+
+
 def long_files(src):
-    for f in rs_files(src):
+    # The crate's own code and its tests: both are read and kept.
+    tests = os.path.join(os.path.dirname(src), "tests")
+    for f in list(rs_files(src)) + (list(rs_files(tests)) if os.path.isdir(tests) else []):
         rel = os.path.relpath(f, ROOT)
         n = sum(1 for _ in open(f, encoding="utf-8"))
         if n > LIMIT:
@@ -198,6 +215,10 @@ def main():
             parts.append(f"  {rel}: {n} lines" + (f"  (exempt: {exempt})" if exempt else "  (past 600)"))
             if not exempt:
                 broken.append(f"{rel}: {n} lines")
+        binaries = test_binaries(os.path.dirname(src))
+        if len(binaries) > 1:
+            parts.append(f"  {len(binaries)} integration-test binaries: {', '.join(binaries)}  (one per crate)")
+            broken.append(f"{name}: {len(binaries)} test binaries")
         off = against_map(edges, maps[name]) if name in maps else []
         for o in off:
             parts.append(f"  against the map of layers (docs/DESIGN.md): {o}  (not allowed)")
