@@ -80,7 +80,7 @@ fn the_documented_liar_is_an_hour_ahead_and_stops_on_sigterm() {
         .unwrap();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let started = Started::read(child, stderr);
-    let mut child = gnomon_testkit::Reaped::from(started.child);
+    let mut child = started.child;
     let key = base64::engine::general_purpose::STANDARD.encode(started.public);
 
     let out = gnomon_testkit::command(env!("CARGO_BIN_EXE_gnomon"))

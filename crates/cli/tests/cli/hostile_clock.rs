@@ -13,7 +13,7 @@ use crate::serve_support;
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -28,7 +28,7 @@ const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 const RECOVERY: Duration = Duration::from_secs(1);
 
 struct Server {
-    child: Child,
+    child: gnomon_testkit::Reaped,
     addr: SocketAddr,
     metrics: SocketAddr,
     public: [u8; 32],

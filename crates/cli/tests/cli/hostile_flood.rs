@@ -9,7 +9,6 @@ use crate::serve_support;
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -21,7 +20,7 @@ use serve_support::peer::connect_from;
 use serve_support::{keygen, ml_dsa_delegations, scratch, start_serve};
 
 struct Server {
-    child: Child,
+    child: gnomon_testkit::Reaped,
     addr: SocketAddr,
     tcp: SocketAddr,
     metrics: SocketAddr,

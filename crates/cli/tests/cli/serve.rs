@@ -35,7 +35,7 @@ fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
 impl From<serve_support::Started> for Server {
     fn from(s: serve_support::Started) -> Server {
         Server {
-            child: s.child.into(),
+            child: s.child,
             addr: s.addr,
             public: s.public,
             stderr: s.stderr,

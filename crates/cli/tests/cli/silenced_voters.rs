@@ -433,7 +433,7 @@ fn two_identities(dir: &Path, offset: &str) -> (Reaped, SocketAddr, SocketAddr, 
     let mut stderr = started.stderr;
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     (
-        started.child.into(),
+        started.child,
         udp,
         tcp,
         gnomon_testkit::base64(&ed_public),

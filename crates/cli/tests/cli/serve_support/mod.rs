@@ -10,7 +10,8 @@ use base64::Engine as _;
 
 /// A started server, up to its "listening on udp" line.
 pub struct Started {
-    pub child: Child,
+    /// Killed and reaped when dropped: a failing test leaves no server.
+    pub child: gnomon_testkit::Reaped,
     /// The first UDP address it listens on.
     pub addr: SocketAddr,
     /// The long-term public key it printed.
@@ -98,7 +99,10 @@ pub fn read_public(child: &mut Child) -> [u8; 32] {
 impl Started {
     /// Read a spawned server's public key (stdout) and its log (`stderr`,
     /// perhaps partly read already) up to "listening on udp".
-    pub fn read(mut child: Child, mut stderr: BufReader<ChildStderr>) -> Started {
+    pub fn read(child: Child, mut stderr: BufReader<ChildStderr>) -> Started {
+        // Guarded at once: a server that says something unexpected is
+        // still killed when the assertion below ends the test.
+        let mut child = gnomon_testkit::Reaped(child);
         let public = read_public(&mut child);
         let mut line = String::new();
         let mut startup = Vec::new();

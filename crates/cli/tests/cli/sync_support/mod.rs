@@ -175,7 +175,7 @@ pub fn start_servers_with(
         // The server's log must not fill its pipe: read it away.
         let mut stderr = started.stderr;
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        children.push(started.child.into());
+        children.push(started.child);
     }
     let reports = reports
         .map(|r| format!(r#","reports":"{r}""#))

@@ -85,7 +85,7 @@ pub fn start_reporting(test: &str, with_liar: bool, reports: Option<&str>) -> Li
         ));
         let mut stderr = started.stderr;
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        children.push(started.child.into());
+        children.push(started.child);
     };
     serve(HONEST[0], 1, &[], None);
     serve(HONEST[1], 0x8000_0008, &["--versions", "draft-08"], None);

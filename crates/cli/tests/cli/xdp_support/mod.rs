@@ -5,7 +5,7 @@
 
 use std::io::BufRead;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -377,7 +377,7 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
 /// A `gnomon serve` in the server namespace, killed when the test ends
 /// (passing or not); its log drained on a thread, kept for messages.
 pub struct Server {
-    pub child: Child,
+    pub child: gnomon_testkit::Reaped,
     pub public: [u8; 32],
     /// Its metrics endpoint, inside the namespace.
     metrics: SocketAddr,
