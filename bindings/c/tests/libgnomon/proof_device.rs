@@ -81,7 +81,7 @@ impl Relay {
     fn bundle(&self, device: &[u8], format: &str, extra: &[&str]) -> (Vec<u8>, Option<i32>) {
         let hex: String = device.iter().map(|b| format!("{b:02x}")).collect();
         let out_path = self.dir.join(format!("relayed.{format}"));
-        let out = run(Command::new(gnomon_bin())
+        let out = run(gnomon_testkit::command(gnomon_bin())
             .args(["relay", "--servers"])
             .arg(&self.list)
             .args(["--device-nonce", &hex, "--out"])

@@ -209,7 +209,7 @@ impl Serve {
 
     /// A server whose command `setup` adjusts first (a shifted clock).
     pub fn start_with(setup: impl FnOnce(&mut Command)) -> Serve {
-        let mut cmd = Command::new(gnomon_bin());
+        let mut cmd = gnomon_testkit::command(gnomon_bin());
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
             .args(["--summary-interval", "0"])
             // This machine's kernel clock may be unsynchronized; the
