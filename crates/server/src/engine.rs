@@ -1,4 +1,15 @@
 //! Starting and stopping the workers, and the key/clock thread.
+//!
+//! The engine is the one place that wires the UDP workers, the AF_XDP
+//! path, TCP, the key thread, reloads and the snapshots for `/metrics`
+//! together; nothing it wires imports it. Here: the sockets, the threads
+//! and their lifetimes; in `engine/keeper.rs` the key thread, in
+//! `engine/clock.rs` the radius policy both apply, in
+//! `engine/snapshot.rs` what `/metrics` and `/health` read.
+
+mod clock;
+mod keeper;
+mod snapshot;
 
 use std::io;
 use std::net::SocketAddr;
@@ -11,16 +22,19 @@ use arc_swap::ArcSwap;
 use gnomon_protocol::LongTermKey;
 use socket2::Socket;
 
+use clock::update_clock;
+pub use clock::{radius_from_kernel, ClockReader};
+use keeper::{horizon, Keeper, SKEW_US};
+
 use crate::activation::Passed;
-use crate::key::random_seed;
-use crate::keys::{mint_epoch, offline_selection, KeySource, SharedKeys};
+use crate::keys::{mint_epoch, KeySource, SharedKeys};
 use crate::liveness::{Beat, Named};
-use crate::reload::{self, Refusal, Reloads};
+use crate::reload::{Refusal, Reloads};
 use crate::settings::{live, ClockState, LiveConfig, WorkerConfig};
 use crate::sources::Broadcasts;
 use crate::stats::WorkerStats;
 use crate::sys;
-use crate::tcp::{TcpConfig, TcpServer, TcpStats};
+use crate::tcp::{TcpConfig, TcpServer};
 use crate::worker::Worker;
 
 /// How the engine runs.
@@ -72,7 +86,7 @@ pub struct Engine {
     /// The workers' settings, swapped by [`Engine::reload`].
     live: LiveConfig,
     /// Reload requests to the key thread.
-    reload_requests: mpsc::Sender<reload::Request>,
+    reload_requests: mpsc::Sender<keeper::Request>,
     reloads: Arc<Reloads>,
     /// Every UDP worker's and the key thread's heartbeat (TCP's are in `tcp`).
     beats: Vec<Named>,
@@ -85,48 +99,11 @@ pub struct Engine {
 /// within one poll unless a delegation directory is very slow to read.
 const RELOAD_PATIENCE: Duration = Duration::from_secs(30);
 
-/// Skew for clients slightly behind: a fresh delegation starts this long
-/// before it is minted, µs.
-const SKEW_US: u64 = 60_000_000;
-
-/// How often the key thread rescans the offline delegation directories.
-const RESCAN_EVERY: Duration = Duration::from_secs(5);
-
-/// The earliest time some identity runs out of delegations.
-fn horizon(sources: &[KeySource]) -> u64 {
-    sources
-        .iter()
-        .map(KeySource::horizon_us)
-        .min()
-        .unwrap_or(u64::MAX)
-}
-
 fn now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0)
-}
-
-/// Reads the kernel's clock state; [`sys::kernel_clock`] in production,
-/// anything a test likes otherwise.
-pub type ClockReader = Arc<dyn Fn() -> io::Result<sys::KernelClock> + Send + Sync>;
-
-/// Kernel clock error → advertised radius; `None` when refusing. `None`
-/// for `k` means the state could not be read: nothing says the clock is
-/// right, so it is treated as unsynchronized. The radius is never below
-/// the kernel's own maximum error, whatever the policy says.
-pub fn radius_from_kernel(
-    k: Option<sys::KernelClock>,
-    floor_us: u64,
-    unsynchronized: Option<u64>,
-) -> Option<u64> {
-    let max_error_us = k.map_or(0, |k| k.max_error_us);
-    if k.is_some_and(|k| k.synchronized) {
-        Some(max_error_us.max(floor_us))
-    } else {
-        unsynchronized.map(|r| r.max(floor_us).max(max_error_us))
-    }
 }
 
 impl Engine {
@@ -379,7 +356,7 @@ impl Engine {
         };
         let tcp = config.tcp.clone();
         let (reply, answer) = mpsc::sync_channel(1);
-        let request = reload::Request {
+        let request = keeper::Request {
             config,
             sources,
             reply,
@@ -410,60 +387,9 @@ impl Engine {
         Ok(publics)
     }
 
-    /// Sum of the workers' last published counters.
-    pub fn stats(&self) -> WorkerStats {
-        self.snapshot().stats
-    }
-
-    /// What `/metrics` and `/health` report.
-    pub fn snapshot(&self) -> crate::metrics::Snapshot {
-        snapshot(
-            &self.stats,
-            &self.keys,
-            &self.clock,
-            self.tcp_stats(),
-            &self.reloads,
-            self.xdp_info(),
-        )
-    }
-
-    /// A closure producing snapshots, for the metrics thread.
-    pub fn snapshot_source(&self) -> impl Fn() -> crate::metrics::Snapshot + Send + 'static {
-        let (stats, keys, clock) = (self.stats.clone(), self.keys.clone(), self.clock.clone());
-        let reloads = self.reloads.clone();
-        let tcp = self.tcp.as_ref().map(|t| t.stats_source());
-        let xdp = self.xdp_info();
-        move || {
-            snapshot(
-                &stats,
-                &keys,
-                &clock,
-                tcp.as_ref().map(|f| f()),
-                &reloads,
-                xdp.clone(),
-            )
-        }
-    }
-
-    /// Where the AF_XDP path runs, when it does.
-    pub fn xdp_info(&self) -> Option<crate::metrics::XdpInfo> {
-        self.xdp.as_ref().map(|a| crate::metrics::XdpInfo {
-            interface: a.interface.clone(),
-            mode: a.mode.label(),
-            zero_copy: a.zero_copy,
-            queues: a.queues,
-            gate: a.gate.clone(),
-        })
-    }
-
     /// Where TCP is served (empty when it is not).
     pub fn tcp_local(&self) -> &[SocketAddr] {
         self.tcp.as_ref().map_or(&[], |t| t.local())
-    }
-
-    /// The TCP counters, when TCP is served.
-    pub fn tcp_stats(&self) -> Option<TcpStats> {
-        self.tcp.as_ref().map(|t| t.stats())
     }
 
     /// Whether the current delegations cover the current time.
@@ -564,47 +490,6 @@ fn share_passed(
     Ok(out)
 }
 
-fn snapshot(
-    stats: &[Arc<Mutex<WorkerStats>>],
-    keys: &SharedKeys,
-    clock: &ClockState,
-    tcp: Option<TcpStats>,
-    reloads: &Reloads,
-    xdp: Option<crate::metrics::XdpInfo>,
-) -> crate::metrics::Snapshot {
-    let mut total = WorkerStats::default();
-    for s in stats {
-        if let Ok(s) = s.lock() {
-            total.add(&s);
-        }
-    }
-    let now = now_us();
-    let keys_now = keys.load();
-    let key_info = keys_now
-        .identities
-        .iter()
-        .map(|i| crate::metrics::KeyInfo {
-            long_term: i.public.clone(),
-            online: i.online.public_key().clone(),
-            host: i.host.clone(),
-        })
-        .collect();
-    crate::metrics::Snapshot {
-        keys: key_info,
-        stats: total,
-        cert_expiry_s: keys.load().expires_us() / 1_000_000,
-        now_s: now / 1_000_000,
-        can_sign: keys.load().covers(now),
-        radius_us: clock.radius_us.load(Ordering::Relaxed),
-        answering: clock.answering.load(Ordering::Relaxed),
-        clock_synchronized: clock.synchronized.load(Ordering::Relaxed),
-        clock_readable: clock.read_error.load(Ordering::Relaxed) == 0,
-        tcp,
-        reloads: reloads.counts(),
-        xdp,
-    }
-}
-
 /// Run a worker on a thread of its own. A worker that fails (or panics)
 /// stops every other: a half-serving process must not stay up.
 fn spawn_worker(
@@ -625,316 +510,4 @@ fn spawn_worker(
         }
         r
     })
-}
-
-/// Apply one reading of the kernel's clock state to what workers use.
-fn update_clock(clock: &ClockState, config: &EngineConfig, read: io::Result<sys::KernelClock>) {
-    let k = match read {
-        Ok(k) => {
-            clock.read_error.store(0, Ordering::Relaxed);
-            Some(k)
-        }
-        // adjtimex refused (systemd's ProtectClock=yes, seccomp): keep the
-        // reason for the one log line the caller writes.
-        Err(e) => {
-            clock
-                .read_error
-                .store(e.raw_os_error().unwrap_or(-1), Ordering::Relaxed);
-            None
-        }
-    };
-    clock
-        .synchronized
-        .store(k.is_some_and(|k| k.synchronized), Ordering::Relaxed);
-    let radius = radius_from_kernel(k, config.radius_floor_us, config.unsynchronized_radius_us);
-    match radius {
-        Some(r) => {
-            clock.radius_us.store(r, Ordering::Relaxed);
-            clock.answering.store(true, Ordering::Relaxed);
-        }
-        None => clock.answering.store(false, Ordering::Relaxed),
-    }
-}
-
-/// Next rotation time: `period` from now, moved by up to ±`jitter_percent`
-/// so servers (and restarts) do not rotate in step.
-fn next_rotation(now: u64, period: Duration, jitter_percent: u8) -> u64 {
-    let period = period.as_micros() as u64;
-    let span = period / 100 * u64::from(jitter_percent);
-    let roll = random_seed()
-        .map(|s| u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
-        .unwrap_or(0);
-    let offset = if span == 0 { 0 } else { roll % (2 * span + 1) };
-    now + period - span + offset
-}
-
-/// The key thread: rotates online keys before they expire, moves to the
-/// next offline delegation when the current one ends, re-mints at once when
-/// the clock has stepped out of the current delegation (either way),
-/// refreshes the radius, rescans the delegation directories and applies
-/// reloads. It is the only writer of the key epoch.
-struct Keeper {
-    keys: SharedKeys,
-    clock: Arc<ClockState>,
-    stop: Arc<AtomicBool>,
-    config: EngineConfig,
-    sources: Vec<KeySource>,
-    reader: ClockReader,
-    interfaces: crate::interfaces::Interfaces,
-    requests: mpsc::Receiver<reload::Request>,
-    reloads: Arc<Reloads>,
-    horizon_us: Arc<AtomicU64>,
-    /// Ticked once per poll, for the watchdog.
-    beat: Arc<Beat>,
-}
-
-impl Keeper {
-    fn run(mut self) {
-        let mut next = next_rotation(
-            now_us(),
-            self.config.key_rotation,
-            self.config.key_rotation_jitter_percent,
-        );
-        let mut selection = offline_selection(&self.sources, now_us());
-        let mut scanned = std::time::Instant::now();
-        while !self.stop.load(Ordering::Relaxed) {
-            self.beat.tick();
-            // The park is on the monotonic clock, so a step cannot stretch
-            // it; shutdown and reloads unpark it.
-            std::thread::park_timeout(Duration::from_millis(100));
-            if self.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            while let Ok(request) = self.requests.try_recv() {
-                if self.reload(request) {
-                    selection = offline_selection(&self.sources, now_us());
-                    next = next_rotation(
-                        now_us(),
-                        self.config.key_rotation,
-                        self.config.key_rotation_jitter_percent,
-                    );
-                }
-            }
-            update_clock(&self.clock, &self.config, (self.reader)());
-            // Interfaces come and go (DHCP, VPNs, containers): a new directed
-            // broadcast is learnt within a second, a new or removed address
-            // of the XDP table as soon as the kernel announces it.
-            self.interfaces.tick();
-            if scanned.elapsed() >= RESCAN_EVERY {
-                self.rescan();
-                scanned = std::time::Instant::now();
-            }
-            let now = now_us();
-            let current = offline_selection(&self.sources, now);
-            let stepped_out = !self.keys.load().covers(now);
-            if now >= next || current != selection || stepped_out {
-                // One store: a worker sees the old epoch or the new, both
-                // valid. If no offline delegation covers now, keep the old
-                // epoch: the responder refuses to sign outside its window
-                // anyway, /health says so, and the next poll tries again.
-                let validity = self.config.key_validity.as_micros() as u64;
-                let (period, jitter) = (
-                    self.config.key_rotation,
-                    self.config.key_rotation_jitter_percent,
-                );
-                if let Ok(epoch) = mint_epoch(&self.sources, now, validity, SKEW_US) {
-                    self.keys.store(Arc::new(epoch));
-                    selection = current;
-                    // A rotation deadline set before a step back could lie
-                    // far in the new future: count the period from this mint.
-                    next = next_rotation(now, period, jitter);
-                } else if now >= next {
-                    next = next_rotation(now, period, jitter);
-                }
-            }
-        }
-    }
-
-    /// Apply a reload: mint an epoch from the new sources (or the running
-    /// ones) under the new settings; on success swap it in and keep both,
-    /// else keep everything. Returns whether it applied.
-    fn reload(&mut self, request: reload::Request) -> bool {
-        let reload::Request {
-            config,
-            sources,
-            reply,
-        } = request;
-        let now = now_us();
-        let validity = config.key_validity.as_micros() as u64;
-        let minted = mint_epoch(
-            sources.as_deref().unwrap_or(&self.sources),
-            now,
-            validity,
-            SKEW_US,
-        );
-        let epoch = match minted {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = reply.send(Err(e));
-                return false;
-            }
-        };
-        let publics = epoch.identities.iter().map(|i| i.public.clone()).collect();
-        self.keys.store(Arc::new(epoch));
-        if let Some(s) = sources {
-            self.sources = s;
-        }
-        self.config = config;
-        // The radius policy applies now, not at the next poll.
-        update_clock(&self.clock, &self.config, (self.reader)());
-        self.horizon_us
-            .store(horizon(&self.sources), Ordering::Relaxed);
-        self.reloads.set_delegations(&self.sources);
-        let _ = reply.send(Ok(publics));
-        true
-    }
-
-    /// Read new and changed delegation files; the caller's selection check
-    /// then switches to a new delegation if it is now the one to use.
-    fn rescan(&mut self) {
-        let (mut taken, mut rejected) = (0, 0);
-        for source in &mut self.sources {
-            let KeySource::Offline(store) = source else {
-                continue;
-            };
-            let report = store.rescan();
-            if let Some(e) = report.unreadable {
-                tracing::warn!("offline delegations: {e}; keeping the ones loaded");
-            }
-            for e in &report.rejected {
-                tracing::warn!("offline delegations: skipping a file: {e}");
-            }
-            for path in &report.taken {
-                tracing::info!("offline delegations: loaded {}", path.display());
-            }
-            taken += report.taken.len();
-            rejected += report.rejected.len();
-        }
-        if taken + rejected > 0 {
-            self.reloads.rescanned(taken, rejected);
-            self.reloads.set_delegations(&self.sources);
-            self.horizon_us
-                .store(horizon(&self.sources), Ordering::Relaxed);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sys::KernelClock;
-
-    const SYNCED: KernelClock = KernelClock {
-        max_error_us: 500_000,
-        synchronized: true,
-    };
-
-    #[test]
-    fn radius_follows_the_kernel_and_the_policy() {
-        assert_eq!(
-            radius_from_kernel(Some(SYNCED), 3_000_000, None),
-            Some(3_000_000)
-        );
-        let worse = KernelClock {
-            max_error_us: 7_000_000,
-            synchronized: true,
-        };
-        assert_eq!(
-            radius_from_kernel(Some(worse), 3_000_000, None),
-            Some(7_000_000)
-        );
-        let unsynced = KernelClock {
-            max_error_us: 16_000_000,
-            synchronized: false,
-        };
-        assert_eq!(radius_from_kernel(Some(unsynced), 3_000_000, None), None);
-        assert_eq!(
-            radius_from_kernel(Some(unsynced), 3_000_000, Some(60_000_000)),
-            Some(60_000_000)
-        );
-    }
-
-    #[test]
-    fn unsynchronized_radius_is_never_below_the_kernels_max_error() {
-        let drifting = KernelClock {
-            max_error_us: 90_000_000,
-            synchronized: false,
-        };
-        assert_eq!(
-            radius_from_kernel(Some(drifting), 3_000_000, Some(60_000_000)),
-            Some(90_000_000)
-        );
-    }
-
-    #[test]
-    fn an_unreadable_clock_is_unsynchronized() {
-        // Refusing policy: no answers at all.
-        assert_eq!(radius_from_kernel(None, 3_000_000, None), None);
-        // Answering policy: its radius, not the synchronized floor.
-        assert_eq!(
-            radius_from_kernel(None, 3_000_000, Some(60_000_000)),
-            Some(60_000_000)
-        );
-    }
-
-    fn config(unsynchronized_radius_us: Option<u64>) -> EngineConfig {
-        EngineConfig {
-            listen: Vec::new(),
-            workers: 1,
-            recv_buffer: None,
-            worker: WorkerConfig {
-                max_batch: 1,
-                max_queue_delay_us: 0,
-                acceptor: gnomon_protocol::Acceptor {
-                    profiles: gnomon_protocol::ProfileSet::ALL,
-                    min_size: 1024,
-                },
-                options: Default::default(),
-                vers: Default::default(),
-                grease_per_million: 0,
-                fail_after: None,
-                batch_wait_us: 0,
-                limit: Default::default(),
-            },
-            key_validity: Duration::from_secs(3600),
-            key_rotation: Duration::from_secs(1800),
-            key_rotation_jitter_percent: 0,
-            radius_floor_us: 3_000_000,
-            unsynchronized_radius_us,
-            xdp: None,
-            tcp: None,
-        }
-    }
-
-    #[test]
-    fn a_failed_read_stops_answering_under_refuse_and_recovers() {
-        let clock = ClockState::new(3_000_000);
-        let refuse = config(None);
-        update_clock(
-            &clock,
-            &refuse,
-            Err(io::Error::from_raw_os_error(libc::EPERM)),
-        );
-        assert!(!clock.answering.load(Ordering::Relaxed));
-        assert!(!clock.synchronized.load(Ordering::Relaxed));
-        assert_eq!(clock.read_error.load(Ordering::Relaxed), libc::EPERM);
-        update_clock(&clock, &refuse, Ok(SYNCED));
-        assert!(clock.answering.load(Ordering::Relaxed));
-        assert!(clock.synchronized.load(Ordering::Relaxed));
-        assert_eq!(clock.read_error.load(Ordering::Relaxed), 0);
-        assert_eq!(clock.radius_us.load(Ordering::Relaxed), 3_000_000);
-    }
-
-    #[test]
-    fn a_failed_read_answers_with_the_unsynchronized_radius() {
-        let clock = ClockState::new(3_000_000);
-        let answer = config(Some(60_000_000));
-        update_clock(
-            &clock,
-            &answer,
-            Err(io::Error::from_raw_os_error(libc::EPERM)),
-        );
-        assert!(clock.answering.load(Ordering::Relaxed));
-        assert_eq!(clock.radius_us.load(Ordering::Relaxed), 60_000_000);
-    }
 }

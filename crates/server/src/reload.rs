@@ -21,23 +21,9 @@
 //! buffers (addresses, worker count, batch size, receive buffer, TCP on or
 //! off) keeps its value from the start; `gnomon serve` names it in the log.
 
-use gnomon_protocol::LongTermKey;
-use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::SyncSender;
 
-use crate::engine::EngineConfig;
 use crate::keys::KeySource;
-
-/// What the key thread is asked to do on a reload.
-pub(crate) struct Request {
-    /// The new settings (its key and clock parts are the key thread's).
-    pub(crate) config: EngineConfig,
-    /// New identities, or `None` to keep the running ones.
-    pub(crate) sources: Option<Vec<KeySource>>,
-    /// The public keys now served, or why nothing changed.
-    pub(crate) reply: SyncSender<io::Result<Vec<LongTermKey>>>,
-}
 
 /// Why a reload was refused: the `reason` of
 /// `gnomon_reload_refusals_total`. Every refusal leaves the running
