@@ -1,5 +1,5 @@
 /* The device of a relayed proof (docs/PROOF.md), in C: run by
- * tests/proof_device.rs as
+ * tests/libgnomon/proof_device/ as
  *   proof BUNDLE DEVICE KEYS ELAPSED_US [SERVERS [MAX_LIARS]]
  * with BUNDLE the binary bundle `gnomon relay` made against real `gnomon
  * serve` processes (or a tampered copy), DEVICE the device value D (raw

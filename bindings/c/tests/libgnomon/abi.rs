@@ -386,7 +386,7 @@ fn every_error_code_is_produced() {
     // runs its body in turns it into a code.
     saw(guard(|| panic!("a bug")), GnomonErrInternal, "a panic");
     // Each way a relayed proof fails has its own code (the bundles behind
-    // them: tests/proof_device.rs, a relay against real servers).
+    // them: tests/libgnomon/proof_device/, a relay against real servers).
     {
         use gnomon_protocol::proof::{EntrySet, ProofError as P};
         for (e, want) in [

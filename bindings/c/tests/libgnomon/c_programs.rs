@@ -5,7 +5,7 @@
 //! build's static library (its test hook); each run against a real
 //! `gnomon serve` on loopback. tests/c/consensus.c and tests/c/ml_dsa.c
 //! need no server, and run against the `c-lib` library and the no_std one.
-//! tests/c/proof.c, the device of a relayed proof: tests/libgnomon/proof_device.rs.
+//! tests/c/proof.c, the device of a relayed proof: tests/libgnomon/proof_device/.
 
 use crate::c_support;
 
