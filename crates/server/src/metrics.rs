@@ -15,7 +15,7 @@ pub use http::spawn;
 use gnomon_protocol::{LongTermKey, PROFILES};
 
 pub use crate::key::key_label;
-use crate::stats::{Drop, WorkerStats, BATCH_BUCKETS, DELAY_BOUNDS_US};
+use crate::stats::{Close, Drop, TcpStats, WorkerStats, BATCH_BUCKETS, DELAY_BOUNDS_US};
 
 /// Everything the endpoint reports, read at scrape time.
 #[derive(Clone, Debug, Default)]
@@ -38,7 +38,7 @@ pub struct Snapshot {
     /// Whether the kernel's clock state could be read at all.
     pub clock_readable: bool,
     /// TCP counters, when TCP is served.
-    pub tcp: Option<crate::tcp::TcpStats>,
+    pub tcp: Option<TcpStats>,
     /// The keys signing now, one per identity.
     pub keys: Vec<KeyInfo>,
     /// Configuration reloads and delegation rescans.
@@ -389,7 +389,7 @@ fn render_reloads(o: &mut String, r: &crate::reload::ReloadCounts) {
     );
 }
 
-fn render_tcp(o: &mut String, t: &crate::tcp::TcpStats) {
+fn render_tcp(o: &mut String, t: &TcpStats) {
     let _ = writeln!(o, "# HELP gnomon_tcp_connections_total TCP connections by what happened to them at accept.\n# TYPE gnomon_tcp_connections_total counter");
     for (event, n) in [
         ("accepted", t.accepted),
@@ -404,7 +404,7 @@ fn render_tcp(o: &mut String, t: &crate::tcp::TcpStats) {
     let _ = writeln!(o, "# HELP gnomon_tcp_open_connections TCP connections open now.\n# TYPE gnomon_tcp_open_connections gauge\ngnomon_tcp_open_connections {}", t.open);
     let _ = writeln!(o, "# HELP gnomon_tcp_busy_connections TCP connections with a request started and not yet answered (the others are idle, and the idlest is closed for a newcomer at the cap).\n# TYPE gnomon_tcp_busy_connections gauge\ngnomon_tcp_busy_connections {}", t.busy);
     let _ = writeln!(o, "# HELP gnomon_tcp_closed_total TCP connections closed, by reason.\n# TYPE gnomon_tcp_closed_total counter");
-    for c in crate::tcp::Close::ALL {
+    for c in Close::ALL {
         let _ = writeln!(
             o,
             "gnomon_tcp_closed_total{{reason=\"{}\"}} {}",

@@ -1,8 +1,14 @@
 //! Per-worker counters: plain integers owned by one thread (no shared cache
-//! lines on the hot path), published as a snapshot now and then.
+//! lines on the hot path), published as a snapshot now and then; and TCP's
+//! snapshot (`stats/tcp.rs`). A leaf: the loops count into these, `/metrics`
+//! renders them, and it imports nothing of the crate.
+
+mod tcp;
 
 use gnomon_protocol::request::RequestError;
 use gnomon_protocol::PROFILES;
+
+pub use tcp::{Close, TcpStats};
 
 /// Why a datagram got no answer. Every reason is a counter; nothing is
 /// logged per packet (an attacker would otherwise choose our log volume).

@@ -78,6 +78,7 @@
 //! which for ML-DSA-44 is over 100 µs.
 
 mod budget;
+mod caps;
 mod conn;
 mod frame;
 
@@ -94,10 +95,12 @@ use gnomon_protocol::{Acceptor, ProfileSet, PROFILES};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::keys::SharedKeys;
-use crate::limit::source_prefix;
 use crate::liveness::{Beat, Named};
 use crate::settings::{ClockState, LiveConfig};
 use crate::stats::Drop;
+pub use crate::stats::{Close, TcpStats};
+
+use caps::admit;
 
 /// How often the listener looks at the stop flag while no one connects.
 const ACCEPT_WAKE: Duration = Duration::from_millis(100);
@@ -105,16 +108,6 @@ const ACCEPT_WAKE: Duration = Duration::from_millis(100);
 /// file descriptors): the pending connection stays queued, so retrying at
 /// once would spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
-/// Handler stack: the responder's state lives on the heap; this is room for
-/// the signing code with a wide margin.
-const HANDLER_STACK: usize = 256 * 1024;
-/// The network around a source, for `max_per_network`: an IPv4 /24 (the
-/// smallest block routed on the Internet) or an IPv6 /48 (a site's usual
-/// assignment).
-const NETWORK_V4: u8 = 24;
-/// See [`NETWORK_V4`].
-const NETWORK_V6: u8 = 48;
-
 /// TCP settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -164,122 +157,6 @@ impl Default for TcpConfig {
             source_prefix_v4: 32,
             source_prefix_v6: 64,
         }
-    }
-}
-
-/// Why a connection ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(usize)]
-pub enum Close {
-    /// The peer closed or reset it.
-    Peer,
-    /// No complete request for `idle_timeout`.
-    Idle,
-    /// A frame was started and not finished within `read_timeout`.
-    ReadTimeout,
-    /// A header announced a body longer than `max_frame`.
-    FrameTooLarge,
-    /// The stream does not start with the ROUGHTIM magic where a frame must.
-    Framing,
-    /// Writing the responses failed (the peer reset the connection).
-    WriteFailed,
-    /// The peer did not take its responses within `write_timeout`.
-    WriteTimeout,
-    /// The connection reached `max_lifetime`.
-    Lifetime,
-    /// The connection carried `max_requests` frames.
-    RequestCap,
-    /// The server is stopping.
-    Shutdown,
-    /// Idle the longest when a newcomer met the total cap.
-    Evicted,
-}
-
-impl Close {
-    /// Number of reasons.
-    pub const COUNT: usize = 11;
-    /// Every reason, in counter order.
-    pub const ALL: [Close; Close::COUNT] = [
-        Close::Peer,
-        Close::Idle,
-        Close::ReadTimeout,
-        Close::FrameTooLarge,
-        Close::Framing,
-        Close::WriteFailed,
-        Close::WriteTimeout,
-        Close::Lifetime,
-        Close::RequestCap,
-        Close::Shutdown,
-        Close::Evicted,
-    ];
-
-    /// Metric label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Close::Peer => "peer",
-            Close::Idle => "idle_timeout",
-            Close::ReadTimeout => "read_timeout",
-            Close::FrameTooLarge => "frame_too_large",
-            Close::Framing => "framing",
-            Close::WriteFailed => "write_failed",
-            Close::WriteTimeout => "write_timeout",
-            Close::Lifetime => "max_lifetime",
-            Close::RequestCap => "max_requests",
-            Close::Shutdown => "shutdown",
-            Close::Evicted => "evicted",
-        }
-    }
-}
-
-/// A snapshot of the TCP counters since start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TcpStats {
-    /// Connections admitted.
-    pub accepted: u64,
-    /// Connections closed at once: at the total cap with every connection
-    /// mid-request, or no thread to serve them.
-    pub refused: u64,
-    /// Connections closed at once: their source prefix held its share.
-    pub refused_per_source: u64,
-    /// Connections closed at once: their network held its share.
-    pub refused_per_network: u64,
-    /// Open connections closed to make room at the total cap (also in
-    /// `closed`, under [`Close::Evicted`], once their handler ends).
-    pub evicted: u64,
-    /// `accept` failures other than timeouts (for example out of descriptors).
-    pub accept_errors: u64,
-    /// Connections open now.
-    pub open: u64,
-    /// Of those, connections with a frame started and not yet answered
-    /// (the rest are idle: the first to go when the total cap is reached).
-    pub busy: u64,
-    /// Connections closed, per [`Close`] reason.
-    pub closed: [u64; Close::COUNT],
-    /// Complete frames received.
-    pub requests: u64,
-    /// Responses written, per profile id.
-    pub responses: [u64; PROFILES.len()],
-    /// Signatures made.
-    pub signatures: u64,
-    /// Requests dropped, per [`Drop`] reason (the UDP reasons).
-    pub drops: [u64; Drop::COUNT],
-    /// Requests dropped because their version is UDP-only (Google's bare
-    /// message has no frame to arrive in, so this stays 0 unless the
-    /// profile table changes).
-    pub udp_only: u64,
-    /// Responses deliberately sent with a broken signature (grease).
-    pub greased: u64,
-}
-
-impl TcpStats {
-    /// Total responses.
-    pub fn total_responses(&self) -> u64 {
-        self.responses.iter().sum()
-    }
-
-    /// Total requests dropped, for any reason.
-    pub fn total_drops(&self) -> u64 {
-        self.drops.iter().sum::<u64>() + self.udp_only
     }
 }
 
@@ -631,116 +508,6 @@ fn accept_loop(listener: Socket, shared: &Arc<Shared>, beat: &Beat) {
     close_all(shared);
 }
 
-/// Start a handler for `stream`, or close it at once when its source or
-/// its network holds its share, or when the total cap is reached and no
-/// connection is idle to be evicted.
-fn admit(stream: TcpStream, peer: IpAddr, shared: &Arc<Shared>) {
-    let c = &shared.counters;
-    let config = shared.config.load();
-    let cap = config.max_connections.max(1);
-    let source = source_prefix(peer, config.source_prefix_v4, config.source_prefix_v6);
-    let network = source_prefix(
-        peer,
-        config.source_prefix_v4.min(NETWORK_V4),
-        config.source_prefix_v6.min(NETWORK_V6),
-    );
-    if !take(&shared.per_source, source, config.max_per_source) {
-        bump(&c.refused_per_source);
-        return;
-    }
-    if !take(&shared.per_network, network, config.max_per_network) {
-        release(&shared.per_source, source);
-        bump(&c.refused_per_network);
-        return;
-    }
-    let place = Place {
-        id: shared.next_id.fetch_add(1, Ordering::Relaxed),
-        source,
-        network,
-    };
-    // Held across the count and the spawn: a handler that ends at once
-    // must find its own entry when it removes it, or the entry (and a
-    // descriptor) would leak.
-    let mut handlers = shared.handlers.lock().unwrap_or_else(|p| p.into_inner());
-    let open = shared.open.load(Ordering::Relaxed);
-    let counted = open.saturating_sub(shared.evicting.load(Ordering::Relaxed));
-    if counted >= cap && !evict_idle(&handlers, shared) {
-        shared.release(place);
-        bump(&c.refused);
-        return;
-    }
-    shared.open.store(open + 1, Ordering::Relaxed);
-    let state = Arc::new(ConnState {
-        busy: AtomicBool::new(false),
-        last: AtomicU64::new(shared.activity.fetch_add(1, Ordering::Relaxed)),
-        evicted: AtomicBool::new(false),
-    });
-    let stream = Arc::new(stream);
-    let waker = stream.clone();
-    // Counted before the handler can answer anything.
-    bump(&c.accepted);
-    let s = shared.clone();
-    let mine = state.clone();
-    let spawned = std::thread::Builder::new()
-        .name("gnomon-tcp-conn".into())
-        .stack_size(HANDLER_STACK)
-        .spawn(move || conn::serve(stream, place, mine, &s));
-    match spawned {
-        Ok(h) => {
-            handlers.insert(place.id, (waker, h, state));
-        }
-        Err(_) => {
-            c.accepted.fetch_sub(1, Ordering::Relaxed);
-            shared.release(place);
-            shared.open.fetch_sub(1, Ordering::Relaxed);
-            bump(&c.refused);
-        }
-    }
-}
-
-/// Close the connection idle the longest (no frame started since its last
-/// answer), to make room for a newcomer; false when every connection is
-/// mid-request. Its handler sees the end of its stream and counts the
-/// close as [`Close::Evicted`].
-fn evict_idle(handlers: &HashMap<u64, Handler>, shared: &Shared) -> bool {
-    let victim = handlers
-        .values()
-        .filter(|(_, _, st)| !st.busy.load(Ordering::Relaxed) && !st.was_evicted())
-        .min_by_key(|(_, _, st)| st.last.load(Ordering::Relaxed));
-    let Some((stream, _, state)) = victim else {
-        return false;
-    };
-    state.evicted.store(true, Ordering::Relaxed);
-    shared.evicting.fetch_add(1, Ordering::Relaxed);
-    bump(&shared.counters.evicted);
-    let _ = stream.shutdown(std::net::Shutdown::Both);
-    true
-}
-
-/// Count one more connection under `key`, unless it holds `max`.
-fn take(map: &Mutex<HashMap<IpAddr, usize>>, key: IpAddr, max: usize) -> bool {
-    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
-    let n = map.entry(key).or_insert(0);
-    if *n >= max.max(1) {
-        if *n == 0 {
-            map.remove(&key);
-        }
-        return false;
-    }
-    *n += 1;
-    true
-}
-
-fn release(map: &Mutex<HashMap<IpAddr, usize>>, key: IpAddr) {
-    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(n) = map.get_mut(&key) {
-        *n -= 1;
-        if *n == 0 {
-            map.remove(&key);
-        }
-    }
-}
-
 /// At shutdown: wake every handler by shutting its socket, then wait for it.
 fn close_all(shared: &Shared) {
     let handlers = std::mem::take(&mut *shared.handlers.lock().unwrap_or_else(|p| p.into_inner()));
@@ -749,33 +516,6 @@ fn close_all(shared: &Shared) {
     }
     for (_, (_, h, _)) in handlers {
         let _ = h.join();
-    }
-}
-
-impl Shared {
-    /// A handler is done: count why, then let the caps admit another.
-    fn finished(&self, place: Place, state: &ConnState, why: Close) {
-        bump(&self.counters.closed[why as usize]);
-        {
-            let mut handlers = self.handlers.lock().unwrap_or_else(|p| p.into_inner());
-            handlers.remove(&place.id);
-            self.open.fetch_sub(1, Ordering::Relaxed);
-            if state.was_evicted() {
-                self.evicting.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        self.release(place);
-    }
-
-    /// Give back the per-source and per-network counts of `place`.
-    fn release(&self, place: Place) {
-        release(&self.per_source, place.source);
-        release(&self.per_network, place.network);
-    }
-
-    /// A tick of activity, to order connections by idleness.
-    pub(crate) fn tick(&self) -> u64 {
-        self.activity.fetch_add(1, Ordering::Relaxed)
     }
 }
 
@@ -800,16 +540,5 @@ mod tests {
         assert_eq!(a.profiles, ProfileSet::empty());
         // The datagram size floor does not apply to a stream.
         assert_eq!(a.min_size, 0);
-    }
-
-    #[test]
-    fn close_labels_are_distinct_and_ordered() {
-        for (i, c) in Close::ALL.iter().enumerate() {
-            assert_eq!(*c as usize, i);
-        }
-        let mut labels: Vec<_> = Close::ALL.iter().map(|c| c.label()).collect();
-        labels.sort();
-        labels.dedup();
-        assert_eq!(labels.len(), Close::COUNT);
     }
 }

@@ -11,8 +11,7 @@ use crate::keys::SharedKeys;
 use crate::metrics::Snapshot;
 use crate::reload::Reloads;
 use crate::settings::ClockState;
-use crate::stats::WorkerStats;
-use crate::tcp::TcpStats;
+use crate::stats::{TcpStats, WorkerStats};
 
 impl Engine {
     /// Sum of the workers' last published counters.
