@@ -29,12 +29,14 @@
 //! Files are created with mode 0600 and never overwritten unless asked.
 //! [`load`] refuses a symlink and any file that group or others can access,
 //! and says how to fix it. The seed itself comes from the caller (the OS
-//! RNG at the call site: [`crate::key::random_seed`]).
+//! RNG at the call site: [`crate::key::random_seed`]). Reading and
+//! writing secret files, which delegation files share, is in
+//! `keyfile/private.rs`.
+
+mod private;
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -43,6 +45,9 @@ use gnomon_protocol::Scheme;
 use zeroize::Zeroizing;
 
 use crate::key::SecretKey;
+
+use private::sync_parent;
+pub(crate) use private::{read_private, write_private, MAX_LEN};
 
 /// First line of every Ed25519 key file.
 pub const HEADER: &str = "gnomon-ed25519-key v1";
@@ -57,9 +62,6 @@ pub fn header(scheme: Scheme) -> &'static str {
         Scheme::MlDsa44 => ML_DSA_44_HEADER,
     }
 }
-
-/// Files longer than this are not key files (nor delegation files).
-pub(crate) const MAX_LEN: u64 = 64 * 1024;
 
 /// Why a key file could not be written or used.
 #[derive(Debug)]
@@ -282,109 +284,6 @@ pub fn write_replacing_key(
 pub fn load(path: &Path) -> Result<SecretKey, KeyFileError> {
     let text = read_private(path)?;
     decode(&text, path)
-}
-
-/// Create `path` with mode 0600 and write `bytes`; never follows or
-/// replaces an existing entry.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyFileError> {
-    let io = |action| {
-        move |error: io::Error| KeyFileError::Io {
-            path: path.to_owned(),
-            action,
-            error,
-        }
-    };
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|error| match error.kind() {
-            io::ErrorKind::AlreadyExists => KeyFileError::Exists {
-                path: path.to_owned(),
-            },
-            _ => io("creating")(error),
-        })?;
-    file.write_all(bytes).map_err(io("writing"))?;
-    file.sync_all().map_err(io("syncing"))?;
-    sync_parent(path);
-    Ok(())
-}
-
-/// Read a secret file: a regular file, not a symlink, mode without group or
-/// other bits, at most [`MAX_LEN`] bytes of UTF-8.
-pub(crate) fn read_private(path: &Path) -> Result<Zeroizing<String>, KeyFileError> {
-    let io = |action| {
-        move |error: io::Error| KeyFileError::Io {
-            path: path.to_owned(),
-            action,
-            error,
-        }
-    };
-    // Checked on the path for a clear message, then again through the open
-    // descriptor (O_NOFOLLOW, fstat) so that a swap in between is caught.
-    let meta = std::fs::symlink_metadata(path).map_err(io("reading"))?;
-    if meta.file_type().is_symlink() {
-        return Err(KeyFileError::Symlink {
-            path: path.to_owned(),
-        });
-    }
-    let file: File = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|error| match error.raw_os_error() {
-            Some(libc::ELOOP) => KeyFileError::Symlink {
-                path: path.to_owned(),
-            },
-            _ => io("opening")(error),
-        })?;
-    let meta = file.metadata().map_err(io("reading"))?;
-    if !meta.is_file() {
-        return Err(KeyFileError::NotAFile {
-            path: path.to_owned(),
-        });
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(KeyFileError::Permissions {
-            path: path.to_owned(),
-            mode: meta.mode(),
-        });
-    }
-    // Allocated once at the most that is read, so the secret text is never
-    // moved by a reallocation (which would leave a copy in freed memory),
-    // and wiped when dropped.
-    let mut bytes = Zeroizing::new(Vec::with_capacity(MAX_LEN as usize + 1));
-    file.take(MAX_LEN + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io("reading"))?;
-    if bytes.len() as u64 > MAX_LEN {
-        return Err(format_error(
-            path,
-            0,
-            "too long to be a key or delegation file",
-        ));
-    }
-    if std::str::from_utf8(&bytes).is_err() {
-        return Err(format_error(path, 0, "not UTF-8 text"));
-    }
-    let bytes = std::mem::take(&mut *bytes);
-    // Checked just above; the conversion keeps the buffer, so nothing is
-    // copied.
-    Ok(Zeroizing::new(
-        String::from_utf8(bytes).unwrap_or_else(|e| unreachable!("{e}")),
-    ))
-}
-
-/// Make a completed create or rename durable. Best effort: a failure here
-/// does not undo the write, and some filesystems refuse to sync directories.
-fn sync_parent(path: &Path) {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
 }
 
 pub(crate) fn format_error(path: &Path, line: usize, reason: &str) -> KeyFileError {
