@@ -32,6 +32,7 @@ mod tests;
 #[macro_use]
 mod values;
 mod limit;
+mod tcp;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -48,12 +49,14 @@ pub use limit::{
     Burst, Ipv4Prefix, Ipv6Prefix, LimitSettings, NetList, Rate, SignatureBurst, SignatureShare,
     TableSize, MAX_LIST,
 };
+pub use tcp::{
+    IdleTimeout, MaxConnections, MaxFrame, MaxLifetime, MaxPerNetwork, MaxPerSource, MaxRequests,
+    ReadTimeout, SourcePrefixV4, SourcePrefixV6, TcpConfig, WriteTimeout,
+};
 pub use values::{
-    parse_duration, BatchSize, BatchWait, ClockConfig, Grease, IdentitySource, IdleTimeout, Jitter,
-    KeyValidity, Listen, LogConfig, LogFormat, LogLevel, MaxConnections, MaxFrame, MaxLifetime,
-    MaxPerNetwork, MaxPerSource, MaxRequests, MinRequestSize, QueueDelay, Radius, ReadTimeout,
-    RecvBuffer, RotateEvery, Rotation, SourcePrefixV4, SourcePrefixV6, TcpConfig, UnsyncPolicy,
-    Versions, Workers, WriteTimeout,
+    parse_duration, BatchSize, BatchWait, ClockConfig, Grease, IdentitySource, Jitter, KeyValidity,
+    Listen, LogConfig, LogFormat, LogLevel, MinRequestSize, QueueDelay, Radius, RecvBuffer,
+    RotateEvery, Rotation, UnsyncPolicy, Versions, Workers,
 };
 
 use layers::{file_settings, Setting};
