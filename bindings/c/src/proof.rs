@@ -451,7 +451,7 @@ unsafe fn workspace<'a>(ws: *mut GnomonProofWorkspace) -> &'a mut ProofWorkspace
     }
 }
 
-/// Checks that need no server (the rest: tests/proof_device.rs and
+/// Checks that need no server (the rest: tests/libgnomon/proof_device/ and
 /// tests/abi.rs).
 #[cfg(test)]
 mod tests {
