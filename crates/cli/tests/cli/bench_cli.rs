@@ -32,6 +32,7 @@ fn b64(key: &[u8; 32]) -> String {
 
 #[test]
 fn load_verifies_every_response_and_prints_json() {
+    let _heavy = crate::heavy();
     let r = TestResponder::start(Behaviour::Honest);
     let out = gnomon(&format!(
         "bench load --target {} --key {} --version 1 --rate 2000 --count 400 --duration 10 \
@@ -65,6 +66,7 @@ fn load_verifies_every_response_and_prints_json() {
 
 #[test]
 fn load_prints_a_text_report_and_takes_a_hex_key() {
+    let _heavy = crate::heavy();
     let r = TestResponder::start(Behaviour::Honest);
     let key = hex::encode(r.public_key);
     let out = gnomon(&format!(
@@ -160,6 +162,7 @@ fn bad_arguments_are_refused_by_name() {
 
 #[test]
 fn ml_dsa_keys_load_over_tcp_only() {
+    let _heavy = crate::heavy();
     // A closed port: the run gets no answer (exit 1) but only once the
     // 1312-byte key and --tcp were accepted (64 otherwise).
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -282,6 +285,7 @@ fn null_server_answers_with_fixed_bytes_and_reports_on_sigterm() {
 
 #[test]
 fn load_in_any_reply_mode_against_the_null_server() {
+    let _heavy = crate::heavy();
     let p = null_server("512");
     let out = gnomon(&format!(
         "bench load --target {} --any-reply --max --window 16 --workers 2 --count 1000 --json",

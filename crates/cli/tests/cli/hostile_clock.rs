@@ -277,6 +277,7 @@ impl Load {
 
 #[test]
 fn clock_steps_under_load_keep_the_server_answering_the_new_time() {
+    let _heavy = crate::heavy();
     let Some((s, c, mut nonce)) = answering("clock_steps_under_load", 0, &[]) else {
         return;
     };

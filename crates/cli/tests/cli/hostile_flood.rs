@@ -10,7 +10,7 @@ use crate::serve_support;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use gnomon_protocol::{verify_response, Profile, PublicKey, PROFILES};
@@ -33,10 +33,9 @@ impl Server {
     /// large receive buffer (so the scheduler of a busy machine is not
     /// what drops datagrams), metrics on, and `extra`.
     fn start(extra: &[&str]) -> Server {
-        // One flood at a time: on a small machine two would measure each
-        // other rather than the server.
-        static SERIAL: Mutex<()> = Mutex::new(());
-        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        // One flood at a time (and no other heavy test beside it): on a
+        // small machine two would measure each other rather than the server.
+        let serial = crate::heavy();
         let mut args = vec![
             "--workers",
             "1",

@@ -183,6 +183,7 @@ fn probe_under_holders(sources: Vec<IpAddr>, reason: &str) -> (usize, u64) {
 
 #[test]
 fn one_source_holding_slots_does_not_starve_health() {
+    let _heavy = crate::heavy();
     let (answered, evicted) = probe_under_holders(vec!["127.0.0.2".parse().unwrap()], "per_source");
     assert!(
         answered >= ASKS - 1,
@@ -196,6 +197,7 @@ fn one_source_holding_slots_does_not_starve_health() {
 
 #[test]
 fn many_sources_holding_slots_do_not_starve_health() {
+    let _heavy = crate::heavy();
     let sources = (10..30)
         .map(|i| IpAddr::from([127, 0, 0, i]))
         .collect::<Vec<_>>();

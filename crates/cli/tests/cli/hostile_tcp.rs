@@ -60,6 +60,7 @@ fn empty_frame() -> Vec<u8> {
 
 #[test]
 fn one_source_cannot_hold_every_connection() {
+    let _heavy = crate::heavy();
     let (s, tcp) = start(&[
         "--metrics",
         "127.0.0.1:0",
@@ -350,6 +351,7 @@ fn held_from(from: IpAddr, tcp: std::net::SocketAddr, r: &[u8]) -> Option<std::n
 
 #[test]
 fn one_network_of_many_addresses_holds_only_its_share() {
+    let _heavy = crate::heavy();
     let (s, tcp) = start(&[
         "--metrics",
         "127.0.0.1:0",
@@ -379,6 +381,7 @@ fn one_network_of_many_addresses_holds_only_its_share() {
 
 #[test]
 fn many_networks_filling_the_total_do_not_lock_out_an_honest_client() {
+    let _heavy = crate::heavy();
     const CAP: usize = 16;
     let (s, tcp) = start(&[
         "--metrics",

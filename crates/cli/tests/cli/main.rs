@@ -49,3 +49,14 @@ mod watch_browser;
 mod watch_cli;
 mod watch_http;
 mod xdp_netns;
+
+/// Tests that load the machine (floods, load generators, storms of
+/// signals, a browser) hold this while they run, so no two of them run at
+/// once. As binaries of their own they never met; in one binary two would
+/// measure each other rather than the server (seen: a reload under load
+/// outlasting its load, a sink's flood refused, the now socket's hostile
+/// clients beside a report flood).
+pub(crate) fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -384,6 +384,7 @@ print(opened)
 
 #[test]
 fn hostile_clients_stall_neither_the_socket_nor_the_rounds() {
+    let _heavy = crate::heavy();
     let servers = start_servers(
         "now-hostile",
         &[("a", None), ("b", None), ("c", None)],
@@ -499,8 +500,14 @@ fn hostile_clients_stall_neither_the_socket_nor_the_rounds() {
             &format!("gnomon_sync_now_requests_total{{result=\"{r}\"}}"),
         )
     };
+    // The holder was refused by whichever rule met it first: evicted at
+    // the cap, or closed at accept past its user's pace (which of them
+    // depends on the machine's timing, not on the rule).
     if Path::new(&stop).exists() {
-        assert!(count("evicted") >= 1.0, "{text}");
+        assert!(
+            count("evicted") + count("busy") + count("paced") >= 1.0,
+            "{text}"
+        );
     }
     assert_eq!(count("too_long"), 1.0, "{text}");
     assert!(count("answered") >= 11.0, "{text}");

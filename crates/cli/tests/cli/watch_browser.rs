@@ -77,6 +77,7 @@ fn row<'a>(dom: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn the_pages_render_in_a_real_browser() {
+    let _heavy = crate::heavy();
     let test = "the_pages_render_in_a_real_browser";
     let Some(bin) = chromium() else {
         gnomon_testkit::skip(test, "chromium is not installed (Debian package chromium)");

@@ -87,6 +87,7 @@ fn a_configuration_without_keys_never_swaps_in_an_ephemeral_key() {
 /// request may be lost or answered under another key.
 #[test]
 fn a_sighup_storm_over_in_place_writes_loses_nothing() {
+    let _heavy = crate::heavy();
     const ROUNDS: u64 = 10;
     let dir = tempdir("inplace");
     let public = keygen(&dir.join("k"));

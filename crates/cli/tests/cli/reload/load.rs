@@ -15,6 +15,7 @@ use super::{tempdir, verifies, write_config, Server, B64, BASE, FAILURE, SUCCESS
 
 #[test]
 fn ten_reloads_under_load_lose_and_corrupt_nothing() {
+    let _heavy = crate::heavy();
     let dir = tempdir("load");
     let public = keygen(&dir.join("k"));
     let config = dir.join("gnomon.toml");
@@ -36,8 +37,10 @@ fn ten_reloads_under_load_lose_and_corrupt_nothing() {
             "--json",
             "--rate",
             "300",
+            // Long enough for ten reloads on a busy machine; the run
+            // ends by itself either way.
             "--duration",
-            "12",
+            "20",
         ])
         .args([
             "--workers",
@@ -98,6 +101,7 @@ fn ten_reloads_under_load_lose_and_corrupt_nothing() {
 
 #[test]
 fn a_storm_of_sighups_is_survived() {
+    let _heavy = crate::heavy();
     let dir = tempdir("storm");
     let config = dir.join("gnomon.toml");
     // No key file: the ephemeral key must survive the reloads too.

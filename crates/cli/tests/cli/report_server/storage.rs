@@ -237,6 +237,7 @@ fn padded_flood_stops_at_the_quotas(database: &str) {
 
 #[test]
 fn padded_flood_stops_at_the_quotas_on_sqlite() {
+    let _heavy = crate::heavy();
     let path = temp("sink-quota.db");
     padded_flood_stops_at_the_quotas(&format!("sqlite:{}", path.display()));
     let _ = std::fs::remove_file(&path);
@@ -244,6 +245,7 @@ fn padded_flood_stops_at_the_quotas_on_sqlite() {
 
 #[test]
 fn padded_flood_stops_at_the_quotas_on_postgres() {
+    let _heavy = crate::heavy();
     match gnomon_testkit::postgres::Postgres::start() {
         Ok(pg) => padded_flood_stops_at_the_quotas(&pg.url()),
         Err(why) => gnomon_testkit::skip("padded_flood_stops_at_the_quotas_on_postgres", &why),
@@ -255,6 +257,7 @@ fn padded_flood_stops_at_the_quotas_on_postgres() {
 /// its "older" links (HTML) or cursors (/api/reports) reaches it.
 #[test]
 fn a_real_report_stays_reachable_under_a_flood() {
+    let _heavy = crate::heavy();
     let (real, _lineup) = make_report(91);
     let (theirs, _other) = make_report(101);
     let path = temp("sink-pages.db");
@@ -370,6 +373,7 @@ fn reports_expire_on_postgres() {
 #[test]
 #[ignore = "figures for docs; run by hand"]
 fn figures_under_a_report_flood() {
+    let _heavy = crate::heavy();
     let bin = std::env::var("GNOMON_SINK_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_gnomon").to_string());
     let (report, _lineup) = make_report(121);

@@ -160,6 +160,7 @@ fn notifies_an_abstract_socket_through_the_lifecycle() {
 
 #[test]
 fn a_stalled_worker_stops_the_watchdog_pings() {
+    let _heavy = crate::heavy();
     let dir = tempdir("stall");
     let manager = Manager::at_path(&dir);
     let mut cmd = serve_command(
