@@ -1,14 +1,17 @@
 //! Any frame a network card hands the AF_XDP path: the XDP program, run by
 //! hand, reads nothing it did not bound first and steers only what the
-//! worker's parser would also call UDP for a served address; the parser
-//! never panics; and a reply written in place over what it accepted reads
-//! back as the same exchange, endpoints swapped.
+//! worker's parser would also call UDP for a served address that the
+//! kernel would deliver (to the host's MAC, no loopback address, a local
+//! destination for a wildcard, a foreign source); the parser never
+//! panics; and a reply written in place over what it accepted reads back
+//! as the same exchange, endpoints swapped.
 #![no_main]
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use gnomon_server::xdp::frame::{parse, reply_in_place};
-use gnomon_server::xdp::program::{assemble, interpret};
+use gnomon_server::xdp::interpret::{interpret, Host};
+use gnomon_server::xdp::program::assemble;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,16 +20,33 @@ fuzz_target!(|data: &[u8]| {
         "[::]:2002".parse().unwrap(),
         "0.0.0.0:5319".parse().unwrap(),
     ];
-    let prog = assemble(&served, 7);
-    let steered = interpret(&prog, data, 3);
+    const MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    let local: [IpAddr; 2] = ["10.77.0.1".parse().unwrap(), "fd77::1".parse().unwrap()];
+    let mut host = Host::new(MAC, local);
+    let prog = assemble(&served, &host.maps);
+    let steered = interpret(&prog, data, 3, &mut host);
     let parsed = parse(data);
     if let Ok(d) = &parsed {
-        let for_us = served.iter().any(|a| {
-            a.port() == d.to.port()
-                && a.is_ipv4() == d.to.is_ipv4()
-                && (a.ip().is_unspecified() || a.ip() == d.to.ip())
+        let exact = served
+            .iter()
+            .any(|a| a.port() == d.to.port() && a.ip() == d.to.ip());
+        let wildcard = served.iter().any(|a| {
+            a.port() == d.to.port() && a.is_ipv4() == d.to.is_ipv4() && a.ip().is_unspecified()
         });
-        assert_eq!(steered.is_some(), for_us, "program and parser disagree");
+        let kernel_would = data[..6] == MAC
+            && !d.from.ip().is_loopback()
+            && !d.to.ip().is_loopback()
+            && !local.contains(&d.from.ip())
+            && (exact || (wildcard && local.contains(&d.to.ip())));
+        assert_eq!(
+            steered.is_some(),
+            kernel_would,
+            "program and parser disagree"
+        );
+    }
+    // A reply goes only where the program steered: to our MAC, from a
+    // unicast one.
+    if let (Ok(d), Some(_)) = (&parsed, steered) {
         // A reply of every length up to the request's, here the first half
         // of the request's own payload reversed.
         let mut frame = data.to_vec();
