@@ -24,6 +24,19 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
     c
 }
 
+/// Puts the cargo running these tests (`CARGO`) first on `command`'s PATH,
+/// for the scripts tests run that call cargo themselves
+/// (scripts/build-static, scripts/build-libgnomon).
+pub fn cargo_first_on_path(command: &mut Command) -> &mut Command {
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        let dir = Path::new(&cargo).parent().unwrap().to_path_buf();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let paths = std::iter::once(dir).chain(std::env::split_paths(&path));
+        command.env("PATH", std::env::join_paths(paths).unwrap());
+    }
+    command
+}
+
 /// A copy of the binary at `path` that every user may reach and run
 /// (mode 0755 in a directory of its own under the system's temporary
 /// directory), made once per binary and process. Tests that start gnomon
@@ -69,6 +82,34 @@ impl Reaped {
     }
 }
 
+impl Reaped {
+    /// [`Child::wait_with_output`], with the guard kept until the child has
+    /// exited: a test that fails while reading still leaves no process.
+    pub fn wait_with_output(mut self) -> std::io::Result<std::process::Output> {
+        use std::io::Read;
+        let stdout = self.0.stdout.take();
+        let stderr = self.0.stderr.take();
+        let errors = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut e) = stderr {
+                let _ = e.read_to_end(&mut v);
+            }
+            v
+        });
+        let mut out = Vec::new();
+        if let Some(mut o) = stdout {
+            o.read_to_end(&mut out)?;
+        }
+        let status = self.0.wait()?;
+        let err = errors.join().unwrap_or_default();
+        Ok(std::process::Output {
+            status,
+            stdout: out,
+            stderr: err,
+        })
+    }
+}
+
 impl From<Child> for Reaped {
     fn from(c: Child) -> Reaped {
         Reaped(c)
@@ -99,6 +140,20 @@ impl Drop for Reaped {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_with_output_reads_both_pipes_and_the_status() {
+        let child = Reaped::spawn(
+            Command::new("sh")
+                .args(["-c", "echo out; echo err >&2; exit 3"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped()),
+        );
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+    }
 
     #[test]
     fn a_dropped_child_is_killed_and_reaped() {

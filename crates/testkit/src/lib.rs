@@ -16,11 +16,12 @@ pub mod chrony;
 pub mod forwarder;
 mod http;
 mod icmp;
+pub mod liars;
 pub mod postgres;
 pub mod raw;
 mod server;
 
-pub use child::{command, runnable_by_anyone, Reaped};
+pub use child::{cargo_first_on_path, command, runnable_by_anyone, Reaped};
 pub use forwarder::Forwarder;
 pub use http::{slowloris, PostedReport, ReportSink};
 pub use server::{Fixture, FixtureConfig, Mode};

@@ -21,41 +21,15 @@
 //! issue 21, a majority of whoever answered).
 
 use gnomon_client::{agree, Agreement, Assumption, Electorate, Flag, Identity, Vouch};
+use gnomon_testkit::liars::{liar_shape, LiarShape};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 const S: i64 = 1_000_000;
 
-/// How a liar places its interval, relative to the honest ones.
-#[derive(Clone, Debug)]
-enum Shape {
-    /// Anywhere, any width.
-    Random { at: i64, width: i64 },
-    /// A narrow interval at one end of honest interval `k`, nudged by
-    /// `nudge` µs (touching it, just inside, just outside).
-    AtEdge {
-        k: usize,
-        high_end: bool,
-        nudge: i64,
-        width: i64,
-    },
-    /// Across one end of honest interval `k`.
-    Straddle {
-        k: usize,
-        high_end: bool,
-        width: i64,
-    },
-    /// Inside the widest honest interval, as far from `t` as it goes.
-    FarInsideWidest { high_end: bool, width: i64 },
-    /// Wider than everything.
-    Everything,
-    /// Two answers that do not overlap.
-    SelfContradiction { at: i64 },
-}
-
 #[derive(Clone, Debug)]
 struct Liar {
-    shape: Shape,
+    shape: LiarShape,
     /// Servers listed with this key (one vote whatever the count).
     names: usize,
     /// Whether it copies the first liar's interval (colluding).
@@ -73,27 +47,6 @@ struct Case {
     f: usize,
 }
 
-fn shape() -> impl Strategy<Value = Shape> {
-    let width = 0..120 * S;
-    prop_oneof![
-        (-300 * S..300 * S, width.clone()).prop_map(|(at, width)| Shape::Random { at, width }),
-        (0..8usize, any::<bool>(), -2i64..=2, 0..S).prop_map(|(k, high_end, nudge, width)| {
-            Shape::AtEdge {
-                k,
-                high_end,
-                nudge,
-                width,
-            }
-        }),
-        (0..8usize, any::<bool>(), width.clone())
-            .prop_map(|(k, high_end, width)| Shape::Straddle { k, high_end, width }),
-        (any::<bool>(), 0..20 * S)
-            .prop_map(|(high_end, width)| Shape::FarInsideWidest { high_end, width }),
-        Just(Shape::Everything),
-        (-300 * S..300 * S).prop_map(|at| Shape::SelfContradiction { at }),
-    ]
-}
-
 fn case() -> impl Strategy<Value = Case> {
     (1usize..9)
         .prop_flat_map(|h| {
@@ -106,11 +59,13 @@ fn case() -> impl Strategy<Value = Case> {
                 // Fewer liars than honest keys, so some f with 2f + 1 ≤ n
                 // covers them.
                 prop::collection::vec(
-                    (shape(), 1usize..4, any::<bool>()).prop_map(|(shape, names, collude)| Liar {
-                        shape,
-                        names,
-                        collude,
-                    }),
+                    (liar_shape(0..8, 0..=S), 1usize..4, any::<bool>()).prop_map(
+                        |(shape, names, collude)| Liar {
+                            shape,
+                            names,
+                            collude,
+                        },
+                    ),
                     0..h,
                 ),
                 0usize..4,
@@ -166,7 +121,7 @@ fn answers(c: &Case) -> (Vec<Answer>, Vec<usize>, Vec<Vec<u8>>) {
     for (k, liar) in c.liars.iter().enumerate() {
         let own = match (&liar.collude, &first) {
             (true, Some(f)) => f.clone(),
-            _ => place(&liar.shape, &spans, widest),
+            _ => liar.shape.answers(&spans, widest, t),
         };
         first.get_or_insert_with(|| own.clone());
         let key = format!("liar-{k}").into_bytes();
@@ -179,51 +134,6 @@ fn answers(c: &Case) -> (Vec<Answer>, Vec<usize>, Vec<Vec<u8>>) {
         }
     }
     (out, honest_ids, list)
-}
-
-/// A liar's answers for `shape`.
-fn place(shape: &Shape, honest: &[(i128, i128)], widest: (i128, i128)) -> Vec<(i128, i128)> {
-    let pick = |k: usize| honest[k % honest.len()];
-    match *shape {
-        Shape::Random { at, width } => {
-            let at = i128::from(at);
-            vec![(at, at + i128::from(width))]
-        }
-        Shape::AtEdge {
-            k,
-            high_end,
-            nudge,
-            width,
-        } => {
-            let (lo, hi) = pick(k);
-            let (nudge, width) = (i128::from(nudge), i128::from(width));
-            if high_end {
-                vec![(hi + nudge, hi + nudge + width)]
-            } else {
-                vec![(lo + nudge - width, lo + nudge)]
-            }
-        }
-        Shape::Straddle { k, high_end, width } => {
-            let (lo, hi) = pick(k);
-            let edge = if high_end { hi } else { lo };
-            let half = i128::from(width) / 2;
-            vec![(edge - half, edge + half)]
-        }
-        Shape::FarInsideWidest { high_end, width } => {
-            let (lo, hi) = widest;
-            let width = i128::from(width).min(hi - lo);
-            if high_end {
-                vec![(hi - width, hi)]
-            } else {
-                vec![(lo, lo + width)]
-            }
-        }
-        Shape::Everything => vec![(i128::from(i64::MIN), i128::from(i64::MAX))],
-        Shape::SelfContradiction { at } => {
-            let at = i128::from(at);
-            vec![(at, at + 10), (at + 20, at + 30)]
-        }
-    }
 }
 
 /// What a rule concluded: the consensus interval and the flagged ids.
@@ -331,7 +241,7 @@ proptest! {
         c.f = 1.min((c.honest.len()) / 2);
         prop_assume!(c.f == 1);
         let max_reach = c.honest.iter().map(|h| h.1).max().unwrap_or(0);
-        c.liars[0].shape = Shape::Random { at: c.t + max_reach + far, width: S };
+        c.liars[0].shape = LiarShape::Random { at: c.t + max_reach + far, width: S };
         c.liars[0].collude = false;
         let (answers, honest, list) = answers(&c);
         let (_, flagged) = quorum_rule(&c, &answers, &list);

@@ -24,28 +24,11 @@
 //! attack that breaks it, so these properties tell the two apart.
 
 use gnomon_protocol::quorum::{self, Assumption, Span};
+use gnomon_testkit::liars::{liar_shape, LiarShape};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 const S: i128 = 1_000_000;
-
-/// How a liar places its interval, relative to the honest ones.
-#[derive(Clone, Debug)]
-enum Shape {
-    /// Anywhere, any width.
-    Random { at: i64, width: i64 },
-    /// A narrow interval at one end of honest interval `k`, nudged by a
-    /// few µs (touching it, just inside, just outside).
-    AtEdge { k: usize, high: bool, nudge: i64 },
-    /// Across one end of honest interval `k`.
-    Straddle { k: usize, high: bool, width: i64 },
-    /// Inside the widest honest interval, as far from `t` as it goes.
-    FarInsideWidest { high: bool, width: i64 },
-    /// Wider than everything.
-    Everything,
-    /// Two answers that do not overlap.
-    SelfContradiction { at: i64 },
-}
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -60,26 +43,8 @@ struct Case {
     honest: Vec<(i64, i64, i64, bool, bool)>,
     /// Which listed voters the adversary owns (positions, at most `f`),
     /// how each lies, whether it answers, and whether all copy the first.
-    liars: Vec<(usize, Shape, bool)>,
+    liars: Vec<(usize, LiarShape, bool)>,
     collude: bool,
-}
-
-fn shape() -> impl Strategy<Value = Shape> {
-    prop_oneof![
-        (-300_000_000i64..300_000_000, 0i64..120_000_000)
-            .prop_map(|(at, width)| Shape::Random { at, width }),
-        (0..16usize, any::<bool>(), -2i64..=2).prop_map(|(k, high, nudge)| Shape::AtEdge {
-            k,
-            high,
-            nudge
-        }),
-        (0..16usize, any::<bool>(), 0i64..120_000_000)
-            .prop_map(|(k, high, width)| Shape::Straddle { k, high, width }),
-        (any::<bool>(), 0i64..20_000_000)
-            .prop_map(|(high, width)| Shape::FarInsideWidest { high, width }),
-        Just(Shape::Everything),
-        (-300_000_000i64..300_000_000).prop_map(|at| Shape::SelfContradiction { at }),
-    ]
 }
 
 /// `f` any bound the list can satisfy, or the default for lists.
@@ -107,7 +72,10 @@ fn case() -> impl Strategy<Value = Case> {
                 Just(f),
                 -1_000_000_000i64..1_000_000_000,
                 prop::collection::vec(honest, n),
-                prop::collection::vec((0..n, shape(), any::<bool>()), 0..=f),
+                prop::collection::vec(
+                    (0..n, liar_shape(0..16, S as i64..=S as i64), any::<bool>()),
+                    0..=f,
+                ),
                 any::<bool>(),
             )
         })
@@ -133,7 +101,7 @@ struct Arrived {
 
 fn arrive(c: &Case) -> Arrived {
     let t = i128::from(c.t);
-    let mut liar_at: Vec<Option<(Shape, bool)>> = vec![None; c.n];
+    let mut liar_at: Vec<Option<(LiarShape, bool)>> = vec![None; c.n];
     for (i, shape, answers) in &c.liars {
         liar_at[*i] = Some((shape.clone(), *answers));
     }
@@ -181,7 +149,7 @@ fn arrive(c: &Case) -> Arrived {
             Some((shape, answers)) => {
                 let own = match (&first_lie, c.collude) {
                     (Some(f), true) => f.clone(),
-                    _ => place(shape, &honest_spans, widest, t),
+                    _ => shape.answers(&honest_spans, widest, t),
                 };
                 first_lie.get_or_insert_with(|| own.clone());
                 if *answers {
@@ -195,56 +163,6 @@ fn arrive(c: &Case) -> Arrived {
         honest,
         honest_hull,
         all_honest_arrived,
-    }
-}
-
-fn place(
-    shape: &Shape,
-    honest: &[(i128, i128)],
-    widest: (i128, i128),
-    t: i128,
-) -> Vec<(i128, i128)> {
-    let pick = |k: usize| {
-        if honest.is_empty() {
-            (t, t)
-        } else {
-            honest[k % honest.len()]
-        }
-    };
-    match *shape {
-        Shape::Random { at, width } => {
-            let at = i128::from(at);
-            vec![(at, at + i128::from(width))]
-        }
-        Shape::AtEdge { k, high, nudge } => {
-            let (lo, hi) = pick(k);
-            let nudge = i128::from(nudge);
-            if high {
-                vec![(hi + nudge, hi + nudge + S)]
-            } else {
-                vec![(lo + nudge - S, lo + nudge)]
-            }
-        }
-        Shape::Straddle { k, high, width } => {
-            let (lo, hi) = pick(k);
-            let edge = if high { hi } else { lo };
-            let half = i128::from(width) / 2;
-            vec![(edge - half, edge + half)]
-        }
-        Shape::FarInsideWidest { high, width } => {
-            let (lo, hi) = widest;
-            let width = i128::from(width).min(hi - lo);
-            if high {
-                vec![(hi - width, hi)]
-            } else {
-                vec![(lo, lo + width)]
-            }
-        }
-        Shape::Everything => vec![(i128::from(i64::MIN), i128::from(i64::MAX))],
-        Shape::SelfContradiction { at } => {
-            let at = i128::from(at);
-            vec![(at, at + 10), (at + 20, at + 30)]
-        }
     }
 }
 
@@ -346,13 +264,13 @@ proptest! {
     ) {
         let mut c = c;
         let at = at % c.n;
-        c.liars = vec![(at, Shape::Random { at: 0, width: 1_000_000 }, true)];
+        c.liars = vec![(at, LiarShape::Random { at: 0, width: 1_000_000 }, true)];
         for h in &mut c.honest {
             h.3 = false;
         }
         let reach = c.honest.iter().map(|h| h.1).max().unwrap_or(0);
         let liar_at = i64::try_from(i128::from(c.t) + i128::from(reach) + far).unwrap();
-        c.liars[0].1 = Shape::Random { at: liar_at, width: 1_000_000 };
+        c.liars[0].1 = LiarShape::Random { at: liar_at, width: 1_000_000 };
         let a = arrive(&c);
         let (consensus, flagged) = quorum_rule(&c, &a);
         prop_assert!(consensus.is_some());
@@ -429,7 +347,7 @@ fn issue_33s_drop_attack_is_found_by_name() {
         liars: vec![
             (
                 3,
-                Shape::Random {
+                LiarShape::Random {
                     at: hour,
                     width: 6_000_000,
                 },
@@ -437,7 +355,7 @@ fn issue_33s_drop_attack_is_found_by_name() {
             ),
             (
                 4,
-                Shape::Random {
+                LiarShape::Random {
                     at: hour,
                     width: 6_000_000,
                 },
