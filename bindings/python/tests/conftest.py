@@ -42,7 +42,7 @@ def skip(test: str, reason: str) -> None:
 def gnomon_bin() -> Path:
     exe = Path(os.environ.get("GNOMON_BIN", REPO / "target" / "debug" / "gnomon"))
     if not exe.is_file():
-        pytest.fail(f"{exe} missing: `cargo build -p gnomon` first (scripts/test-all does)")
+        pytest.fail(f"{exe} missing: `cargo build -p gnomon` first (in scripts/test-all, its test build makes it)")
     return exe
 
 

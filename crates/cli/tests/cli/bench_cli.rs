@@ -7,7 +7,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -195,7 +195,7 @@ fn ml_dsa_keys_load_over_tcp_only() {
 }
 
 struct NullProcess {
-    child: Child,
+    child: gnomon_testkit::Reaped,
     addr: SocketAddr,
     stdout: BufReader<std::process::ChildStdout>,
 }
@@ -221,6 +221,7 @@ fn null_server_with(reply_size: &str, extra: &[&str]) -> Result<NullProcess, (i3
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .expect("spawn null-server");
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();

@@ -423,6 +423,7 @@ fn a_pinned_offline_key_refuses_another_identitys_delegations() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let status = loop {

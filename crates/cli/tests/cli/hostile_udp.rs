@@ -9,7 +9,7 @@ use crate::serve_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -17,7 +17,7 @@ use gnomon_protocol::{verify_response, Offer, Profile, PROFILES};
 
 /// A running `gnomon serve`, killed if the test fails before stopping it.
 struct Server {
-    child: Child,
+    child: gnomon_testkit::Reaped,
     udp: Vec<SocketAddr>,
     metrics: SocketAddr,
     public: [u8; 32],
@@ -49,6 +49,7 @@ fn serve_with_env(wrapper: &[&str], listen: &[&str], env: &[(&str, &str)]) -> Se
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .expect("gnomon serve starts");
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();

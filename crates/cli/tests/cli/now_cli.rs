@@ -331,7 +331,7 @@ fn stepping_the_wall_clock_an_hour_changes_nothing_but_wall_clock_inside() {
 /// exists (at most a minute), printing how many it opened; `None` (the
 /// skip recorded) without root, setpriv or the system's python3 (one
 /// nobody may run).
-fn hold_as_nobody(sock: &Path, stop: &Path) -> Option<std::process::Child> {
+fn hold_as_nobody(sock: &Path, stop: &Path) -> Option<gnomon_testkit::Reaped> {
     let test = "hostile_clients_stall_neither_the_socket_nor_the_rounds (holder)";
     if !gnomon_testkit::is_root() {
         gnomon_testkit::skip(test, "needs root to run the holder as nobody");
@@ -374,7 +374,7 @@ print(opened)
         .stdout(std::process::Stdio::piped())
         .spawn();
     match child {
-        Ok(c) => Some(c),
+        Ok(c) => Some(gnomon_testkit::Reaped(c)),
         Err(e) => {
             gnomon_testkit::skip(test, &format!("cannot start python3 as nobody: {e}"));
             None

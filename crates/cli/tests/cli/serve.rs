@@ -175,6 +175,7 @@ fn the_summary_interval_takes_units() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .unwrap();
     let pid = child.id();
     // Ends the server if the line never comes, so the read below ends too.

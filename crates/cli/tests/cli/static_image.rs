@@ -6,9 +6,10 @@
 //! alone, in a chroot as the image's user, serve and pass that health
 //! check, which fails once the server stops.
 //!
-//! scripts/test-all runs scripts/build-static first; where the static
-//! build is missing (a plain `cargo test`, or a machine without the musl
-//! toolchain) these tests skip and say so.
+//! The first of them to ask runs `scripts/build-static --profile
+//! static-check` (scripts/test-all builds the binary ahead, beside the
+//! tests); where the musl toolchain cannot be had (the script's exit 77)
+//! they skip and say why.
 
 use crate::serve_support;
 
@@ -29,17 +30,32 @@ fn context() -> PathBuf {
     repo().join("target/container")
 }
 
+/// The context scripts/build-static makes, made once per test binary: `Err`
+/// with the script's reason when it cannot build here (exit 77).
+fn built() -> &'static Result<PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut cmd = Command::new(repo().join("scripts/build-static"));
+        cmd.args(["--profile", "static-check"]).current_dir(repo());
+        gnomon_testkit::cargo_first_on_path(&mut cmd);
+        let out = run(&mut cmd);
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        match out.status.code() {
+            Some(0) => Ok(context()),
+            Some(77) => Err(stderr),
+            _ => panic!("scripts/build-static: {:?}: {stderr}", out.status),
+        }
+    })
+}
+
 /// The static binary, or `None` after recording why the test is skipped.
 fn static_bin(test: &str) -> Option<PathBuf> {
-    let bin = context().join("gnomon");
-    if bin.exists() {
-        Some(bin)
-    } else {
-        skip(
-            test,
-            "no static build in target/container (scripts/build-static makes it; scripts/test-all runs it)",
-        );
-        None
+    match built() {
+        Ok(dir) => Some(dir.join("gnomon")),
+        Err(why) => {
+            skip(test, why);
+            None
+        }
     }
 }
 

@@ -46,6 +46,7 @@ fn browse(bin: &Path, profile: &Path, args: &[String]) -> Option<String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .expect("start chromium");
     let mut out = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {

@@ -142,7 +142,7 @@ with open(d + "/replies", "wb") as f:
 
 /// Send `reqs` from the client namespace; the process, to wait for once
 /// the worker has served.
-fn send(client_ns: &str, dir: &Path, reqs: &[Vec<u8>]) -> std::process::Child {
+fn send(client_ns: &str, dir: &Path, reqs: &[Vec<u8>]) -> gnomon_testkit::Reaped {
     let mut blob = Vec::new();
     for r in reqs {
         blob.extend_from_slice(&(r.len() as u32).to_le_bytes());
@@ -157,6 +157,7 @@ fn send(client_ns: &str, dir: &Path, reqs: &[Vec<u8>]) -> std::process::Child {
         .arg(to.ip().to_string())
         .arg(to.port().to_string())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .unwrap()
 }
 

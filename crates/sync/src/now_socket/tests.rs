@@ -269,7 +269,10 @@ fn a_churn_from_another_user_keeps_the_threads_under_the_cap_and_root_is_answere
         mode: 0o666,
     };
     spawn(&path, &access, Arc::default(), 100, counts.clone(), quiet()).unwrap();
-    let child = std::process::Command::new(std::env::current_exe().unwrap())
+    // A copy that nobody may run: the clone may sit under a directory only
+    // its owner may enter.
+    let exe = gnomon_testkit::runnable_by_anyone(&std::env::current_exe().unwrap());
+    let child = gnomon_testkit::command(exe)
         .args([
             "--exact",
             "now_socket::tests::churn_as_another_user",
@@ -286,7 +289,7 @@ fn a_churn_from_another_user_keeps_the_threads_under_the_cap_and_root_is_answere
         .stderr(std::process::Stdio::null())
         .spawn();
     let mut child = match child {
-        Ok(c) => c,
+        Ok(c) => gnomon_testkit::Reaped(c),
         Err(e) => {
             gnomon_testkit::skip(test, &format!("cannot run this binary as nobody: {e}"));
             let _ = std::fs::remove_dir_all(&dir);

@@ -53,13 +53,7 @@ pub fn c_lib_dir() -> &'static Path {
     BUILT.get_or_init(|| {
         let mut cmd = Command::new(repo().join("scripts/build-libgnomon"));
         cmd.env("CARGO_TARGET_DIR", target_dir());
-        if let Some(cargo) = std::env::var_os("CARGO") {
-            // The cargo running these tests, first on the script's PATH.
-            let dir = Path::new(&cargo).parent().unwrap().to_path_buf();
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            let paths = std::iter::once(dir).chain(std::env::split_paths(&path));
-            cmd.env("PATH", std::env::join_paths(paths).unwrap());
-        }
+        gnomon_testkit::cargo_first_on_path(&mut cmd);
         let out = run(&mut cmd);
         assert!(
             out.status.success(),
@@ -70,10 +64,18 @@ pub fn c_lib_dir() -> &'static Path {
     })
 }
 
-/// target/debug/gnomon, built once per test binary.
+/// The gnomon binary: `GNOMON_BIN` when set (scripts/test-all sets it to
+/// what `cargo test --workspace` built), else target/debug/gnomon built
+/// once per test binary. Not `cargo build -p gnomon` under a workspace run:
+/// built for one package, the binary's dependencies resolve fewer features
+/// (no dev-dependencies), so cargo rebuilds about 60 crates (116 s on this
+/// 2-core AMD EPYC) and replaces the binary the other tests are running.
 pub fn gnomon_bin() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("GNOMON_BIN") {
+            return PathBuf::from(bin);
+        }
         cargo(&["build", "-p", "gnomon"]);
         target_dir().join("debug/gnomon")
     })

@@ -181,6 +181,7 @@ pub fn queries_from_client(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .unwrap();
     let output = wait_bounded(&mut child, Duration::from_secs(120));
     let said = String::from_utf8_lossy(&output.stdout).into_owned();

@@ -108,6 +108,7 @@ fn a_sighup_storm_over_in_place_writes_loses_nothing() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .unwrap();
     let received = wait_metric(server.metrics, "gnomon_requests_received_total", |v| {
         v >= 100

@@ -54,6 +54,7 @@ fn ten_reloads_under_load_lose_and_corrupt_nothing() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .unwrap();
     // The load is running before the first reload.
     let received = wait_metric(server.metrics, "gnomon_requests_received_total", |v| {

@@ -49,6 +49,7 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
+            .map(Reaped)
             .unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
@@ -70,7 +71,7 @@ impl Server {
             }
         });
         let mut s = Server {
-            child: child.into(),
+            child,
             addr: "0.0.0.0:0".parse().unwrap(),
             metrics: "0.0.0.0:0".parse().unwrap(),
             public,

@@ -52,6 +52,7 @@ impl Sink {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
+            .map(Reaped)
             .expect("start report-server");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = std::sync::mpsc::channel();
@@ -77,10 +78,7 @@ impl Sink {
                 }
             }
         };
-        Sink {
-            child: child.into(),
-            addr,
-        }
+        Sink { child, addr }
     }
 
     fn url(&self) -> String {

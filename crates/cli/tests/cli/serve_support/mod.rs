@@ -57,7 +57,7 @@ fn start_serve_command(
 ) -> Started {
     let mut cmd = serve_command(cmd, listen, extra);
     setup(&mut cmd);
-    let mut child = cmd.spawn().unwrap();
+    let mut child = gnomon_testkit::Reaped::spawn(&mut cmd);
     let stderr = BufReader::new(child.stderr.take().unwrap());
     Started::read(child, stderr)
 }
@@ -99,10 +99,13 @@ pub fn read_public(child: &mut Child) -> [u8; 32] {
 impl Started {
     /// Read a spawned server's public key (stdout) and its log (`stderr`,
     /// perhaps partly read already) up to "listening on udp".
-    pub fn read(child: Child, mut stderr: BufReader<ChildStderr>) -> Started {
+    pub fn read(
+        child: impl Into<gnomon_testkit::Reaped>,
+        mut stderr: BufReader<ChildStderr>,
+    ) -> Started {
         // Guarded at once: a server that says something unexpected is
         // still killed when the assertion below ends the test.
-        let mut child = gnomon_testkit::Reaped(child);
+        let mut child: gnomon_testkit::Reaped = child.into();
         let public = read_public(&mut child);
         let mut line = String::new();
         let mut startup = Vec::new();

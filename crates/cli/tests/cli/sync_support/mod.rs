@@ -261,6 +261,7 @@ impl Service {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
+            .map(Reaped)
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, lines) = std::sync::mpsc::channel();
@@ -274,7 +275,7 @@ impl Service {
             }
         });
         Service {
-            child: child.into(),
+            child,
             lines,
             log: String::new(),
         }

@@ -194,6 +194,7 @@ impl Watch {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
+            .map(Reaped)
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let mut addr = None;
@@ -213,7 +214,7 @@ impl Watch {
         });
         Watch {
             addr: addr.expect("gnomon watch says where it listens"),
-            child: child.into(),
+            child,
             log,
             reader: Some(reader),
         }

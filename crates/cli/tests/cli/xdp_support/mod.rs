@@ -234,7 +234,7 @@ impl Net {
         if xdp && by_env {
             cmd.env("GNOMON_XDP", SERVER_IF);
         }
-        let mut child = cmd.spawn().unwrap();
+        let mut child = gnomon_testkit::Reaped::spawn(&mut cmd);
         // Reading up to "listening" blocks: a server that hangs before it
         // is killed after `PATIENCE`, ending the read. Not reaped until
         // the read ends, so the pid is still this child's.
@@ -370,6 +370,7 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(gnomon_testkit::Reaped)
         .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     wait_bounded(&mut child, limit)
 }
