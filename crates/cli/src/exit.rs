@@ -29,6 +29,8 @@ pub const USAGE: u8 = 64;
 pub const DATA_ERR: u8 = 65;
 /// EX_NOINPUT: a key file that cannot be read.
 pub const NO_INPUT: u8 = 66;
+/// EX_UNAVAILABLE: a service we depend on (the database) cannot be reached.
+pub const UNAVAILABLE: u8 = 69;
 /// EX_SOFTWARE: something failed inside gnomon.
 pub const SOFTWARE: u8 = 70;
 /// EX_OSERR: the system refused: a port in use, no random bytes, the clock
@@ -112,6 +114,12 @@ pub const TABLE: &[Status] = &[
                   (EX_NOINPUT)",
     },
     Status {
+        code: UNAVAILABLE,
+        commands: "watch, report-server",
+        meaning: "the database does not answer within 10 s, refuses the connection, or \
+                  refuses the user or database named in the URL (EX_UNAVAILABLE)",
+    },
+    Status {
         code: SOFTWARE,
         commands: "query, sync, serve, watch, report-server, bench, keygen, delegate, relay",
         meaning: "an internal failure (EX_SOFTWARE): a worker or the runtime died, \
@@ -126,9 +134,10 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: CANT_CREATE,
-        commands: "keygen, delegate, query, relay",
+        commands: "keygen, delegate, query, relay, watch, report-server",
         meaning: "an output file exists or cannot be written; keygen: the PKCS#11 token \
-                  already holds a key of that label (EX_CANTCREAT)",
+                  already holds a key of that label; watch, report-server: the SQLite \
+                  database file cannot be created or opened (EX_CANTCREAT)",
     },
     Status {
         code: IO_ERROR,
@@ -140,4 +149,83 @@ pub const TABLE: &[Status] = &[
 /// The row of `code`; every code a command returns has one.
 pub fn status(code: u8) -> Option<&'static Status> {
     TABLE.iter().find(|s| s.code == code)
+}
+
+/// Whether a row of the table, whose commands read like `query, bench
+/// load, sync --check`, applies to the command at `path` (`bench load`;
+/// the empty path is gnomon itself, to which every row applies).
+fn applies(commands: &str, path: &str) -> bool {
+    if path.is_empty() || commands.starts_with("every command") {
+        return true;
+    }
+    commands.split(", ").any(|c| {
+        // `sync --check` applies to sync; `bench` to `bench load`; `bench
+        // load` to `bench`, which is about both. Man pages join words with
+        // dashes, as some command names do: compare without either.
+        let c = c.split(" --").next().unwrap_or(c).replace('-', " ");
+        let path = path.replace('-', " ");
+        c == path || path.starts_with(&format!("{c} ")) || c.starts_with(&format!("{path} "))
+    })
+}
+
+/// The rows of the codes the command at `path` (`query`, `bench load`)
+/// can return, lowest first.
+pub fn rows_for(path: &str) -> Vec<&'static Status> {
+    TABLE.iter().filter(|s| applies(s.commands, path)).collect()
+}
+
+/// The `Exit codes:` section of the command at `path`'s `--help`, made from
+/// the table, for the commands whose help does not word its own.
+pub fn help_section(path: &str) -> String {
+    const WIDTH: usize = 78;
+    const HANG: &str = "      ";
+    let mut out = String::from("Exit codes:");
+    for row in rows_for(path) {
+        let mut line = format!("\n  {:<3} ", row.code);
+        let mut len = line.len() - 1;
+        for word in row.meaning.split_whitespace() {
+            if len + word.len() + 1 > WIDTH && len > HANG.len() {
+                line.push('\n');
+                line.push_str(HANG);
+                len = HANG.len();
+            } else if !line.ends_with(' ') {
+                line.push(' ');
+                len += 1;
+            }
+            line.push_str(word);
+            len += word.len();
+        }
+        out.push_str(&line);
+    }
+    out.push_str("\n\nEvery command's codes: the EXIT STATUS section of gnomon(1).");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_follow_the_command() {
+        let codes = |p: &str| rows_for(p).iter().map(|s| s.code).collect::<Vec<_>>();
+        assert_eq!(codes("").len(), TABLE.len());
+        assert!(codes("serve").contains(&OS_ERROR));
+        assert!(!codes("serve").contains(&MALFEASANCE));
+        assert!(codes("sync").contains(&OUTSIDE));
+        assert!(codes("now").contains(&OUTSIDE) && codes("now").contains(&MALFEASANCE));
+        assert!(!codes("now").contains(&OS_ERROR));
+        assert!(codes("bench load").contains(&INVALID));
+        assert!(!codes("bench load").contains(&OS_ERROR));
+        assert!(codes("bench null-server").contains(&OS_ERROR));
+        assert!(codes("config check").contains(&USAGE));
+    }
+
+    #[test]
+    fn a_help_section_lists_each_code_once_within_the_width() {
+        let s = help_section("delegate");
+        for row in rows_for("delegate") {
+            assert_eq!(s.matches(&format!("\n  {:<3} ", row.code)).count(), 1, "{s}");
+        }
+        assert!(s.lines().all(|l| l.len() <= 78), "{s}");
+    }
 }

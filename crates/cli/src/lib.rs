@@ -11,7 +11,7 @@ mod pkcs11;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Roughtime server, client and tools for every protocol version.
 #[derive(Debug, Parser)]
@@ -62,11 +62,42 @@ enum Command {
     /// Print the time now as `gnomon sync` proves it (its now socket):
     /// the earliest and latest it can be, whatever the wall clock says.
     Now(commands::now::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// PowerShell.
+    Completions(commands::completions::Args),
 }
 
 /// The command line as clap sees it: every subcommand, flag, help text.
+/// Each subcommand's `--help` ends with the exit codes it can return: its
+/// own words where its definition has them, else the rows of
+/// [`exit::TABLE`] that name it.
 pub fn command() -> clap::Command {
-    Cli::command()
+    with_exit_codes(Cli::command(), "")
+}
+
+fn with_exit_codes(cmd: clap::Command, path: &str) -> clap::Command {
+    let has_own = cmd
+        .get_after_help()
+        .is_some_and(|h| h.to_string().contains("Exit codes:"));
+    let mut cmd = if has_own || path.is_empty() {
+        cmd
+    } else {
+        cmd.after_help(exit::help_section(path))
+    };
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| s.get_name() != "help")
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        let sub_path = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path} {name}")
+        };
+        cmd = cmd.mut_subcommand(&name, |s| with_exit_codes(s, &sub_path));
+    }
+    cmd
 }
 
 /// Parses the process's arguments and runs the subcommand.
@@ -80,7 +111,10 @@ pub fn main() -> ExitCode {
     {
         commands::client_out::json_errors();
     }
-    let cli = match Cli::try_parse() {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -122,5 +156,6 @@ pub fn main() -> ExitCode {
         Command::Bench(a) => commands::bench::run(a),
         Command::Health(a) => commands::health::run(a),
         Command::Now(a) => commands::now::run(a),
+        Command::Completions(a) => commands::completions::run(a),
     }
 }

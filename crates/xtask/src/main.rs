@@ -89,7 +89,16 @@ fn dist(out: &Path) -> io::Result<()> {
 
 /// Every visible command, parents before children.
 fn collect(cmd: &clap::Command, into: &mut Vec<clap::Command>) {
-    into.push(cmd.clone());
+    // `--help` ends with the command's exit codes; a page has its own EXIT
+    // STATUS section (sections.rs), so the help's copy is left out of it.
+    let own_codes = cmd
+        .get_after_help()
+        .is_some_and(|h| h.to_string().starts_with("Exit codes:"));
+    into.push(if own_codes {
+        cmd.clone().after_help(None::<&str>)
+    } else {
+        cmd.clone()
+    });
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         collect(sub, into);
     }

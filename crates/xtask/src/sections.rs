@@ -13,28 +13,9 @@ fn command_path(page: &str) -> String {
         .replace('-', " ")
 }
 
-/// Whether a row of the exit table, whose commands read like
-/// `query, bench load, sync --check`, applies to the command at `path`.
-fn applies(commands: &str, path: &str) -> bool {
-    if path.is_empty() || commands.starts_with("every command") {
-        return true;
-    }
-    commands.split(", ").any(|c| {
-        // `sync --check` applies to sync; `bench` to `bench load`; `bench
-        // load` to `bench`, whose page is about both. Page names join words
-        // with dashes, as some command names do: compare without either.
-        let c = c.split(" --").next().unwrap_or(c).replace('-', " ");
-        c == path || path.starts_with(&format!("{c} ")) || c.starts_with(&format!("{path} "))
-    })
-}
-
 /// The exit codes that `page`'s command can return.
 pub(crate) fn exit_rows(page: &str) -> Vec<&'static gnomon::exit::Status> {
-    let path = command_path(page);
-    gnomon::exit::TABLE
-        .iter()
-        .filter(|s| applies(s.commands, &path))
-        .collect()
+    gnomon::exit::rows_for(&command_path(page))
 }
 
 /// ENVIRONMENT: every variable a flag of this command reads.
@@ -284,27 +265,5 @@ pub(crate) fn examples(page: &str, out: &mut Roff) {
         out.text([bold(line)]);
         out.control("fi", []);
         out.control("RE", []);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_follow_the_command() {
-        let codes = |p: &str| exit_rows(p).iter().map(|s| s.code).collect::<Vec<_>>();
-        assert_eq!(codes("gnomon").len(), gnomon::exit::TABLE.len());
-        assert!(codes("gnomon-serve").contains(&71));
-        assert!(!codes("gnomon-serve").contains(&3));
-        assert!(codes("gnomon-sync").contains(&4));
-        assert!(codes("gnomon-now").contains(&4) && codes("gnomon-now").contains(&1));
-        // 3: the round contradicts the floor (issue 33); no serving codes.
-        assert!(codes("gnomon-now").contains(&3));
-        assert!(!codes("gnomon-now").contains(&71));
-        assert!(codes("gnomon-bench-load").contains(&2));
-        assert!(!codes("gnomon-bench-load").contains(&71));
-        assert!(codes("gnomon-bench-null-server").contains(&71));
-        assert!(codes("gnomon-config-check").contains(&64));
     }
 }
