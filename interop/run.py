@@ -605,7 +605,7 @@ class Clients:
         argv = [self.p.gnomon, "query", server.addr, "--key", server.key_b64, "--json",
                 "--timeout", "300ms", "--deadline", "15s", *flags]
         if version is not None:
-            argv += ["--version", version]
+            argv += ["--protocol", version]
         rc, out, err = self.procs.run(argv)
         res = json_line(out)
         if rc != 0:

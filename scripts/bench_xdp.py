@@ -72,8 +72,8 @@ class Server:
 
 
 def load(server, pacing, window, secs):
-    args = [*RT, "taskset", "-c", "1", BIN, "bench", "load", "--target", f"{server.addr}:{PORT}", "--allow-remote",
-            "--key", server.key, "--version", "rfc-10049", *pacing, "--duration", str(secs), "--workers", "2",
+    args = [*RT, "taskset", "-c", "1", BIN, "bench", "load", f"{server.addr}:{PORT}", "--allow-remote",
+            "--key", server.key, "--protocol", "rfc-10049", *pacing, "--duration", str(secs), "--workers", "2",
             "--window", str(window), "--timeout", "0.2", "--verify-fraction", "0.01", "--json"]
     # Metrics after the server published (every 200 ms).
     before, cpu0, busy0, core0 = server.metrics(), server.cpu_secs(), busy(), busy(0)

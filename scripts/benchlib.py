@@ -137,8 +137,8 @@ def total(values, name):
 def load(server, version, pacing, workers, window, secs, timeout=0.2, any_reply=False):
     """Run `gnomon bench load` against `server`; its JSON report, plus the
     server's CPU per response and, for gnomon, its own counters."""
-    args = [*RT, "taskset", "-c", "1", BIN, "bench", "load", "--target", f"127.0.0.1:{PORT}",
-            "--version", version, *pacing, "--duration", str(secs), "--workers", str(workers),
+    args = [*RT, "taskset", "-c", "1", BIN, "bench", "load", f"127.0.0.1:{PORT}",
+            "--protocol", version, *pacing, "--duration", str(secs), "--workers", str(workers),
             "--window", str(window), "--timeout", str(timeout), "--verify-fraction", "0.01", "--json"]
     args += ["--any-reply"] if any_reply else ["--key", server.key]
     before, cpu0 = server.metrics(), server.cpu_secs()

@@ -3,7 +3,7 @@
 //! whether the signatures hold.
 
 use base64::Engine;
-use gnomon_protocol::profile::{homonym, Contexts};
+use gnomon_protocol::profile::{homonym, wire_label, Contexts};
 use gnomon_protocol::request::srv_for;
 use gnomon_protocol::time::FOREVER;
 use gnomon_protocol::verify::SentRequest;
@@ -112,7 +112,7 @@ fn request_version(bytes: &[u8]) -> (Option<&'static Profile>, String, Vec<Versi
             Some(p),
             format!(
                 "request in {} format{}",
-                p.name,
+                p.label(),
                 if sent.has_type { ", with TYPE" } else { "" }
             ),
             offered,
@@ -152,8 +152,10 @@ fn response_version(
         Some(p) => (
             Some(p),
             format!(
-                "{} (VER {v}{})",
+                "{} ({}VER {v}{})",
                 p.name,
+                p.shared_drafts()
+                    .map_or(String::new(), |d| format!("{d}; ")),
                 if signed.is_some() { ", signed" } else { "" }
             ),
             Vec::new(),
@@ -198,17 +200,10 @@ fn u64_of(v: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(v.try_into().ok()?))
 }
 
-fn version_name(v: Version) -> String {
-    match Profile::for_wire(v, true) {
-        Some(p) => format!("{v} ({})", p.name),
-        None => format!("{v} (unknown)"),
-    }
-}
-
 fn meaning(tag: Tag, v: &[u8], p: Option<&'static Profile>, kind: Kind) -> Option<String> {
     let list = |v: &[u8]| -> String {
         v.chunks_exact(4)
-            .map(|c| version_name(Version(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))))
+            .map(|c| wire_label(Version(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))))
             .collect::<Vec<_>>()
             .join(", ")
     };

@@ -42,6 +42,16 @@ impl fmt::Display for Rejection {
     }
 }
 
+/// Why a server that is there says nothing, for every message about
+/// silence (`gnomon query`, `gnomon bench load`): RFC 10049 servers drop a
+/// request whose SRV names a key they do not hold, so a wrong key and a
+/// dead server look alike; and a server whose own clock is unsynchronized
+/// drops every request rather than sign a time it cannot vouch for.
+pub const SILENT_SERVER: &str = "a server that drops requests for another public key looks \
+     like this: check the key; so does one whose clock is unsynchronized (gnomon serve stays \
+     silent until its clock is synchronized, unless started with --clock-unsynchronized \
+     answer-with-radius)";
+
 /// Why [`crate::Client::query`] returned no time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -135,19 +145,14 @@ impl fmt::Display for QueryError {
                          refused): nothing listens there",
                     );
                 }
-                // RFC 10049 servers drop a request whose SRV names a key they
-                // do not hold, so a wrong key and a dead server look alike.
-                f.write_str(
-                    "; a server that drops requests for another public key looks like this: \
-                     check the key",
-                )?;
+                write!(f, "; {SILENT_SERVER}")?;
                 if *tcp_refused {
                     f.write_str("; TCP was refused, so the server may serve UDP only")?;
                 }
                 if *older_not_tried {
                     f.write_str(
                         "; older versions were not tried: silence may be a dropper's, \
-                         and falling back on it must be asked for",
+                         so falling back on it must be asked for (--version-fallback)",
                     )?;
                 }
                 Ok(())
@@ -168,6 +173,24 @@ impl fmt::Display for QueryError {
 }
 
 impl std::error::Error for QueryError {}
+
+/// An I/O error as a user reads it: the system's sentence without the
+/// ` (os error N)` only the kernel's headers explain, and without the
+/// resolver's "failed to lookup address information: " before its reason.
+pub(crate) fn io_words(e: &std::io::Error) -> String {
+    plain(&e.to_string())
+}
+
+/// [`io_words`] for a library's sentence that embeds an I/O error's text.
+pub(crate) fn plain(text: &str) -> String {
+    let text = text
+        .strip_prefix("failed to lookup address information: ")
+        .unwrap_or(text);
+    match text.find(" (os error ") {
+        Some(i) => text[..i].to_owned(),
+        None => text.to_owned(),
+    }
+}
 
 /// `udp` or `tcp`.
 pub(crate) fn transport_name(t: Transport) -> &'static str {

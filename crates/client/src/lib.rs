@@ -54,6 +54,7 @@ pub mod discovery;
 mod entropy;
 mod error;
 mod post;
+mod progress;
 mod query;
 pub mod report_check;
 mod sequence;
@@ -67,8 +68,9 @@ pub use consensus::{
     Vouch,
 };
 pub use entropy::{Entropy, EntropyError, OsEntropy, SeededEntropy};
-pub use error::{describe_verify_error, QueryError, Rejection};
+pub use error::{describe_verify_error, QueryError, Rejection, SILENT_SERVER};
 pub use post::{no_reports_url, post_report, reports_url, PostError, PostPolicy, Posted};
+pub use progress::Retry;
 pub use query::{Answer, Backoff, Client, Config, TcpMode};
 pub use sequence::{Entry, Plan, Selection, Sequence};
 pub use server::{

@@ -145,13 +145,26 @@ pub fn post_report(url: &str, report_json: &str, policy: &PostPolicy) -> Result<
                 }
                 last = format!("HTTP {status}");
             }
-            Err(e) => last = e.to_string(),
+            Err(e) => last = http_words(&e),
         }
         if n < attempts {
             std::thread::sleep(policy.backoff.delay(n));
         }
     }
     Err(PostError::GaveUp { attempts, last })
+}
+
+/// Why an HTTP exchange failed, in words rather than ureq's ("io:
+/// Connection refused (os error 111)").
+fn http_words(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Io(io) => crate::error::io_words(io),
+        ureq::Error::Timeout(_) => "timed out".into(),
+        ureq::Error::HostNotFound => "the host name does not resolve".into(),
+        ureq::Error::ConnectionFailed => "the connection failed".into(),
+        ureq::Error::BadUri(why) => format!("not a usable URL ({why})"),
+        other => crate::error::plain(&other.to_string()),
+    }
 }
 
 fn url_allowed(url: &str, loopback_http: bool) -> bool {

@@ -11,7 +11,8 @@ use gnomon_protocol::{Measurement, Offer, Verified, Version};
 use crate::clock::{Anchor, SystemClock, WallClock};
 use crate::discovery;
 use crate::entropy::{Entropy, OsEntropy};
-use crate::error::QueryError;
+use crate::error::{io_words, QueryError};
+use crate::progress::{Hook, Pacer, Retry};
 use crate::server::{resolve, Server, Versions};
 use crate::transport::{self, Outcome};
 
@@ -155,6 +156,7 @@ pub struct Client {
     config: Config,
     entropy: Box<dyn Entropy + Send>,
     clock: Box<dyn WallClock + Send>,
+    progress: Option<Hook>,
 }
 
 impl core::fmt::Debug for Client {
@@ -177,7 +179,16 @@ impl Client {
             config,
             entropy: Box::new(entropy),
             clock: Box::new(SystemClock),
+            progress: None,
         }
+    }
+
+    /// Call `hook` before every attempt of a query after the first: each
+    /// one means the earlier ones got no answer yet, which a caller
+    /// waiting on a silent server can say while it waits.
+    pub fn on_progress(mut self, hook: impl FnMut(&Retry) + Send + 'static) -> Client {
+        self.progress = Some(Box::new(hook));
+        self
     }
 
     /// Read wall-clock time from `clock` instead of the system clock.
@@ -262,19 +273,24 @@ impl Client {
         let tcp_peers = peers(server, Transport::Tcp, resolve_by)?;
         let srv = srv_for(server.public_key.bytes());
         let mut state = Tally::default();
+        let tcp_known = !tcp_peers.is_empty();
+        let planned = families
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let (udp, tcp) = self.config.transports(o, tcp_known);
+                u32::from(udp) * self.config.attempts(i) + u32::from(tcp)
+            })
+            .sum();
+        let mut pacer = Pacer::new(self.progress.as_mut(), planned, start);
         for (i, offer) in families.iter().enumerate() {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
             let p = offer.primary();
-            // The profile says which transports carry it: one that is not
-            // served over UDP (ML-DSA-44's 6 KB answers) is asked over TCP
-            // only, whatever the mode.
-            let use_udp = self.config.tcp != TcpMode::Only && p.udp && !state.udp_refused;
-            let use_tcp = self.config.tcp != TcpMode::Never
-                && p.tcp
-                && !tcp_peers.is_empty()
-                && !state.tcp_refused;
+            let (udp, tcp) = self.config.transports(offer, tcp_known);
+            let use_udp = udp && !state.udp_refused;
+            let use_tcp = tcp && !state.tcp_refused;
             if !use_udp && !use_tcp {
                 continue;
             }
@@ -299,11 +315,7 @@ impl Client {
                 .build(nonce, Some(&srv), self.config.request_size, &mut request)
                 .map_err(|e| QueryError::Local(format!("cannot build the request: {e:?}")))?;
             request.truncate(len);
-            let attempts = if i == 0 {
-                self.config.backoff.attempts
-            } else {
-                self.config.fallback_attempts
-            };
+            let attempts = self.config.attempts(i);
             let finish = |peer, transport, r: transport::Received| Answer {
                 offset_us: i128::from(r.verified.midpoint_us)
                     - (anchor.wall_at(r.sent_at) + r.rtt.as_micros() as i128 / 2),
@@ -327,6 +339,7 @@ impl Client {
                         server.public_key.as_public(),
                         &timeouts,
                         deadline,
+                        &mut || pacer.attempt(peer, Transport::Udp),
                     );
                     match state.absorb(outcome, peer, Transport::Udp, p.name)? {
                         Some(r) => return Ok(finish(peer, Transport::Udp, r)),
@@ -339,6 +352,7 @@ impl Client {
                 let timeout = self.config.backoff.delay(attempts.max(1));
                 for &peer in &tcp_peers {
                     state.tcp_tried += 1;
+                    pacer.attempt(peer, Transport::Tcp);
                     let outcome = transport::tcp(
                         peer,
                         &request,
@@ -377,6 +391,30 @@ impl Client {
             elapsed: start.elapsed(),
             older_not_tried,
         })
+    }
+}
+
+impl Config {
+    /// Which transports carry `offer` under this policy, `tcp_known` when
+    /// the server has a TCP address. The profile decides first: one not
+    /// served over UDP (ML-DSA-44's 6 KB answers) is asked over TCP only,
+    /// whatever the mode.
+    fn transports(&self, offer: &Offer, tcp_known: bool) -> (bool, bool) {
+        let p = offer.primary();
+        (
+            self.tcp != TcpMode::Only && p.udp,
+            self.tcp != TcpMode::Never && p.tcp && tcp_known,
+        )
+    }
+
+    /// UDP attempts of the `i`th family asked: the full schedule for the
+    /// first, a single try for each later one.
+    fn attempts(&self, i: usize) -> u32 {
+        if i == 0 {
+            self.backoff.attempts
+        } else {
+            self.fallback_attempts
+        }
     }
 }
 
@@ -453,7 +491,7 @@ impl Tally {
                 Ok(None)
             }
             Outcome::Failed(e) => {
-                self.local = Some(format!("{peer}: {e}"));
+                self.local = Some(format!("{peer}: {}", io_words(&e)));
                 self.try_next_peer = true;
                 Ok(None)
             }
@@ -498,7 +536,7 @@ fn peers(
     match (out.is_empty(), last_err) {
         (true, Some((host, e))) => Err(QueryError::Resolve {
             host,
-            reason: e.to_string(),
+            reason: io_words(&e),
         }),
         _ => Ok(out),
     }

@@ -64,6 +64,7 @@ pub(crate) fn udp(
     key: PublicKey<'_>,
     timeouts: &[Duration],
     deadline: Option<Instant>,
+    before_send: &mut dyn FnMut(),
 ) -> Outcome {
     let local: SocketAddr = if peer.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
@@ -93,6 +94,7 @@ pub(crate) fn udp(
             until = until.min(d);
         }
         attempts += 1;
+        before_send();
         match socket.send(request) {
             Ok(_) => {}
             // A refusal still pending from the last attempt; it is cleared.

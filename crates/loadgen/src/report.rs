@@ -24,9 +24,9 @@ pub struct Latency {
     pub max_us: f64,
 }
 
-/// What a load run saw. `answered + lost == sent`; `valid + invalid ==
-/// verified`; `late`, `duplicate` and `unmatched` are responses that match
-/// no request in time (late ones are also counted lost).
+/// What a load run saw. `answered + lost + closed == sent`; `valid +
+/// invalid == verified`; `late`, `duplicate` and `unmatched` are responses
+/// that match no request in time (late ones are also counted lost).
 #[derive(Clone, Debug)]
 pub struct Report {
     /// Address loaded.
@@ -65,6 +65,13 @@ pub struct Report {
     pub invalid_reasons: Vec<(&'static str, u64)>,
     /// Requests never answered within the timeout.
     pub lost: u64,
+    /// TCP: requests left unanswered because the server closed the
+    /// connection first, as a server does at its per-connection request
+    /// cap (`tcp.max-requests`) or lifetime. The server's policy, not a
+    /// loss: they are not counted in `lost`.
+    pub closed: u64,
+    /// TCP: connections the target refused (nothing listens there).
+    pub refused: u64,
     /// Responses that arrived after their request timed out.
     pub late: u64,
     /// Second responses to an answered request.
@@ -125,6 +132,8 @@ impl Report {
                 .map(|(r, n)| (*r, n))
                 .collect(),
             lost: st.lost,
+            closed: st.closed,
+            refused: st.refused,
             late: st.late,
             duplicate: st.duplicate,
             unmatched: st.unmatched,
@@ -192,6 +201,8 @@ impl Report {
             "invalid_reasons": reasons,
             "lost": self.lost,
             "loss_pct": self.loss_pct(),
+            "closed": self.closed,
+            "refused": self.refused,
             "late": self.late,
             "duplicate": self.duplicate,
             "unmatched": self.unmatched,
@@ -248,6 +259,14 @@ impl Report {
         }
         let _ = writeln!(s);
         let _ = writeln!(s, "  lost      {:>12}  {:.3} %", self.lost, self.loss_pct());
+        if self.transport == Transport::Tcp {
+            let _ = writeln!(
+                s,
+                "  closed    {:>12}  unanswered when the server closed the connection \
+                 (its tcp.max-requests or lifetime); not lost",
+                self.closed
+            );
+        }
         let _ = writeln!(
             s,
             "  late {}, duplicate {}, unmatched {}, throttled {}, send errors {}, receive errors {}",

@@ -62,6 +62,10 @@ pub(crate) struct WorkerStats {
     pub(crate) invalid: u64,
     pub(crate) invalid_reasons: [u64; REASONS.len()],
     pub(crate) lost: u64,
+    /// TCP: requests the server closed the connection on unanswered.
+    pub(crate) closed: u64,
+    /// TCP: connections refused.
+    pub(crate) refused: u64,
     pub(crate) late: u64,
     pub(crate) duplicate: u64,
     pub(crate) unmatched: u64,
@@ -84,6 +88,8 @@ impl WorkerStats {
             invalid: 0,
             invalid_reasons: [0; REASONS.len()],
             lost: 0,
+            closed: 0,
+            refused: 0,
             late: 0,
             duplicate: 0,
             unmatched: 0,
@@ -111,6 +117,8 @@ impl WorkerStats {
             *a += b;
         }
         self.lost += o.lost;
+        self.closed += o.closed;
+        self.refused += o.refused;
         self.late += o.late;
         self.duplicate += o.duplicate;
         self.unmatched += o.unmatched;

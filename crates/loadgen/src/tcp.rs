@@ -5,8 +5,8 @@
 //! ```text
 //!  worker: connect ─▶ build `window` requests ─▶ one write ─▶ read `window`
 //!          framed responses, in order ─▶ match, latency, sampled verify ─▶ …
-//!  server closed or stalled ─▶ the burst's unanswered requests are lost ─▶
-//!          reconnect
+//!  server closed ─▶ the burst's unanswered requests are `closed` ─▶ reconnect
+//!  stalled, broken or not Roughtime ─▶ they are lost ─▶ reconnect
 //! ```
 //!
 //! A burst goes out in one write so that the server reads, and signs, it
@@ -15,7 +15,7 @@
 //! without bound. The server answers a connection's requests in order, so a
 //! response is matched to its position and its nonce checked against it.
 
-use std::io::{BufReader, ErrorKind, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -112,8 +112,9 @@ fn run(id: usize, target: SocketAddr, shared: &Shared<'_>, quota: Option<u64>) -
             Some(ref mut s) => s,
             None => match connect(target, cfg.timeout) {
                 Ok(s) => conn.insert(s),
-                Err(_) => {
+                Err(e) => {
                     st.send_errors += 1;
+                    st.refused += u64::from(e.kind() == ErrorKind::ConnectionRefused);
                     let left = Duration::from_nanos(send_end_ns - now);
                     std::thread::sleep(CONNECT_BACKOFF.min(left));
                     continue;
@@ -140,12 +141,19 @@ fn run(id: usize, target: SocketAddr, shared: &Shared<'_>, quota: Option<u64>) -
         next += n;
         st.sent += n;
         for seq in first..next {
-            if read_frame(stream, &mut frame).is_err() {
-                // Closed (the server's request cap or lifetime), stalled
-                // past the timeout, or not Roughtime: the rest of the burst
-                // has no answer on this connection.
-                st.recv_errors += 1;
-                st.lost += next - seq;
+            if let Err(e) = read_frame(stream, &mut frame) {
+                // The rest of the burst has no answer on this connection.
+                // A server that closes between answers does so by policy
+                // (its request cap or lifetime: the reconnect is the cost
+                // measured); a stall past the timeout, a cut frame or a
+                // stream that is not Roughtime is a loss.
+                match e {
+                    FrameError::Closed => st.closed += next - seq,
+                    FrameError::Broken => {
+                        st.recv_errors += 1;
+                        st.lost += next - seq;
+                    }
+                }
                 conn = None;
                 break;
             }
@@ -182,17 +190,35 @@ fn connect(target: SocketAddr, timeout: Duration) -> std::io::Result<BufReader<T
     Ok(BufReader::with_capacity(READ_BUFFER, s))
 }
 
+/// Why no frame was read.
+enum FrameError {
+    /// The server ended the connection between frames (an end of stream
+    /// or a reset before the next frame's first byte).
+    Closed,
+    /// A stall past the timeout, a frame cut short, or bytes that are not
+    /// a Roughtime frame.
+    Broken,
+}
+
 /// Read one ROUGHTIM-framed packet into `frame`.
-fn read_frame(stream: &mut BufReader<TcpStream>, frame: &mut Vec<u8>) -> std::io::Result<()> {
+fn read_frame(stream: &mut BufReader<TcpStream>, frame: &mut Vec<u8>) -> Result<(), FrameError> {
+    match stream.fill_buf() {
+        Ok([]) => return Err(FrameError::Closed),
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => return Err(FrameError::Closed),
+        Err(_) => return Err(FrameError::Broken),
+    }
     frame.resize(PACKET_HEADER, 0);
-    stream.read_exact(frame)?;
+    stream.read_exact(frame).map_err(|_| FrameError::Broken)?;
     if !wire::has_magic(frame) {
-        return Err(ErrorKind::InvalidData.into());
+        return Err(FrameError::Broken);
     }
     let len = u32::from_le_bytes([frame[8], frame[9], frame[10], frame[11]]) as usize;
     if len > MAX_RESPONSE - PACKET_HEADER {
-        return Err(ErrorKind::InvalidData.into());
+        return Err(FrameError::Broken);
     }
     frame.resize(PACKET_HEADER + len, 0);
-    stream.read_exact(&mut frame[PACKET_HEADER..])
+    stream
+        .read_exact(&mut frame[PACKET_HEADER..])
+        .map_err(|_| FrameError::Broken)
 }

@@ -11,11 +11,13 @@
 //! signature scheme is ([`crate::scheme`]): the table reads them, they never
 //! read the table.
 
+mod drafts;
 mod fields;
 mod set;
 #[cfg(test)]
 mod tests;
 
+pub use drafts::{wire_label, LAST_DRAFT};
 pub use fields::{
     Batching, ChainRule, Contexts, Framing, Homonym, LeafInput, NoncePlace, VerList, VerPlace,
     DELE_DASHES, DELE_PLAIN, DELE_RFC, SREP_DRAFT, SREP_RFC,
@@ -115,6 +117,11 @@ pub struct Profile {
     /// request. pyroughtime 1.0.1's draft-07 server answers that way; the
     /// 12-byte header is not signed, so nothing verified is given up.
     pub bare_response_ok: bool,
+    /// The IETF drafts whose text describes this wire format, first and
+    /// last (`Some((14, 19))`: drafts 14 to 19 all send 0x8000000c with
+    /// TYPE); `None` for the formats no draft defines by its own number
+    /// (Google, version 1, ML-DSA-44).
+    pub drafts: Option<(u8, u8)>,
 }
 
 /// The pre-standard format a response is in, if its layout matches one
@@ -196,6 +203,7 @@ const fn early(
         scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: true,
+        drafts: Some((n as u8, n as u8)),
     }
 }
 
@@ -231,6 +239,7 @@ const fn seconds_draft(id: u8, name: &'static str, n: u32, srv: bool) -> Profile
         scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: false,
+        drafts: Some((n as u8, n as u8)),
     }
 }
 
@@ -274,6 +283,7 @@ const fn modern(
         scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: false,
+        drafts: None,
     }
 }
 
@@ -309,6 +319,7 @@ pub static PROFILES: [Profile; 16] = [
         scheme: Scheme::Ed25519,
         homonym: None,
         bare_response_ok: false,
+        drafts: None,
     },
     early(1, "draft-01", 1, 64, &[64], T32, CTX_DASHES, InSrep, Never),
     early(
@@ -352,23 +363,33 @@ pub static PROFILES: [Profile; 16] = [
     seconds_draft(9, "draft-09", 9, false),
     seconds_draft(10, "draft-10", 10, true),
     seconds_draft(11, "draft-11", 11, true),
-    modern(
+    // Drafts 12 to 19 share one number; TYPE, added in draft 14, is the
+    // only thing on the wire that tells 12–13 from 14–19.
+    of_drafts(
+        modern(
+            12,
+            "draft-12",
+            Version::DRAFT_12_TO_19,
+            false,
+            CTX_PLAIN,
+            None,
+            Disputed,
+        ),
         12,
-        "draft-12",
-        Version::DRAFT_12_TO_19,
-        false,
-        CTX_PLAIN,
-        None,
-        Disputed,
-    ),
-    modern(
         13,
-        "draft-14",
-        Version::DRAFT_12_TO_19,
-        true,
-        CTX_PLAIN,
-        None,
-        Free,
+    ),
+    of_drafts(
+        modern(
+            13,
+            "draft-14",
+            Version::DRAFT_12_TO_19,
+            true,
+            CTX_PLAIN,
+            None,
+            Free,
+        ),
+        14,
+        19,
     ),
     with_homonym(
         modern(
@@ -411,6 +432,11 @@ const fn post_quantum(mut p: Profile) -> Profile {
 
 const fn with_homonym(mut p: Profile, h: Homonym) -> Profile {
     p.homonym = Some(h);
+    p
+}
+
+const fn of_drafts(mut p: Profile, first: u8, last: u8) -> Profile {
+    p.drafts = Some((first, last));
     p
 }
 
@@ -497,11 +523,15 @@ impl Profile {
         PROFILES.get(usize::from(row))
     }
 
-    /// Profile by human name (`google`, `draft-07`, `rfc-10049`, …) or by
-    /// version number (`1`, `0x8000000b`).
+    /// Profile by human name (`google`, `draft-07`, `rfc-10049`, …), by
+    /// any draft's number (`draft-17`: the row drafts 14–19 share; see
+    /// [`Profile::of_draft`]) or by version number (`1`, `0x8000000b`).
     pub fn by_name(name: &str) -> Option<&'static Profile> {
         if let Some(p) = PROFILES.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
             return Some(p);
+        }
+        if let Some(n) = drafts::draft_number(name) {
+            return Profile::of_draft(n);
         }
         let v = if let Some(hex) = name.strip_prefix("0x").or_else(|| name.strip_prefix("0X")) {
             u32::from_str_radix(hex, 16).ok()?

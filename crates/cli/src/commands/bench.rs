@@ -5,11 +5,13 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use base64::Engine as _;
-use gnomon_loadgen::{Backend, LoadConfig, LoadError, Mode, NullConfig, NullServer, Transport};
+use gnomon_loadgen::{
+    Backend, LoadConfig, LoadError, Mode, NullConfig, NullServer, Report, Transport,
+};
 use gnomon_protocol::{LongTermKey, Profile};
 
-use super::client_out::parse_duration;
+use super::client_out::{parse_duration, parse_profile};
+use super::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -29,10 +31,9 @@ enum BenchCommand {
     /// loopback targets are allowed unless --allow-remote is given. With
     /// --tcp each socket is a connection loaded closed-loop instead.
     ///
-    /// Exit status (as for `gnomon query`): 0 when every verified response
-    /// was valid, 1 when nothing was answered, 2 when any response was
-    /// invalid, 64 for bad arguments or a refused target, 70 when the
-    /// sockets could not be set up.
+    /// The exit status is the one `gnomon query` would give: 0 when every
+    /// verified response was valid, 1 when nothing was answered, 2 when
+    /// any was invalid.
     Load(LoadArgs),
     /// Answer every UDP datagram with the same fixed bytes: the baseline a
     /// server's cost per response is measured against.
@@ -46,11 +47,13 @@ enum BenchCommand {
 
 /// Arguments of `bench load`.
 #[derive(Debug, clap::Args)]
-#[command(disable_version_flag = true)]
 pub(crate) struct LoadArgs {
-    /// Server address, HOST:PORT.
-    #[arg(long, value_name = "ADDR")]
-    target: String,
+    /// The server, HOST:PORT, as `gnomon query` takes it.
+    #[arg(value_name = "ADDR", required_unless_present = "target")]
+    addr: Option<String>,
+    /// The server (the old spelling of ADDR).
+    #[arg(long, value_name = "ADDR", hide = true, conflicts_with = "addr")]
+    target: Option<String>,
     /// Allow a target outside 127.0.0.0/8 and ::1. Load tests send real
     /// traffic: use this only against servers you run.
     #[arg(long)]
@@ -59,10 +62,11 @@ pub(crate) struct LoadArgs {
     /// or ML-DSA-44 (1312 bytes), as the version requested is signed.
     #[arg(long, value_name = "B64", required_unless_present = "any_reply")]
     key: Option<String>,
-    /// Version to request: a name (google, draft-07, rfc-10049) or number
-    /// (1, 0x8000000c).
-    #[arg(long = "version", value_name = "V", default_value = "1")]
-    version: String,
+    /// Protocol version to request, as `gnomon query --protocol` takes it:
+    /// a number (1, 0x8000000c), a draft (draft-01 … draft-19) or a name
+    /// (google, rfc-10049, ml-dsa-44).
+    #[arg(long, value_name = "V", default_value = "1", value_parser = parse_profile)]
+    protocol: &'static Profile,
     /// Send at this total rate, requests per second, spread over the sockets.
     #[arg(
         long,
@@ -112,7 +116,7 @@ pub(crate) struct LoadArgs {
     /// null-server`.
     #[arg(long)]
     any_reply: bool,
-    /// Print the report as JSON.
+    /// Print the report as one JSON object, with `exit_code`.
     #[arg(long)]
     json: bool,
 }
@@ -142,7 +146,7 @@ pub(crate) struct NullArgs {
     /// traffic through a NAPI device queue is affected, not loopback.
     #[arg(long, value_name = "US")]
     busy_poll: Option<u32>,
-    /// Print the summary as JSON.
+    /// Print the summary as one JSON object, with `exit_code`.
     #[arg(long)]
     json: bool,
 }
@@ -160,51 +164,37 @@ use crate::exit::{
     SOFTWARE as EXIT_LOCAL, USAGE as EXIT_USAGE,
 };
 
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
+/// Say why the command stops: on stderr, and as its one JSON object under
+/// --json.
+fn fail(code: u8, json: bool, kind: &str, msg: impl std::fmt::Display) -> ExitCode {
     if code == EXIT_USAGE {
+        // Prints the JSON object itself when --json is on the command line.
         return super::client_out::usage("bench", msg);
     }
+    let msg = msg.to_string();
     eprintln!("gnomon bench: {msg}");
+    if json {
+        words::print_error(kind, &msg, code);
+    }
     ExitCode::from(code)
 }
 
-fn parse_key(s: &str) -> Result<LongTermKey, String> {
-    let s = s.trim();
-    let hex_len = |n: usize| s.len() == 2 * n;
-    let bytes = if (hex_len(32) || hex_len(gnomon_protocol::Scheme::MlDsa44.public_len()))
-        && s.bytes().all(|b| b.is_ascii_hexdigit())
-    {
-        hex::decode(s).map_err(|e| e.to_string())?
-    } else {
-        base64::engine::general_purpose::STANDARD
-            .decode(s)
-            .map_err(|e| format!("bad --key: not base64 or hex ({e})"))?
-    };
-    LongTermKey::from_bytes(&bytes).ok_or_else(|| {
-        format!(
-            "bad --key: {} bytes, an Ed25519 key has 32 and an ML-DSA-44 key 1312",
-            bytes.len()
-        )
-    })
-}
-
 fn load(a: LoadArgs) -> ExitCode {
-    let Some(profile) = Profile::by_name(&a.version) else {
-        let names: Vec<&str> = gnomon_protocol::PROFILES.iter().map(|p| p.name).collect();
+    let Some(target) = a.addr.clone().or_else(|| a.target.clone()) else {
         return fail(
             EXIT_USAGE,
-            format!(
-                "bad --version: {:?}; one of {} or a version number",
-                a.version,
-                names.join(", ")
-            ),
+            a.json,
+            "usage",
+            "give the server's address, HOST:PORT",
         );
     };
-    let key = match a.key.as_deref().map(parse_key).transpose() {
-        Ok(k) => k.unwrap_or_else(|| LongTermKey::from([0; 32])),
-        Err(e) => return fail(EXIT_USAGE, e),
+    // The key is read as `gnomon query --key` reads it.
+    let key = match a.key.as_deref().map(gnomon_client::parse_public_key) {
+        None => LongTermKey::from([0; 32]),
+        Some(Ok(k)) => k,
+        Some(Err(e)) => return fail(EXIT_USAGE, a.json, "usage", format!("--key: {e}")),
     };
-    let mut cfg = LoadConfig::new(a.target, key, profile);
+    let mut cfg = LoadConfig::new(target.clone(), key, a.protocol);
     cfg.allow_remote = a.allow_remote;
     cfg.mode = match a.rate {
         Some(r) => Mode::Rate(r),
@@ -223,21 +213,56 @@ fn load(a: LoadArgs) -> ExitCode {
     cfg.any_reply = a.any_reply;
     let report = match gnomon_loadgen::run(&cfg, gnomon_loadgen::stop_on_signals()) {
         Ok(r) => r,
-        Err(e @ LoadError::Socket(_)) => return fail(EXIT_LOCAL, e),
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(LoadError::Socket(e)) => {
+            return fail(
+                EXIT_LOCAL,
+                a.json,
+                "local",
+                format!("cannot open a socket to {target}: {}", words::io(&e)),
+            )
+        }
+        Err(e) => return fail(EXIT_USAGE, a.json, "usage", e),
+    };
+    let code = if report.invalid > 0 {
+        EXIT_INVALID
+    } else if report.answered == 0 {
+        EXIT_NO_ANSWER
+    } else {
+        0
     };
     if a.json {
-        println!("{}", report.to_json());
+        words::print_outcome(report.to_json(), code);
     } else {
         print!("{}", report.to_text());
     }
-    if report.invalid > 0 {
-        ExitCode::from(EXIT_INVALID)
-    } else if report.answered == 0 {
-        ExitCode::from(EXIT_NO_ANSWER)
-    } else {
-        ExitCode::SUCCESS
+    if report.answered == 0 && report.sent + report.refused > 0 {
+        eprintln!("gnomon bench: {}", silence(&target, &report));
     }
+    ExitCode::from(code)
+}
+
+/// Why nothing answered, with what `gnomon query` says of the same
+/// silence: a refused port is nothing listening, and a server that is
+/// there and silent has the reasons of [`gnomon_client::SILENT_SERVER`],
+/// plus a version it may not serve.
+fn silence(target: &str, r: &Report) -> String {
+    let refused = match r.transport {
+        Transport::Udp => r.recv_errors > 0,
+        Transport::Tcp => r.refused > 0 && r.sent == 0,
+    };
+    if refused {
+        return format!(
+            "no answer from {target}: the port refused the requests (ICMP port unreachable \
+             or TCP connection refused): nothing listens there"
+        );
+    }
+    format!(
+        "no answer from {target} to {} request(s): {}; or the server does not serve {} \
+         (pick another with --protocol)",
+        r.sent,
+        gnomon_client::SILENT_SERVER,
+        r.version
+    )
 }
 
 fn null_server(a: NullArgs) -> ExitCode {
@@ -251,25 +276,43 @@ fn null_server(a: NullArgs) -> ExitCode {
     };
     let server = match NullServer::bind(&cfg) {
         Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return fail(EXIT_USAGE, e),
-        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return fail(EXIT_LOCAL, e),
-        Err(e) => return fail(EXIT_OS, format!("cannot listen on {}: {e}", a.listen)),
+        Err(e) => {
+            // The responder's own words for a bad setting or a missing
+            // kernel feature; the system's, with the address, otherwise.
+            let (code, kind) = match e.kind() {
+                std::io::ErrorKind::InvalidInput => (EXIT_USAGE, "usage"),
+                std::io::ErrorKind::Unsupported => (EXIT_LOCAL, "unsupported"),
+                _ => (EXIT_OS, "listen"),
+            };
+            let msg = match code {
+                EXIT_OS => format!("cannot listen on {}: {}", a.listen, words::io(&e)),
+                _ => words::strip_os_error(&e.to_string()),
+            };
+            return fail(code, a.json, kind, msg);
+        }
     };
     let addr = server.local_addr().map_or(a.listen, |x| x);
-    // The first line names the bound port, for scripts that pass port 0.
-    println!("listening on {addr}");
+    // The first line names the bound port, for scripts that pass port 0;
+    // under --json stdout holds only the summary object, so it goes to
+    // stderr.
+    if a.json {
+        eprintln!("listening on {addr}");
+    } else {
+        println!("listening on {addr}");
+    }
     let st = server.run(gnomon_loadgen::stop_on_signals());
     let per = st.cpu_us_per_reply();
     if a.json {
         let v = serde_json::json!({
             "backend": a.backend.name(),
+            "listen": addr.to_string(),
             "received": st.received,
             "replied": st.replied,
             "elapsed_secs": st.elapsed_secs,
             "cpu_secs": st.cpu_secs,
             "cpu_us_per_reply": per,
         });
-        println!("{v}");
+        words::print_outcome(v, 0);
     } else {
         println!(
             "received {}, replied {} in {:.2} s; CPU {:.2} s ({} µs per reply)",

@@ -51,7 +51,7 @@ Exit codes:
   3   malfeasance detected (contradicting answers, a server outside the consensus, a report that proves a lie)
   64  usage error (bad arguments, unreadable input file)
   70  local failure (no socket, no random bytes)
-  73  query --save-request/--save-response: the file cannot be written
+  73  an output file cannot be written (--save-request, --save-response, --report-out)
 
 Every command's codes: the EXIT STATUS section of gnomon(1).";
 
@@ -128,20 +128,74 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * scale))
 }
 
-/// A version by name or number, for clap.
+/// A protocol version by name or number, for clap: every `--protocol`
+/// (query, bench load) reads it this way.
 pub(crate) fn parse_profile(s: &str) -> Result<&'static Profile, String> {
-    Profile::by_name(s).ok_or_else(|| {
-        let names: Vec<&str> = gnomon_protocol::PROFILES.iter().map(|p| p.name).collect();
-        format!(
-            "unknown version `{s}`; use a number (1, 0x8000000b, 3000600613) or one of: {}",
-            names.join(", ")
-        )
-    })
+    if let Some(p) = Profile::by_name(s) {
+        return Ok(p);
+    }
+    let lower = s.trim().to_ascii_lowercase();
+    if ["draft-00", "draft-0", "draft00", "draft0"].contains(&lower.as_str()) {
+        return Err(format!(
+            "`{s}`: draft 00 put no version number on the wire and cannot be told from \
+             Google's protocol; use `google`"
+        ));
+    }
+    let names: Vec<&str> = gnomon_protocol::PROFILES
+        .iter()
+        .filter(|p| p.drafts.is_none())
+        .map(|p| p.name)
+        .collect();
+    Err(format!(
+        "unknown version `{s}`; use a number (1, 0x8000000b, 3000600613), a draft \
+         (draft-01 … draft-{:02}) or one of: {}",
+        gnomon_protocol::profile::LAST_DRAFT,
+        names.join(", ")
+    ))
 }
 
-/// `name (VER number)` for a profile.
+/// A profile as `query` prints it: `rfc-10049 (1)`, `draft-07
+/// (0x80000007)`, and for a format several drafts share, the range too:
+/// `draft-14 (drafts 14–19; 0x8000000c)`.
 pub(crate) fn version_label(p: &Profile) -> String {
-    format!("{} ({})", p.name, p.version)
+    match p.shared_drafts() {
+        Some(range) => format!("{} ({range}; {})", p.name, p.version),
+        None => format!("{} ({})", p.name, p.version),
+    }
+}
+
+/// What `query` says when it is given neither a server nor a list.
+pub(crate) const NO_SERVER_GIVEN: &str = "give a server (gnomon query HOST[:PORT] --key KEY) \
+     or a server list (gnomon query --servers LIST.json)";
+
+/// A switch every command spells the same way, `--report[=on|off]`: bare
+/// it is on, and it takes the words of [`super::words::switch`] (`off`,
+/// `false`, `no`, `0`, …) as its value. In a clap derive:
+///
+/// ```text
+/// #[arg(long, value_name = SWITCH_VALUES, num_args = 0..=1,
+///       default_missing_value = SWITCH_ON, default_value = SWITCH_OFF,
+///       value_parser = words::switch)]
+/// report: bool,
+/// ```
+///
+/// (or `Option<bool>` without `default_value`, where a config file or an
+/// environment variable may decide when the flag is absent).
+pub(crate) const SWITCH_VALUES: &str = "on|off";
+/// The value a bare switch flag takes.
+pub(crate) const SWITCH_ON: &str = "on";
+/// The value of a switch flag that is not given.
+pub(crate) const SWITCH_OFF: &str = "off";
+
+/// Why an output file could not be written, naming it: `cannot write the
+/// report to out/r.json: permission denied`. Every output flag exits
+/// [`Exit::CantCreate`] (73) with it.
+pub(crate) fn cannot_write(what: &str, path: &std::path::Path, e: &std::io::Error) -> String {
+    format!(
+        "cannot write {what} to {}: {}",
+        path.display(),
+        super::words::io(e)
+    )
 }
 
 /// Microseconds as milliseconds with three decimals.

@@ -15,18 +15,18 @@ use gnomon_protocol::Profile;
 use serde_json::json;
 
 use super::client_out::{
-    error_kind, exit_for, ms, parse_duration, parse_profile, print_json, usage, version_label,
-    Exit, EXIT_CODES,
+    cannot_write, error_kind, exit_for, ms, parse_duration, parse_profile, print_json, usage,
+    version_label, Exit, EXIT_CODES, NO_SERVER_GIVEN, SWITCH_OFF, SWITCH_ON, SWITCH_VALUES,
 };
-use super::query_sequence;
+use super::{query_sequence, words};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-// `--version` here names the protocol version to offer.
-#[command(after_help = EXIT_CODES, disable_version_flag = true)]
+#[command(after_help = EXIT_CODES)]
 pub(crate) struct Args {
+    // Not required by clap: without it or --servers, `run` says both ways
+    // to call the command, which clap's "required argument" cannot.
     #[arg(
-        required_unless_present = "servers",
         conflicts_with = "servers",
         help = "The server: host, host:port, [IPv6]:port (port 5319 when omitted)"
     )]
@@ -57,11 +57,12 @@ pub(crate) struct Args {
     /// answering; 0 trusts every server that answers.
     #[arg(long, value_name = "N", requires = "servers", value_parser = clap::value_parser!(u16).range(0..=1024))]
     pub(crate) max_liars: Option<u16>,
-    /// Offer only this version: a number (1, 0x8000000b, 3000600613 for
-    /// Google) or a name (google, draft-07, draft-14, rfc-10049,
-    /// ml-dsa-44).
+    /// Offer only this protocol version: a number (1, 0x8000000b,
+    /// 3000600613 for Google), a draft (draft-01 … draft-19; drafts 12–19
+    /// all send 0x8000000c, 14–19 with TYPE) or a name (google, rfc-10049,
+    /// ml-dsa-44). The same flag as `bench load --protocol`.
     #[arg(long, value_name = "V", value_parser = parse_profile, requires = "addr")]
-    pub(crate) version: Option<&'static Profile>,
+    pub(crate) protocol: Option<&'static Profile>,
     /// Use TCP only (versions that define TCP).
     #[arg(long, conflicts_with = "udp_only")]
     pub(crate) tcp: bool,
@@ -89,8 +90,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", requires = "servers")]
     pub(crate) report_out: Option<PathBuf>,
     /// POST the report to the list's `reports` URL (HTTPS), retrying with
-    /// the RFC's backoff (10 s × 1.5^(n−1)).
-    #[arg(long, requires = "servers")]
+    /// the RFC's backoff (10 s × 1.5^(n−1)). `--report` alone is on;
+    /// `--report=off` (or off, false, no, 0) is off, as for sync and watch.
+    #[arg(long, requires = "servers", value_name = SWITCH_VALUES, num_args = 0..=1,
+          default_missing_value = SWITCH_ON, default_value = SWITCH_OFF,
+          value_parser = words::switch)]
     pub(crate) report: bool,
     /// Attempts to POST a report.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
@@ -142,7 +146,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         return query_sequence::run(&args);
     }
     let Some(addr) = args.addr.as_deref() else {
-        return usage("query", "give a server address or --servers LIST.json");
+        return usage("query", NO_SERVER_GIVEN);
     };
     let Some(key) = args.key.as_deref() else {
         return usage("query", "--key is required with a server address");
@@ -151,12 +155,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(k) => k,
         Err(e) => return usage("query", format!("--key: {e}")),
     };
-    if let Some(p) = args.version {
+    if let Some(p) = args.protocol {
         if p.scheme != key.scheme() {
             return usage(
                 "query",
                 format!(
-                    "--version {} is signed with {}, but --key is an {} key ({} bytes)",
+                    "--protocol {} is signed with {}, but --key is an {} key ({} bytes)",
                     p.name,
                     p.scheme,
                     key.scheme(),
@@ -185,21 +189,23 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage("query", format!("{addr}: {e}")),
     };
-    if let Some(p) = args.version {
+    if let Some(p) = args.protocol {
         server = server.with_version(p);
     }
-    let mut client = Client::new(args.client_config());
+    let said = addr.to_owned();
+    let mut client = Client::new(args.client_config()).on_progress(move |r| {
+        eprintln!("gnomon query: {}", retry_line(&said, r));
+    });
     match client.query(&server) {
         Ok(a) => {
             if let Err(e) = save(&args, &a) {
+                eprintln!("gnomon query: {e}");
                 if args.json {
                     print_json(&json!({
                         "server": addr,
                         "error": { "kind": "save", "message": e },
                         "exit_code": Exit::CantCreate.code(),
                     }));
-                } else {
-                    eprintln!("gnomon query: {e}");
                 }
                 return Exit::CantCreate.into();
             }
@@ -231,15 +237,36 @@ pub(crate) fn run(args: Args) -> ExitCode {
 
 /// Writes the exchange where --save-request and --save-response say.
 fn save(args: &Args, a: &Answer) -> Result<(), String> {
-    for (path, bytes) in [
-        (&args.save_request, &a.request),
-        (&args.save_response, &a.response),
+    for (what, path, bytes) in [
+        ("the request", &args.save_request, &a.request),
+        ("the response", &args.save_response, &a.response),
     ] {
         if let Some(p) = path {
-            std::fs::write(p, bytes).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            std::fs::write(p, bytes).map_err(|e| cannot_write(what, p, &e))?;
         }
     }
     Ok(())
+}
+
+/// What a query waiting on a silent server is doing: `no answer from
+/// time.example (192.0.2.7:5319) yet after 1.0 s; retrying, 2 of 6 (UDP)`.
+fn retry_line(addr: &str, r: &gnomon_client::Retry) -> String {
+    let peer = r.peer.to_string();
+    let whom = if peer == addr {
+        peer
+    } else {
+        format!("{addr} ({peer})")
+    };
+    let how = match r.transport {
+        Transport::Udp => "UDP",
+        Transport::Tcp => "TCP",
+    };
+    format!(
+        "no answer from {whom} yet after {:.1} s; retrying, {} of {} ({how})",
+        r.elapsed.as_secs_f64(),
+        r.attempt,
+        r.planned
+    )
 }
 
 pub(crate) fn transport_name(t: Transport) -> &'static str {
@@ -253,7 +280,11 @@ pub(crate) fn transport_name(t: Transport) -> &'static str {
 pub(crate) fn answer_json(a: &Answer) -> serde_json::Value {
     let v = &a.verified;
     json!({
-        "version": { "name": v.profile.name, "number": v.profile.version.0 },
+        "version": {
+            "name": v.profile.name,
+            "number": v.profile.version.0,
+            "drafts": v.profile.drafts.map(|(first, last)| [first, last]),
+        },
         "scheme": v.profile.scheme.name(),
         "transport": transport_name(a.transport),
         "peer": a.peer.to_string(),

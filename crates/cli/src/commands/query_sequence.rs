@@ -11,8 +11,9 @@ use gnomon_client::{
 use gnomon_protocol::ServerList;
 use serde_json::json;
 
-use super::client_out::{error_kind, ms, print_json, usage, Exit};
+use super::client_out::{cannot_write, error_kind, ms, print_json, usage, Exit};
 use super::query::{answer_json, Args};
+use super::words;
 
 /// Servers the RFC asks for at least.
 const MIN_SERVERS: usize = 3;
@@ -23,7 +24,16 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     };
     let raw = match std::fs::read(path) {
         Ok(r) => r,
-        Err(e) => return usage("query", format!("{}: {e}", path.display())),
+        Err(e) => {
+            return usage(
+                "query",
+                format!(
+                    "cannot read the server list {}: {}",
+                    path.display(),
+                    words::io(&e)
+                ),
+            )
+        }
     };
     let list = match ServerList::parse(&raw) {
         Ok(l) => l,
@@ -42,16 +52,21 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             notes.push(format!("skipped {name}: {why}"));
         }
     }
-    if servers.is_empty() {
-        // The reasons are the whole answer here: nothing else is printed.
-        let why = if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", notes.join("; "))
-        };
+    if list.servers.is_empty() {
         return usage(
             "query",
-            format!("{}: no usable server in the list{why}", path.display()),
+            format!("{}: the list has no servers", path.display()),
+        );
+    }
+    if servers.is_empty() {
+        // The reasons are the whole answer here: nothing else is printed.
+        return usage(
+            "query",
+            format!(
+                "{}: no usable server in the list ({})",
+                path.display(),
+                notes.join("; ")
+            ),
         );
     }
     if servers.len() < MIN_SERVERS {
@@ -93,12 +108,23 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("gnomon query: {e}");
+            if args.json {
+                print_json(&json!({
+                    "error": { "kind": error_kind(&e), "message": e.to_string() },
+                    "exit_code": Exit::Local.code(),
+                }));
+            }
             return Exit::Local.into();
         }
     };
-    let (report_file, posted) = deliver_report(args, &raw, &list, &seq, &mut notes);
+    let delivery = deliver_report(args, &raw, &list, &seq, &mut notes);
     let quorum = usize::from(args.quorum);
-    let code = exit_code(&seq, quorum);
+    // The verdict on the servers is in the output either way; a report
+    // that was asked for and not written is what the exit code says.
+    let code = match delivery.write_error {
+        Some(_) => Exit::CantCreate,
+        None => exit_code(&seq, quorum),
+    };
     let met = quorum_met(&seq, quorum);
     if !met && seq.agreement.consensus.is_some() {
         notes.push(format!(
@@ -106,14 +132,30 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         ));
     }
     if args.json {
-        let mut out = sequence_json(&servers, &seq, &notes, report_file, posted, code);
+        let mut out = sequence_json(&servers, &seq, &notes, delivery.file, delivery.posted, code);
         out["quorum"] = json!(quorum);
         out["quorum_met"] = json!(met);
+        if let Some(e) = &delivery.write_error {
+            out["error"] = json!({ "kind": "save", "message": e });
+        }
         print_json(&out);
     } else {
         print_sequence(&servers, &seq, &notes);
     }
+    if let Some(e) = &delivery.write_error {
+        eprintln!("gnomon query: {e}");
+    }
     code.into()
+}
+
+/// What became of the malfeasance report.
+struct Delivery {
+    /// The file written (--report-out).
+    file: Option<String>,
+    /// The POST's outcome (--report).
+    posted: Option<Result<String, String>>,
+    /// Why --report-out could not be written.
+    write_error: Option<String>,
 }
 
 /// Whether at least `quorum` distinct keys agree with the consensus.
@@ -142,26 +184,40 @@ fn exit_code(seq: &Sequence, quorum: usize) -> Exit {
     }
 }
 
-/// Write and send the report; returns the file written and the POST result.
+/// Write and send the report, saying in `notes` what was done and, when
+/// --report-out or --report was given and nothing was, why not.
 fn deliver_report(
     args: &Args,
     raw: &[u8],
     list: &ServerList,
     seq: &Sequence,
     notes: &mut Vec<String>,
-) -> (Option<String>, Option<Result<String, String>>) {
+) -> Delivery {
+    let mut delivery = Delivery {
+        file: None,
+        posted: None,
+        write_error: None,
+    };
     let Some(report) = seq.report() else {
-        if seq.malfeasance() {
-            notes.push(
-                "a server is outside the consensus, but no pair of answers contradicts: \
-                 nothing to report"
-                    .into(),
-            );
+        let why = if seq.malfeasance() {
+            "a server is outside the consensus, but no pair of answers contradicts: \
+             nothing to report"
+        } else {
+            "no pair of answers contradicts: nothing to report"
+        };
+        match (&args.report_out, args.report) {
+            (Some(path), posting) => notes.push(format!(
+                "no report written to {}{}: {why}",
+                path.display(),
+                if posting { " or posted" } else { "" }
+            )),
+            (None, true) => notes.push(format!("no report posted: {why}")),
+            (None, false) if seq.malfeasance() => notes.push(why.into()),
+            (None, false) => {}
         }
-        return (None, None);
+        return delivery;
     };
     let body = report.to_json();
-    let mut written = None;
     if let Some(path) = &args.report_out {
         match std::fs::write(path, &body) {
             Ok(()) => {
@@ -170,20 +226,21 @@ fn deliver_report(
                     path.display(),
                     report.entries.len()
                 ));
-                written = Some(path.display().to_string());
+                delivery.file = Some(path.display().to_string());
             }
-            Err(e) => notes.push(format!(
-                "cannot write the report to {}: {e}",
-                path.display()
-            )),
+            Err(e) => {
+                let e = cannot_write("the report", path, &e);
+                notes.push(e.clone());
+                delivery.write_error = Some(e);
+            }
         }
     }
     if !args.report {
-        return (written, None);
+        return delivery;
     }
     let Some(url) = reports_url(raw, list, args.allow_loopback_http_reports) else {
         notes.push(format!("--report given, but {}", no_reports_url(raw)));
-        return (written, None);
+        return delivery;
     };
     let policy = PostPolicy {
         backoff: Backoff {
@@ -206,7 +263,8 @@ fn deliver_report(
         Ok(m) => format!("report {m}"),
         Err(m) => format!("report NOT delivered: {m}"),
     });
-    (written, Some(result))
+    delivery.posted = Some(result);
+    delivery
 }
 
 fn name(servers: &[Server], i: usize) -> &str {

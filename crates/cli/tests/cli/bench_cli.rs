@@ -35,7 +35,7 @@ fn load_verifies_every_response_and_prints_json() {
     let _heavy = crate::heavy();
     let r = TestResponder::start(Behaviour::Honest);
     let out = gnomon(&format!(
-        "bench load --target {} --key {} --version 1 --rate 2000 --count 400 --duration 10 \
+        "bench load {} --key {} --protocol 1 --rate 2000 --count 400 --duration 10 \
          --workers 2 --json",
         r.addr,
         b64(&r.public_key)
@@ -59,6 +59,7 @@ fn load_verifies_every_response_and_prints_json() {
     assert_eq!(v["invalid"], 0, "{v}");
     assert_eq!(v["loss_pct"], 0.0, "{v}");
     assert_eq!(v["version"], "rfc-10049");
+    assert_eq!(v["exit_code"], 0, "{v}");
     for p in ["p50", "p90", "p99", "p99_9", "max"] {
         assert!(v["latency_us"][p].as_f64().is_some_and(|x| x > 0.0), "{v}");
     }
@@ -70,7 +71,7 @@ fn load_prints_a_text_report_and_takes_a_hex_key() {
     let r = TestResponder::start(Behaviour::Honest);
     let key = hex::encode(r.public_key);
     let out = gnomon(&format!(
-        "bench load --target {} --key {key} --version google --max --window 8 --count 200",
+        "bench load {} --key {key} --protocol google --max --window 8 --count 200",
         r.addr
     ));
     assert!(out.status.success(), "{out:?}");
@@ -83,17 +84,80 @@ fn load_prints_a_text_report_and_takes_a_hex_key() {
     assert!(text.contains("200  of 200 verified"), "{text}");
 }
 
+/// `--protocol` reads every draft's number, as `query --protocol` does.
+#[test]
+fn load_asks_for_a_draft_by_its_number() {
+    let r = TestResponder::start(Behaviour::Honest);
+    let out = gnomon(&format!(
+        "bench load {} --key {} --protocol draft-19 --max --window 4 --count 40 --json",
+        r.addr,
+        b64(&r.public_key)
+    ));
+    assert!(out.status.success(), "{out:?}");
+    let v = json(&out);
+    assert_eq!(
+        (&v["version"], &v["valid"]),
+        (&"draft-14".into(), &40.into()),
+        "{v}"
+    );
+}
+
+/// Against a real server whose connections end at `tcp.max-requests`,
+/// what each burst had left unanswered is the server's close, not a loss.
+#[test]
+fn tcp_load_counts_the_servers_closes_apart_from_losses() {
+    let _heavy = crate::heavy();
+    let mut s = crate::serve_support::start_serve(&["--tcp-max-requests", "10"], |_| {});
+    let tcp = s.tcp_addr();
+    let out = gnomon(&format!(
+        "bench load {tcp} --key {} --tcp --max --workers 1 --window 8 --count 64 \
+         --timeout 2s --json",
+        b64(&s.public)
+    ));
+    assert!(out.status.success(), "{out:?}");
+    let v = json(&out);
+    let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+    assert_eq!(n("sent"), 64, "{v}");
+    assert_eq!(n("answered") + n("closed"), 64, "{v}");
+    assert!(n("closed") > 0, "{v}");
+    assert_eq!((n("lost"), v["loss_pct"].as_f64()), (0, Some(0.0)), "{v}");
+    assert_eq!(n("invalid"), 0, "{v}");
+}
+
+#[test]
+fn a_closed_port_is_said_to_have_nothing_listening() {
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = gnomon(&format!(
+        "bench load {port} --key {} --rate 100 --duration 200ms --timeout 100ms",
+        b64(&[1; 32])
+    ));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("no answer from {port}")) && err.contains("nothing listens there"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("check the key") && !err.contains("os error"),
+        "{err}"
+    );
+}
+
 #[test]
 fn invalid_responses_make_the_exit_status_2() {
     let r = TestResponder::start(Behaviour::BadSignature);
     let out = gnomon(&format!(
-        "bench load --target {} --key {} --max --window 4 --count 50 --json",
+        "bench load {} --key {} --max --window 4 --count 50 --json",
         r.addr,
         b64(&r.public_key)
     ));
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let v = json(&out);
     assert_eq!(v["invalid"], 50, "{v}");
+    assert_eq!(v["exit_code"], 2, "{v}");
     assert_eq!(v["invalid_reasons"]["response-signature"], 50, "{v}");
 }
 
@@ -104,7 +168,7 @@ fn a_black_hole_makes_the_exit_status_1_with_full_loss() {
     // above passes `--duration 10`).
     let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
     let out = gnomon(&format!(
-        "bench load --target {} --key {} --rate 200 --duration 300ms --timeout 100ms --json",
+        "bench load {} --key {} --rate 200 --duration 300ms --timeout 100ms --json",
         hole.local_addr().unwrap(),
         b64(&[1; 32])
     ));
@@ -113,12 +177,24 @@ fn a_black_hole_makes_the_exit_status_1_with_full_loss() {
     assert!(v["sent"].as_u64().is_some_and(|n| n > 0), "{v}");
     assert_eq!(v["answered"], 0, "{v}");
     assert_eq!(v["loss_pct"], 100.0, "{v}");
+    assert_eq!(v["exit_code"], 1, "{v}");
     assert!(v["elapsed_secs"].as_f64().is_some_and(|s| s < 1.5), "{v}");
+    // Said as `gnomon query` says it of a server that keeps silent.
+    let err = String::from_utf8_lossy(&out.stderr);
+    for hint in [
+        "no answer from",
+        "check the key",
+        "clock is unsynchronized",
+        "--protocol",
+    ] {
+        assert!(err.contains(hint), "{hint}: {err}");
+    }
 }
 
 #[test]
 fn remote_targets_are_refused_with_a_clear_message() {
-    // A documentation address: refused before any socket is opened.
+    // A documentation address: refused before any socket is opened. Given
+    // with --target, the old spelling of the address, still understood.
     let out = gnomon(&format!(
         "bench load --target 192.0.2.7:2002 --key {} --max",
         b64(&[1; 32])
@@ -134,12 +210,12 @@ fn remote_targets_are_refused_with_a_clear_message() {
 
 #[test]
 fn bad_arguments_are_refused_by_name() {
-    let base = format!("bench load --target 127.0.0.1:9 --key {}", b64(&[1; 32]));
+    let base = format!("bench load 127.0.0.1:9 --key {}", b64(&[1; 32]));
     for (extra, needle) in [
         ("--max --duration 301", "--duration"),
         ("--max --duration 6m", "--duration"),
         ("--max --timeout soon", "--timeout"),
-        ("--max --version draft-99", "--version"),
+        ("--max --protocol draft-99", "--protocol"),
         ("--rate 0", "--rate"),
         ("--max --request-size 1022", "--request-size"),
         // --rate and --max exclude each other; one of them is required.
@@ -152,7 +228,7 @@ fn bad_arguments_are_refused_by_name() {
         assert!(err.contains(needle), "{extra}: {err}");
         assert!(out.stdout.is_empty(), "{extra}: {out:?}");
     }
-    let out = gnomon("bench load --target 127.0.0.1:9 --key AAAA --max");
+    let out = gnomon("bench load 127.0.0.1:9 --key AAAA --max");
     assert_eq!(out.status.code(), Some(64), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("--key"),
@@ -170,7 +246,7 @@ fn ml_dsa_keys_load_over_tcp_only() {
     drop(closed);
     let pq = gnomon_protocol::MlDsa44KeyPair::from_seed(&[5; 32]);
     let key = base64::engine::general_purpose::STANDARD.encode(pq.public());
-    let base = format!("bench load --target {addr} --key {key} --version ml-dsa-44");
+    let base = format!("bench load {addr} --key {key} --protocol ml-dsa-44");
     let out = gnomon(&format!(
         "{base} --tcp --max --count 4 --duration 300ms --timeout 100ms --json"
     ));
@@ -225,12 +301,21 @@ fn null_server_with(reply_size: &str, extra: &[&str]) -> Result<NullProcess, (i3
         .expect("spawn null-server");
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    if line.is_empty() {
+    // Under --json stdout holds only the closing object: the bound address
+    // is said on stderr.
+    if extra.contains(&"--json") {
+        BufReader::new(child.stderr.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+    } else {
+        stdout.read_line(&mut line).unwrap();
+    }
+    if !line.starts_with("listening on ") {
+        // It exited instead; under --json `line` was its error.
         let out = child.wait_with_output().unwrap();
         return Err((
             out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+            format!("{line}{}", String::from_utf8_lossy(&out.stderr)),
         ));
     }
     let addr = line
@@ -289,7 +374,7 @@ fn load_in_any_reply_mode_against_the_null_server() {
     let _heavy = crate::heavy();
     let p = null_server("512");
     let out = gnomon(&format!(
-        "bench load --target {} --any-reply --max --window 16 --workers 2 --count 1000 --json",
+        "bench load {} --any-reply --max --window 16 --workers 2 --count 1000 --json",
         p.addr
     ));
     let (summary, ok) = p.terminate();
@@ -319,6 +404,7 @@ fn null_server_io_uring_backend_answers_or_exits_saying_why() {
     assert!(ok, "{summary}");
     let v: serde_json::Value = serde_json::from_str(summary.trim()).expect(&summary);
     assert_eq!(v["backend"], "io-uring", "{v}");
+    assert_eq!(v["exit_code"], 0, "{v}");
     assert_eq!(v["received"], 20, "{v}");
     assert_eq!(v["replied"], 20, "{v}");
 }

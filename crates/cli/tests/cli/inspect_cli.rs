@@ -41,7 +41,7 @@ fn a_version_1_response_decodes_with_times_and_verified_signatures() {
         "MIDP",
         "Z (raw ",
         "VERS",
-        "1 (rfc-10049), 0x8000000c (draft-14)",
+        "1 (rfc-10049), 0x8000000c (drafts 12–19)",
         "PUBK",
         "delegation (long-term key)  ok",
         "response (online key)       ok",

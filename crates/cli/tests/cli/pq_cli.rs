@@ -242,9 +242,9 @@ fn a_version_of_the_other_scheme_than_the_key_is_refused() {
     let pq = base64(&gnomon_protocol::MlDsa44KeyPair::from_seed(&[4; 32]).public()[..]);
     let ed = base64(&[9u8; 32]);
     for (key, version) in [(pq.as_str(), "rfc-10049"), (ed.as_str(), "ml-dsa-44")] {
-        let r = gnomon(&["query", "127.0.0.1:9", "--key", key, "--version", version]);
+        let r = gnomon(&["query", "127.0.0.1:9", "--key", key, "--protocol", version]);
         assert_eq!(r.code, 64, "{version}: {}{}", r.stdout, r.stderr);
-        assert!(r.stderr.contains("--version"), "{}", r.stderr);
+        assert!(r.stderr.contains("--protocol"), "{}", r.stderr);
     }
 }
 

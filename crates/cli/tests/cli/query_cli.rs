@@ -7,7 +7,8 @@ use client_support::{gnomon, key, FAST};
 use gnomon_protocol::ProfileSet;
 use gnomon_testkit::{profiles, Fixture, FixtureConfig, Mode};
 
-fn args<'a>(addr: &'a str, k: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+/// `query ADDR --key K`, loopback timeouts, then `extra`.
+pub(crate) fn args<'a>(addr: &'a str, k: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec!["query", addr, "--key", k];
     v.extend_from_slice(&FAST);
     v.extend_from_slice(extra);
@@ -42,7 +43,7 @@ fn query_json_is_one_object_and_version_forces_the_offer() {
         ("0x8000000b", "draft-11"),
         ("draft-07", "draft-07"),
     ] {
-        let r = gnomon(&args(&addr, &k, &["--version", v, "--json"]));
+        let r = gnomon(&args(&addr, &k, &["--protocol", v, "--json"]));
         assert_eq!(r.code, 0, "{v}: {}{}", r.stdout, r.stderr);
         let j = r.json();
         assert_eq!(j["version"]["name"], want);
@@ -239,7 +240,7 @@ fn usage_errors_are_exit_64() {
             "127.0.0.1",
             "--key",
             "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=",
-            "--version",
+            "--protocol",
             "draft-99",
         ],
         &["query", "--servers", "/nonexistent/list.json"],

@@ -100,11 +100,11 @@ fn every_version_over_udp_and_tcp_where_defined() {
     // The versions an Ed25519 key is asked in (ML-DSA-44 has its own test:
     // pq_serve.rs).
     for p in PROFILES.iter().filter(|p| p.udp) {
-        let (out, j) = query(&[&s.addr, "--key", &s.key, "--version", p.name, "--udp-only"]);
+        let (out, j) = query(&[&s.addr, "--key", &s.key, "--protocol", p.name, "--udp-only"]);
         assert!(out.status.success(), "{} udp: {j}", p.name);
         assert_eq!(j["version"]["name"], p.name);
         assert_eq!(j["transport"], "udp");
-        let (out, j) = query(&[&s.addr, "--key", &s.key, "--version", p.name, "--tcp"]);
+        let (out, j) = query(&[&s.addr, "--key", &s.key, "--protocol", p.name, "--tcp"]);
         if p.tcp {
             assert!(out.status.success(), "{} tcp: {j}", p.name);
             assert_eq!(j["transport"], "tcp");

@@ -172,7 +172,7 @@ fn every_udp_version_is_answered_through_xdp_over_ipv4_and_ipv6() {
     // over UDP, one version at a time.
     for p in PROFILES.iter().filter(|p| p.udp) {
         for to in [server4(), server6()] {
-            let j = net.query(to, &public, &["--version", p.name, "--udp-only"]);
+            let j = net.query(to, &public, &["--protocol", p.name, "--udp-only"]);
             assert_eq!(j["version"]["name"], p.name, "{to}: {j}");
             assert_eq!(j["transport"], "udp", "{to}: {j}");
             answers += 1;

@@ -88,7 +88,66 @@ fn names_and_numbers_resolve() {
     assert_eq!(Profile::by_name("0x8000000b").unwrap().name, "draft-11");
     assert_eq!(Profile::by_name("Google").unwrap().name, "google");
     assert_eq!(Profile::by_name("3000600613").unwrap().name, "google");
-    assert!(Profile::by_name("draft-13").is_none());
+    // Draft 13 shares draft 12's wire format, so it names that row.
+    assert_eq!(Profile::by_name("draft-13").unwrap().name, "draft-12");
+    assert_eq!(Profile::by_name("Draft-19").unwrap().name, "draft-14");
+}
+
+/// Every draft from 01 to 19 names the row of the format it puts on the
+/// wire (spec/VERSIONS.md, the summary matrix): its own number up to draft
+/// 11, 0x8000000c from 12 on, TYPE from 14 on; and the nonce, padding and
+/// time encoding that draft's text gives.
+#[test]
+fn every_draft_names_the_row_of_its_wire_format() {
+    for n in 1..=u32::from(LAST_DRAFT) {
+        let p = Profile::of_draft(n).unwrap_or_else(|| panic!("draft {n}"));
+        let wire = if n <= 11 {
+            0x8000_0000 + n
+        } else {
+            0x8000_000c
+        };
+        assert_eq!(p.version, Version(wire), "draft {n}");
+        assert_eq!(p.type_tag, n >= 14, "draft {n}: TYPE");
+        assert_eq!(p.nonce_len, if n <= 4 { 64 } else { 32 }, "draft {n}");
+        let pad = if n <= 7 { Tag::PAD_DRAFT } else { Tag::ZZZZ };
+        assert_eq!(p.pad, pad, "draft {n}");
+        let time = if n <= 7 { MJD } else { SECS };
+        assert_eq!(p.time, time, "draft {n}");
+        assert_eq!(p.srv, n >= 10, "draft {n}: SRV");
+        let (first, last) = p.drafts.unwrap();
+        assert!(u32::from(first) <= n && n <= u32::from(last), "draft {n}");
+        for spelling in [
+            alloc::format!("draft-{n:02}"),
+            alloc::format!("draft-{n}"),
+            alloc::format!("DRAFT{n}"),
+            alloc::format!("draft-ietf-ntp-roughtime-{n:02}"),
+        ] {
+            assert_eq!(Profile::by_name(&spelling), Some(p), "{spelling}");
+        }
+    }
+    // Draft 00 put no number on the wire; there is no draft 20.
+    for none in ["draft-00", "draft-20", "draft-", "draft-123", "draft-1x"] {
+        assert_eq!(Profile::by_name(none), None, "{none}");
+    }
+}
+
+/// A row or a number that several drafts share is shown with the range.
+#[test]
+fn shared_formats_are_shown_with_their_drafts() {
+    let d12 = Profile::by_name("draft-12").unwrap();
+    let d14 = Profile::by_name("draft-14").unwrap();
+    assert_eq!(d12.label(), "draft-12 (drafts 12–13)");
+    assert_eq!(d14.label(), "draft-14 (drafts 14–19)");
+    assert_eq!(Profile::by_name("draft-07").unwrap().label(), "draft-07");
+    assert_eq!(Profile::rfc().label(), "rfc-10049");
+    assert_eq!(
+        wire_label(Version::DRAFT_12_TO_19),
+        "0x8000000c (drafts 12–19)"
+    );
+    assert_eq!(wire_label(Version::draft(7)), "0x80000007 (draft-07)");
+    assert_eq!(wire_label(Version::RFC), "1 (rfc-10049)");
+    assert_eq!(wire_label(Version::GOOGLE), "google");
+    assert_eq!(wire_label(Version(0x8000_000f)), "0x8000000f (unknown)");
 }
 
 #[test]
