@@ -27,6 +27,7 @@ pub use clock::{radius_from_kernel, ClockReader};
 use keeper::{horizon, Keeper, SKEW_US};
 
 use crate::activation::Passed;
+use crate::bind_error::BindError;
 use crate::keys::{mint_epoch, KeySource, SharedKeys};
 use crate::liveness::{Beat, Named};
 use crate::reload::{Refusal, Reloads};
@@ -452,14 +453,18 @@ fn bind_udp(config: &EngineConfig) -> io::Result<Vec<(SocketAddr, Vec<Socket>)>>
     let mut out = Vec::new();
     for addr in &config.listen {
         // Port 0: the first socket picks the port, the rest share it.
-        let first = sys::udp_socket(*addr, config.recv_buffer, timeout)?;
+        let first = sys::udp_socket(*addr, config.recv_buffer, timeout)
+            .map_err(BindError::wrap("udp", *addr))?;
         let bound = first
             .local_addr()?
             .as_socket()
             .ok_or_else(|| io::Error::other("not an IP socket"))?;
         let mut sockets = vec![first];
         for _ in 1..config.workers.max(1) {
-            sockets.push(sys::udp_socket(bound, config.recv_buffer, timeout)?);
+            sockets.push(
+                sys::udp_socket(bound, config.recv_buffer, timeout)
+                    .map_err(BindError::wrap("udp", bound))?,
+            );
         }
         out.push((bound, sockets));
     }

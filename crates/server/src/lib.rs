@@ -20,6 +20,7 @@
 #![deny(unsafe_code)]
 
 pub mod activation;
+pub mod bind_error;
 pub mod budget;
 pub mod config;
 pub mod engine;

@@ -344,7 +344,9 @@ impl TcpServer {
     ) -> io::Result<TcpServer> {
         let sockets = addrs
             .iter()
-            .map(|&(addr, any_port)| listener(addr, any_port))
+            .map(|&(addr, any_port)| {
+                listener(addr, any_port).map_err(crate::bind_error::BindError::wrap("tcp", addr))
+            })
             .collect::<io::Result<Vec<_>>>()?;
         TcpServer::start_on(sockets, config, worker, keys, clock, stop)
     }

@@ -1,37 +1,40 @@
 //! `gnomon serve`: run the server until SIGINT or SIGTERM; SIGHUP reloads
-//! the configuration and keys (`reload.rs`).
+//! the configuration and keys (`reload.rs`). What it says: the identities
+//! and sockets (`announce.rs`), the clock (`clock.rs`), the counts per
+//! transport (`summary.rs`), and why it could not start (`failure.rs`).
+//! Under `--json` the log is JSON and stdout carries one object, printed
+//! when the server ends.
 
+mod announce;
+mod clock;
+mod failure;
 mod reload;
+mod summary;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
 use gnomon_protocol::{Acceptor, KeyPair, LongTermKey, ResponderOptions};
-use gnomon_server::config::{Config, IdentitySource, LogConfig, LogFormat, LogLevel};
+use gnomon_server::config::{Config, IdentitySource, LogFormat};
 use gnomon_server::engine::ClockReader;
 use gnomon_server::keys::{random_seed, KeySource};
 use gnomon_server::offline::OfflineStore;
-use gnomon_server::stats::{Drop, WorkerStats};
 use gnomon_server::tcp::TcpConfig;
 use gnomon_server::worker::{VersLists, WorkerConfig};
 use gnomon_server::xdp::XdpConfig;
 use gnomon_server::{activation, keyfile, metrics};
 use gnomon_server::{Engine, EngineConfig};
-use tracing_subscriber::filter::LevelFilter;
-
+use serde_json::json;
+// reload.rs applies `log.level` through these.
+use super::logging::{level_filter, LevelHandle};
 use super::service::Service;
-
-/// `println!` that ignores a closed stdout: a server must not die because
-/// whoever started it stopped reading.
-macro_rules! out {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($t)*);
-    }};
-}
+use super::words;
+use announce::Served;
+use clock::ClockReport;
+use failure::Failure;
+use summary::Totals;
 
 /// `eprintln!` that ignores a closed stderr.
 macro_rules! err {
@@ -50,18 +53,39 @@ pub(crate) struct Args {
     /// seconds.
     #[arg(long, env = "GNOMON_SUMMARY_INTERVAL", value_name = "DURATION", default_value = "60s", value_parser = super::client_out::parse_duration)]
     summary_interval: Duration,
+    /// Log JSON objects on stderr (as --log-format json), print no public
+    /// key lines, and when the server ends print one JSON object on
+    /// stdout: the keys served and the counts, or the error, with
+    /// `exit_code`.
+    #[arg(long)]
+    json: bool,
 }
 
 use crate::exit::{OS_ERROR, SOFTWARE, USAGE};
 /// Warn this long before the last offline delegation runs out.
 const HORIZON_WARNING_US: u64 = 24 * 3600 * 1_000_000;
 
-/// The identities to serve, or why not and the exit status for it.
-fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
+/// The configuration as `args` give it: the file, the GNOMON_* variables,
+/// the flags; `--json` makes the log JSON whatever the file says (so a
+/// reload does not see `log.format` change).
+fn load(args: &Args) -> Result<Config, gnomon_server::config::ConfigError> {
+    let mut config = args.config.load()?;
+    if args.json {
+        config.log.format = LogFormat::Json;
+    }
+    Ok(config)
+}
+
+/// The identities to serve, or why not.
+fn key_sources(config: &Config) -> Result<Vec<KeySource>, Failure> {
     if config.ephemeral_key() {
         let seed = random_seed().map_err(|e| {
-            (
-                format!("cannot read random bytes from the OS: {e}"),
+            Failure::new(
+                "random",
+                format!(
+                    "cannot read random bytes from the OS (getrandom) for the ephemeral key: {}",
+                    words::io(&e)
+                ),
                 OS_ERROR,
             )
         })?;
@@ -73,7 +97,7 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
         let source = match identity {
             IdentitySource::KeyFile(path) => keyfile::load(path)
                 .map(KeySource::LongTerm)
-                .map_err(|e| e.to_string()),
+                .map_err(|e| failure::key_file(&e)),
             IdentitySource::OfflineDir(dir, pin) => {
                 OfflineStore::load(dir, pin.as_ref().map(|k| k.bytes()))
                     .map(|store| {
@@ -85,10 +109,10 @@ fn key_sources(config: &Config) -> Result<Vec<KeySource>, (String, u8)> {
                         }
                         KeySource::Offline(store)
                     })
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| failure::offline_dir(&e))
             }
         };
-        sources.push(source.map_err(|e| (e, USAGE))?);
+        sources.push(source.map_err(|e| Failure::new("keys", e, USAGE))?);
     }
     Ok(sources)
 }
@@ -144,90 +168,94 @@ fn engine_config(config: &Config) -> EngineConfig {
     }
 }
 
-/// Changes the least severe level logged: a reload applies `log.level`.
-type LevelHandle = tracing_subscriber::reload::Handle<LevelFilter, tracing_subscriber::Registry>;
-
-fn level_filter(level: LogLevel) -> LevelFilter {
-    match level {
-        LogLevel::Error => LevelFilter::ERROR,
-        LogLevel::Warn => LevelFilter::WARN,
-        LogLevel::Info => LevelFilter::INFO,
-        LogLevel::Debug => LevelFilter::DEBUG,
-        LogLevel::Trace => LevelFilter::TRACE,
-    }
-}
-
-/// Structured logs on stderr: text for people, JSON for collectors. The
-/// level sits in a reloadable layer (callsites cache their interest, so
-/// it costs nothing per event until it changes).
-fn init_logging(log: &LogConfig) -> LevelHandle {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-    let (filter, handle) = tracing_subscriber::reload::Layer::new(level_filter(log.level));
-    let lines = tracing_subscriber::fmt::layer()
-        .with_target(false)
-        .with_writer(std::io::stderr);
-    let registry = tracing_subscriber::registry().with(filter);
-    let _ = match log.format {
-        LogFormat::Text => registry
-            .with(lines.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())))
-            .try_init(),
-        LogFormat::Json => registry.with(lines.json()).try_init(),
-    };
-    handle
-}
-
 pub(crate) fn run(args: Args) -> ExitCode {
     // First, while this is the only thread: taking them clears LISTEN_*
     // from the environment.
     let passed = gnomon_server::sys::passed::take_passed();
-    let config = match args.config.load() {
+    let config = match load(&args) {
         Ok(c) => c,
         Err(e) => {
-            err!("gnomon serve: {e}");
-            return ExitCode::from(USAGE);
+            // Before the log is set up: said as it is.
+            let f = failure::config(&e);
+            err!("gnomon serve: {}", f.message);
+            return finish(&args, Err(f));
         }
     };
-    let log_level = init_logging(&config.log);
-    let passed = match passed
-        .map_err(|e| format!("socket activation: {e}"))
-        .and_then(|p| activation::classify(p, config.tcp.enable).map_err(|e| e.to_string()))
-    {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::error!("{e}");
-            return ExitCode::from(USAGE);
-        }
+    let log_level = super::logging::init(&config.log);
+    let outcome = serve(&args, &config, passed, log_level);
+    if let Err(f) = &outcome {
+        tracing::error!("{}", f.message);
+    }
+    finish(&args, outcome)
+}
+
+/// How a server that started ended: its exit code and, for `--json`, what
+/// it served and counted, and the error that stopped it if one did.
+struct Stopped {
+    code: u8,
+    served: serde_json::Value,
+    totals: serde_json::Value,
+    error: Option<Failure>,
+}
+
+/// The exit status, and under `--json` the one object on stdout.
+fn finish(args: &Args, outcome: Result<Stopped, Failure>) -> ExitCode {
+    let code = match &outcome {
+        Ok(s) => s.code,
+        Err(f) => f.code,
     };
+    if args.json {
+        match outcome {
+            Ok(s) => {
+                let mut object = json!({
+                    "stopped": true,
+                    "identities": s.served,
+                    "totals": s.totals,
+                });
+                if let Some(f) = s.error {
+                    object["error"] = json!({ "kind": f.kind, "message": f.message });
+                }
+                words::print_outcome(object, code);
+            }
+            Err(f) => words::print_error(f.kind, &f.message, code),
+        }
+    }
+    ExitCode::from(code)
+}
+
+/// Start the engine, serve until a signal or a failed worker, stop.
+fn serve(
+    args: &Args,
+    config: &Config,
+    passed: std::io::Result<Vec<gnomon_server::sys::passed::PassedFd>>,
+    log_level: LevelHandle,
+) -> Result<Stopped, Failure> {
+    let passed = passed
+        .map_err(|e| format!("socket activation: {}", words::io(&e)))
+        .and_then(|p| {
+            activation::classify(p, config.tcp.enable)
+                .map_err(|e| words::strip_os_error(&e.to_string()))
+        })
+        .map_err(|e| Failure::new("socket-activation", e, USAGE))?;
     let activated = passed.is_some();
     // Before any key is read: a core file or a same-user ptrace must never
     // see a seed.
-    if let Err(e) = gnomon_server::sys::set_non_dumpable() {
-        tracing::error!("cannot make the process non-dumpable (prctl PR_SET_DUMPABLE): {e}");
-        return ExitCode::from(OS_ERROR);
-    }
-    let sources = match key_sources(&config) {
-        Ok(s) => s,
-        Err((why, code)) => {
-            tracing::error!("{why}");
-            return ExitCode::from(code);
-        }
-    };
+    gnomon_server::sys::set_non_dumpable().map_err(|e| {
+        Failure::new(
+            "non-dumpable",
+            format!(
+                "cannot make the process non-dumpable (prctl PR_SET_DUMPABLE): {}",
+                words::io(&e)
+            ),
+            OS_ERROR,
+        )
+    })?;
+    let sources = key_sources(config)?;
     let publics: Vec<LongTermKey> = sources.iter().map(|s| s.public().clone()).collect();
-    let public = publics[0].clone();
-    let engine_config = engine_config(&config);
+    let engine_config = engine_config(config);
     let workers = engine_config.workers;
-    let engine = match Engine::start_on(engine_config, sources, clock_reader(), passed) {
-        Ok(e) => e,
-        Err(e) if activated => {
-            tracing::error!("cannot start on the sockets passed by the service manager: {e}");
-            return ExitCode::from(OS_ERROR);
-        }
-        Err(e) => {
-            tracing::error!("cannot start on {:?}: {e}", config.listen.addrs());
-            return ExitCode::from(OS_ERROR);
-        }
-    };
+    let engine = Engine::start_on(engine_config, sources, clock_reader(), passed)
+        .map_err(|e| failure::start(&e, config.listen.addrs(), activated))?;
     let stop = engine.stop_flag();
     let hangup = Arc::new(AtomicBool::new(false));
     for (sig, flag) in [
@@ -236,15 +264,21 @@ pub(crate) fn run(args: Args) -> ExitCode {
         (signal_hook::consts::SIGHUP, &hangup),
     ] {
         if let Err(e) = signal_hook::flag::register(sig, flag.clone()) {
-            tracing::error!("cannot handle signal {sig}: {e}");
-            return ExitCode::from(OS_ERROR);
+            return Err(Failure::new(
+                "signals",
+                format!("cannot handle signal {sig}: {}", words::io(&e)),
+                OS_ERROR,
+            ));
         }
     }
+    let tcp_on = !engine.tcp_local().is_empty();
     let mut running = reload::Running {
         started: config.clone(),
         applied: config.clone(),
+        served: Served::new(config, &publics, tcp_on),
         publics,
         log_level,
+        tcp_on,
     };
     let metrics = match config.metrics {
         Some(addr) => match metrics::spawn(addr, stop.clone(), engine.snapshot_source()) {
@@ -252,20 +286,16 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 tracing::info!("metrics on http://{bound}/metrics and /health");
                 Some(handle)
             }
-            Err(e) => {
-                tracing::error!("cannot serve metrics on {addr}: {e}");
-                return ExitCode::from(OS_ERROR);
-            }
+            Err(e) => return Err(failure::metrics(addr, &e)),
         },
         None => None,
     };
     // Only once every port is bound: a key printed by a server that then
-    // fails to start would be a key nobody can ever use.
-    out!(
-        "public key (base64): {}",
-        base64::engine::general_purpose::STANDARD.encode(public.bytes())
-    );
-    out!("public key (hex):    {}", hex::encode(public.bytes()));
+    // fails to start would be a key nobody can ever use. Under --json
+    // stdout is for the one object; the identity lines below carry them.
+    if !args.json {
+        running.served.print_public_keys();
+    }
     let mut clock_report = ClockReport::read(&engine);
     clock_report.log_changes_from(&ClockReport::FINE);
     let how = if activated {
@@ -273,12 +303,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
     } else {
         ""
     };
-    for addr in &engine.local {
-        tracing::info!("listening on udp {addr} with {workers} workers{how}");
-    }
-    for addr in engine.tcp_local() {
-        tracing::info!("listening on tcp {addr}{how}");
-    }
+    running.served.log(&engine, workers, how);
     if let Some(x) = engine.xdp_info() {
         tracing::info!(
             "serving udp on {} through AF_XDP: {} queue(s), program {} ({}), sockets {}",
@@ -297,19 +322,20 @@ pub(crate) fn run(args: Args) -> ExitCode {
             }
         );
     }
-    if activated && config.tcp.enable && engine.tcp_local().is_empty() {
+    if activated && config.tcp.enable && !tcp_on {
         tracing::info!("no TCP socket was passed: TCP is not served");
     }
-    let mut service = Service::ready(&engine, config.profiles().iter().count());
+    let xdp = engine.xdp_info().is_some();
+    let mut service = Service::ready(&engine, running.served.status(&engine));
     let mut last_summary = Instant::now();
     let mut last_horizon_warning: Option<Instant> = None;
-    let mut previous = WorkerStats::default();
+    let mut previous = Totals::default();
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(Duration::from_millis(50));
         if hangup.swap(false, Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
             service.reloading();
-            reload::reload(&args, &mut running, &engine);
-            service.reloaded(&engine, running.applied.profiles().iter().count());
+            reload::reload(args, &mut running, &engine);
+            service.reloaded(&engine, running.served.status(&engine));
         }
         let report = ClockReport::read(&engine);
         report.log_changes_from(&clock_report);
@@ -329,8 +355,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
             last_horizon_warning = Some(Instant::now());
         }
         if !args.summary_interval.is_zero() && last_summary.elapsed() >= args.summary_interval {
-            let now = engine.stats();
-            tracing::info!("{}", summary(&previous, &now, last_summary.elapsed()));
+            let now = Totals::read(&engine);
+            tracing::info!("{}", now.line(&previous, last_summary.elapsed(), xdp));
             previous = now;
             last_summary = Instant::now();
         }
@@ -338,105 +364,36 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     let failed = engine.failed();
     service.stopping(failed);
+    // Outlives the engine: the counts after every thread has stopped.
+    let last_counts = engine.snapshot_source();
     let result = engine.shutdown();
     if let Some(m) = metrics {
         let _ = m.join();
     }
-    match result {
-        Ok(total) => {
-            tracing::info!(
-                "stopped; {}",
-                summary(&WorkerStats::default(), &total, Duration::ZERO)
-            );
-            if failed {
-                ExitCode::from(SOFTWARE)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(e) => {
-            tracing::error!("a worker failed: {e}");
-            ExitCode::from(SOFTWARE)
-        }
-    }
-}
-
-/// What the operator was last told about the clock, so that each change
-/// is logged once rather than on every poll.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct ClockReport {
-    /// errno of the last failed adjtimex, 0 when it worked.
-    read_error: i32,
-    synchronized: bool,
-    answering: bool,
-    can_sign: bool,
-    radius_s: u64,
-}
-
-impl ClockReport {
-    /// The state nothing needs to be said about.
-    const FINE: ClockReport = ClockReport {
-        read_error: 0,
-        synchronized: true,
-        answering: true,
-        can_sign: true,
-        radius_s: 0,
+    let total = Totals::from_snapshot(&last_counts());
+    let served = running.served.json();
+    tracing::info!(
+        "stopped; {}",
+        total.line(&Totals::default(), Duration::ZERO, xdp)
+    );
+    let error = match result {
+        Err(e) => Some(Failure::new(
+            "worker",
+            format!("a worker failed: {}", words::io(&e)),
+            SOFTWARE,
+        )),
+        Ok(_) if failed => Some(Failure::new("worker", "a worker failed", SOFTWARE)),
+        Ok(_) => None,
     };
-
-    fn read(engine: &Engine) -> ClockReport {
-        let c = &engine.clock;
-        ClockReport {
-            read_error: c.read_error.load(Ordering::Relaxed),
-            synchronized: c.synchronized.load(Ordering::Relaxed),
-            answering: c.answering.load(Ordering::Relaxed),
-            can_sign: engine.can_sign(),
-            radius_s: c.radius_us.load(Ordering::Relaxed) / 1_000_000,
-        }
+    if let Some(f) = &error {
+        tracing::error!("{}", f.message);
     }
-
-    fn policy(&self) -> String {
-        if self.answering {
-            format!("answering with a radius of {} s", self.radius_s)
-        } else {
-            "not answering until it is (clock.unsynchronized = \"refuse\")".to_string()
-        }
-    }
-
-    fn log_changes_from(&self, before: &ClockReport) {
-        if self.read_error != before.read_error {
-            if self.read_error != 0 {
-                tracing::warn!(
-                    "cannot read the kernel's clock state (adjtimex: {}; systemd's \
-                     ProtectClock=yes does this); treating the clock as unsynchronized, {}",
-                    std::io::Error::from_raw_os_error(self.read_error),
-                    self.policy()
-                );
-            } else {
-                tracing::info!("the kernel's clock state can be read again");
-            }
-        } else if self.read_error == 0 && self.synchronized != before.synchronized {
-            if self.synchronized {
-                tracing::info!("the kernel says the system clock is synchronized");
-            } else {
-                tracing::warn!(
-                    "the kernel says the system clock is not synchronized; {}",
-                    self.policy()
-                );
-            }
-        } else if self.answering && !before.answering {
-            tracing::info!("answering again");
-        }
-        if self.can_sign != before.can_sign {
-            if self.can_sign {
-                tracing::info!("signing again: a delegation covers the current time");
-            } else {
-                tracing::warn!(
-                    "no delegation covers the current time (clock step, or the offline \
-                     delegations ran out); not answering until one does"
-                );
-            }
-        }
-    }
+    Ok(Stopped {
+        code: error.as_ref().map_or(0, |f| f.code),
+        served,
+        totals: total.json(),
+        error,
+    })
 }
 
 /// Debug builds only: `GNOMON_TEST_WORKER_FAULT=N` makes every UDP worker
@@ -479,22 +436,4 @@ fn clock_reader() -> ClockReader {
         return Arc::new(|| Err(std::io::Error::from_raw_os_error(EPERM)));
     }
     Arc::new(gnomon_server::sys::kernel_clock)
-}
-
-/// One line: what happened since the last summary.
-fn summary(before: &WorkerStats, now: &WorkerStats, over: Duration) -> String {
-    let responses = now.total_responses() - before.total_responses();
-    let received = now.received - before.received;
-    let drops: u64 = now.drops.iter().sum::<u64>() - before.drops.iter().sum::<u64>();
-    let mut line = format!("received {received}, answered {responses}, dropped {drops}");
-    if !over.is_zero() {
-        line += &format!(" ({:.0}/s)", responses as f64 / over.as_secs_f64());
-    }
-    for d in Drop::ALL {
-        let n = now.drops[d as usize] - before.drops[d as usize];
-        if n > 0 {
-            line += &format!(", {} {n}", d.label());
-        }
-    }
-    line + &format!(", signatures {}", now.signatures - before.signatures)
 }

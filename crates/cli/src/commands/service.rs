@@ -21,7 +21,7 @@ const WATCHDOG_FLOOR: Duration = Duration::from_secs(1);
 pub(crate) struct Service {
     notifier: Notifier,
     watchdog: Option<Watchdog>,
-    /// "N versions on udp A and tcp B": what does not change.
+    /// "N versions on udp A and tcp B": what changes only on a reload.
     serving: String,
     next_status: Instant,
     /// Responses at the last status, and when.
@@ -37,28 +37,12 @@ fn responses(engine: &Engine) -> u64 {
     s.stats.total_responses() + s.tcp.map_or(0, |t| t.total_responses())
 }
 
-fn list(addrs: &[std::net::SocketAddr]) -> String {
-    addrs
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// "N versions on udp A and tcp B".
-fn serving(engine: &Engine, versions: usize) -> String {
-    let mut s = format!("{versions} versions on udp {}", list(&engine.local));
-    if !engine.tcp_local().is_empty() {
-        s += &format!(" and tcp {}", list(engine.tcp_local()));
-    }
-    s
-}
-
 impl Service {
     /// Everything is bound and the first key epoch is in place (the engine
     /// started): say READY=1 with the first status, and start watching
-    /// the heartbeats if systemd asked for a watchdog.
-    pub(crate) fn ready(engine: &Engine, versions: usize) -> Service {
+    /// the heartbeats if systemd asked for a watchdog. `serving`: what is
+    /// served where ("15 versions on udp A and 14 on tcp B").
+    pub(crate) fn ready(engine: &Engine, serving: String) -> Service {
         let notifier = Notifier::from_env().unwrap_or_else(|e| {
             tracing::warn!("not notifying the service manager: {e}");
             Notifier::none()
@@ -83,7 +67,7 @@ impl Service {
         let mut service = Service {
             notifier,
             watchdog,
-            serving: serving(engine, versions),
+            serving,
             next_status: now + STATUS_EVERY,
             last: (responses(engine), now),
             stalled: Vec::new(),
@@ -102,9 +86,9 @@ impl Service {
         }
     }
 
-    /// The reload is over, applied or refused: serving `versions` now.
-    pub(crate) fn reloaded(&mut self, engine: &Engine, versions: usize) {
-        self.serving = serving(engine, versions);
+    /// The reload is over, applied or refused: serving `serving` now.
+    pub(crate) fn reloaded(&mut self, engine: &Engine, serving: String) {
+        self.serving = serving;
         let status = self.status(engine, Instant::now());
         self.send(&[NotifyState::Ready, NotifyState::Status(&status)]);
     }
@@ -172,7 +156,8 @@ impl Service {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let state = if !snapshot.answering {
-            "not answering (clock unsynchronized)"
+            "not answering (clock unsynchronized and clock.unsynchronized = \"refuse\"; \
+             --clock-unsynchronized answer-with-radius answers anyway)"
         } else if !snapshot.can_sign {
             "not answering (no delegation covers the current time)"
         } else {

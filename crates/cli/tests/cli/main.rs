@@ -32,6 +32,7 @@ mod pq_sync_watch;
 mod query_cli;
 mod query_resolver;
 mod query_serve;
+mod query_words;
 mod relay_proof;
 mod reload;
 mod report_server;

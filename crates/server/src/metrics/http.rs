@@ -33,7 +33,14 @@ fn respond(path: &str, snapshot: &dyn Fn() -> Snapshot) -> Reply {
             if s.healthy() {
                 Reply::text(200, "ok\n")
             } else if !s.answering {
-                Reply::text(503, "not answering: clock unsynchronized\n")
+                // The policy that refuses is the one thing the operator
+                // can change here; the flag is what a probe's reader types.
+                Reply::text(
+                    503,
+                    "not answering: clock unsynchronized and clock.unsynchronized is \
+                     \"refuse\"; --clock-unsynchronized answer-with-radius (or \
+                     GNOMON_CLOCK_UNSYNCHRONIZED) answers with a wider radius meanwhile\n",
+                )
             } else {
                 Reply::text(503, "not signing: no delegation covers the current time\n")
             }

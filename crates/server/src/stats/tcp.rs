@@ -112,6 +112,29 @@ pub struct TcpStats {
     pub greased: u64,
 }
 
+impl Default for TcpStats {
+    /// Nothing counted: what a summary of the counts since start subtracts.
+    fn default() -> Self {
+        TcpStats {
+            accepted: 0,
+            refused: 0,
+            refused_per_source: 0,
+            refused_per_network: 0,
+            evicted: 0,
+            accept_errors: 0,
+            open: 0,
+            busy: 0,
+            closed: [0; Close::COUNT],
+            requests: 0,
+            responses: [0; PROFILES.len()],
+            signatures: 0,
+            drops: [0; Drop::COUNT],
+            udp_only: 0,
+            greased: 0,
+        }
+    }
+}
+
 impl TcpStats {
     /// Total responses.
     pub fn total_responses(&self) -> u64 {

@@ -23,6 +23,10 @@ pub(super) struct Running {
     pub(super) applied: Config,
     /// The long-term public keys served.
     pub(super) publics: Vec<gnomon_protocol::LongTermKey>,
+    /// What each identity answers, as announced.
+    pub(super) served: super::Served,
+    /// Whether TCP runs (fixed at start, as its sockets are).
+    pub(super) tcp_on: bool,
     /// Where `log.level` is applied.
     pub(super) log_level: super::LevelHandle,
 }
@@ -34,9 +38,9 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
         log_failure(&why);
         engine.reload_refused(reason);
     };
-    let config = match args.config.load() {
+    let config = match super::load(args) {
         Ok(c) => c,
-        Err(e) => return refuse(Refusal::Config, e.to_string()),
+        Err(e) => return refuse(Refusal::Config, super::failure::config(&e).message),
     };
     // A configuration that names no key, while a configured one is
     // served, is almost always a file caught empty or half-written (an
@@ -65,13 +69,13 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
     } else {
         match key_sources(&config) {
             Ok(s) => Some(s),
-            Err((why, _)) => return refuse(Refusal::Keys, why),
+            Err(f) => return refuse(Refusal::Keys, f.message),
         }
     };
     // The engine counts its own outcome.
     let publics = match engine.reload(engine_config(&config), sources) {
         Ok(p) => p,
-        Err(e) => return log_failure(&e.to_string()),
+        Err(e) => return log_failure(&crate::commands::words::io(&e)),
     };
     // Before the result is logged: a reload to "warn" is quiet about itself.
     if config.log.level != running.applied.log.level {
@@ -79,25 +83,53 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
             .log_level
             .reload(super::level_filter(config.log.level));
     }
-    for key in running.started.restart_only_differences(&config) {
+    // What waits for a restart is compared with what runs (the values at
+    // start), not with the last file: it keeps waiting, and is said, at
+    // every reload until the process restarts or the file goes back.
+    let waiting = running.started.restart_only_differences(&config);
+    for key in &waiting {
         tracing::warn!("{key} changed; restart to apply (still running with the old value)");
     }
     let mut changed = running.applied.differences(&config);
     changed.retain(|k| !gnomon_server::config::RESTART_ONLY.contains(&k.as_str()));
-    let mut line = if changed.is_empty() {
-        "reloaded the configuration and keys; no setting changed".to_owned()
-    } else {
-        format!(
-            "reloaded the configuration and keys; applied {}",
-            changed.join(", ")
-        )
-    };
-    if publics != running.publics {
-        line += &format!("; now serving public keys {}", base64_keys(&publics));
-    }
-    tracing::info!("{line}");
+    tracing::info!(
+        "{}",
+        report(&changed, &waiting, publics != running.publics, &publics)
+    );
+    running.served = super::Served::new(&config, &publics, running.tcp_on);
     running.applied = config;
     running.publics = publics;
+}
+
+/// The reload's one line: what it applied, what waits for a restart, and
+/// the keys when they changed; never "nothing changed" beside a setting
+/// that did and waits.
+fn report(
+    applied: &[String],
+    waiting: &[String],
+    keys_changed: bool,
+    publics: &[gnomon_protocol::LongTermKey],
+) -> String {
+    let mut line = "reloaded the configuration and keys; ".to_owned();
+    line += &match (applied.is_empty(), waiting.is_empty()) {
+        (true, true) => "no setting changed".to_owned(),
+        (false, true) => format!("applied {}", applied.join(", ")),
+        (true, false) => format!(
+            "applied no setting; {} changed and {} for a restart",
+            waiting.join(", "),
+            if waiting.len() == 1 { "waits" } else { "wait" }
+        ),
+        (false, false) => format!(
+            "applied {}; {} changed and {} for a restart",
+            applied.join(", "),
+            waiting.join(", "),
+            if waiting.len() == 1 { "waits" } else { "wait" }
+        ),
+    };
+    if keys_changed {
+        line += &format!("; now serving public keys {}", base64_keys(publics));
+    }
+    line
 }
 
 /// The keys, base64, comma-separated.

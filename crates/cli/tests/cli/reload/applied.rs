@@ -115,7 +115,12 @@ fn restart_only_settings_are_named_and_not_applied() {
         assert!(line.contains(&format!("{key} changed")), "{line}");
     }
     let line = server.wait_log("reloaded the configuration");
-    assert!(line.contains("versions"), "{line}");
+    assert!(
+        line.contains("applied ")
+            && line.contains("versions")
+            && line.contains("listen, workers changed and wait for a restart"),
+        "{line}"
+    );
     assert!(server.metric(radius) >= 100);
     assert!(
         server.metric(expiry) >= expires + 86_400,
@@ -228,6 +233,38 @@ fn new_delegation_files_are_picked_up_without_a_signal() {
         0,
         "no signal"
     );
+    server.stop();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A reload that finds only a restart-only key changed says that it waits,
+/// in the line that sums the reload up too, and goes on saying so: never
+/// "no setting changed" beside "batch-size changed; restart to apply".
+#[test]
+fn a_setting_that_waits_for_a_restart_is_not_reported_as_unchanged() {
+    let dir = tempdir("batch-size");
+    keygen(&dir.join("k"));
+    let config = dir.join("gnomon.toml");
+    let base = format!("{BASE}key-file = \"k\"\nworkers = 1\n");
+    write_config(&config, &base);
+    let mut server = Server::start(&config);
+    write_config(&config, &format!("{base}batch-size = 32\n"));
+    for reloads in 1..=2 {
+        server.reload(SUCCESS, reloads);
+        let warned = server.wait_log("restart to apply");
+        assert!(warned.contains("batch-size changed"), "{warned}");
+        let line = server.wait_log("reloaded the configuration");
+        assert!(
+            line.contains("applied no setting; batch-size changed and waits for a restart")
+                && !line.contains("no setting changed"),
+            "reload {reloads}: {line}"
+        );
+    }
+    // Back to the value it runs with: nothing waits, nothing changed.
+    write_config(&config, &base);
+    server.reload(SUCCESS, 3);
+    let line = server.wait_log("reloaded the configuration");
+    assert!(line.contains("no setting changed"), "{line}");
     server.stop();
     std::fs::remove_dir_all(&dir).unwrap();
 }

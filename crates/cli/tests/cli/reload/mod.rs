@@ -13,8 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -36,9 +35,7 @@ struct Server {
     addr: SocketAddr,
     metrics: SocketAddr,
     public: [u8; 32],
-    log: mpsc::Receiver<String>,
-    /// Every line received so far.
-    seen: Vec<String>,
+    log: serve_support::LogLines,
 }
 
 impl Server {
@@ -61,22 +58,13 @@ impl Server {
             .and_then(|k| B64.decode(k).ok())
             .and_then(|k| k.try_into().ok())
             .unwrap_or_else(|| panic!("no public key line: {line:?}"));
-        let (tx, log) = mpsc::channel();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let log = serve_support::LogLines::read(child.stderr.take().unwrap());
         let mut s = Server {
             child,
             addr: "0.0.0.0:0".parse().unwrap(),
             metrics: "0.0.0.0:0".parse().unwrap(),
             public,
             log,
-            seen: Vec::new(),
         };
         let metrics = s.wait_log("metrics on http://");
         s.metrics = after(&metrics, "metrics on http://", '/');
@@ -88,22 +76,7 @@ impl Server {
     /// The first line not yet waited for that contains `needle`, waiting
     /// at most `PATIENCE` for it.
     fn wait_log(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.log.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(needle) {
-                        return line;
-                    }
-                }
-                Err(_) => panic!(
-                    "no log line with {needle:?} in {PATIENCE:?}: {:#?}",
-                    self.seen
-                ),
-            }
-        }
+        self.log.wait(needle)
     }
 
     fn signal(&self, name: &str) {

@@ -257,4 +257,55 @@ pub fn keygen_at(path: &Path) -> [u8; 32] {
         .unwrap()
 }
 
+/// A child's log lines, read on a thread of their own and handed over on
+/// a channel, so that a test waits for one with a bound and never blocks
+/// on a pipe.
+pub struct LogLines {
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line received so far.
+    pub seen: Vec<String>,
+}
+
+impl LogLines {
+    /// Read `stderr` until it ends.
+    pub fn read(stderr: ChildStderr) -> LogLines {
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        LogLines {
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line not yet waited for that contains `needle`, waiting
+    /// at most `peer::PATIENCE` (less if the child exits) for it.
+    pub fn wait(&mut self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + peer::PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no log line with {needle:?}: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Every line, once the child has exited (its stderr then ends).
+    pub fn all(mut self) -> Vec<String> {
+        self.seen.extend(self.lines.iter());
+        self.seen
+    }
+}
+
 pub mod peer;

@@ -108,7 +108,9 @@ fn notifications_follow_the_lifecycle(manager: Manager) {
         status.starts_with("answering ") && status.contains("online key valid until"),
         "{status}"
     );
-    // "… on udp A and tcp B; …": where it listens, from the notification.
+    // "… on udp A and 14 on tcp B; …" (or "and tcp B" when both
+    // transports answer as many versions): where it listens, from the
+    // notification.
     let addr = |after: &str| -> SocketAddr {
         let rest = status
             .split_once(after)
@@ -116,7 +118,7 @@ fn notifications_follow_the_lifecycle(manager: Manager) {
             .1;
         rest.split([' ', ';']).next().unwrap().parse().unwrap()
     };
-    let (udp, tcp) = (addr(" on udp "), addr(" and tcp "));
+    let (udp, tcp) = (addr(" on udp "), addr(" tcp "));
     // Nothing read from the log: READY=1 alone says the sockets are
     // bound and the keys in place. TCP first: a connection to a port not
     // yet listening is refused at once.
