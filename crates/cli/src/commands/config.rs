@@ -7,19 +7,17 @@
 //! value source it reports tells an error message whether to name the flag
 //! or the variable.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine as _;
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use gnomon_server::config::{Config, ConfigError, IdentitySource, Kind, Origin, Overrides, KEYS};
-use gnomon_server::keyfile;
-use gnomon_server::offline::{format_utc, OfflineStore};
+use gnomon_server::config::{Config, ConfigError, Kind, Origin, Overrides, KEYS};
 
-/// Exit status for a configuration that does not load (EX_USAGE).
-const EXIT_CONFIG: u8 = crate::exit::USAGE;
+use super::words;
+
+mod check;
+pub(crate) mod files;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -30,16 +28,26 @@ pub(crate) struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Check a configuration file without starting the server: print the
-    /// effective configuration (file, then GNOMON_* environment, then
-    /// flags) as TOML, or the error and exit 64.
+    /// Check any gnomon configuration file without starting anything:
+    /// serve's (deploy/gnomon.toml), sync's ([sync]), watch's and
+    /// report-server's ([watch], [report-server]) or the signing machine's
+    /// ([pkcs11]). Prints the effective configuration as TOML and which
+    /// command reads the file, or the error and exits 64. For serve's file
+    /// the GNOMON_* environment and the flags below apply, as `serve`
+    /// would apply them.
     Check {
         /// The TOML file.
         file: PathBuf,
         /// Also open every key file and delegation directory it names, as
-        /// `serve` would, and report their public keys and expiry.
+        /// `serve` would, and report their public keys and expiry (and
+        /// read report-server's accept-keys file).
         #[arg(long)]
         load_keys: bool,
+        /// Print one JSON object (the file's kind, the commands that read
+        /// it, the effective configuration, notes, exit_code) instead of
+        /// text.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         flags: ConfigFlags,
     },
@@ -50,83 +58,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Action::Check {
             file,
             load_keys,
+            json,
             flags,
-        } => check(
-            &ConfigArgs {
-                config: Some(file),
-                flags,
-            },
-            load_keys,
-        ),
+        } => check::run(&file, load_keys, json, flags),
     }
-}
-
-fn check(args: &ConfigArgs, load_keys: bool) -> ExitCode {
-    let file = args.config.as_deref().unwrap_or(Path::new("(none)"));
-    let config = match args.load() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("gnomon config check: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
-    };
-    // Everything is checked before anything is printed: a configuration
-    // printed in full and then refused reads as accepted at a glance.
-    if load_keys {
-        if let Err(e) = check_keys(&config) {
-            eprintln!("gnomon config check: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
-    }
-    print!("{config}");
-    if config.ephemeral_key() {
-        eprintln!(
-            "gnomon config check: note: no key-file or offline-dir; `serve` would use an \
-             ephemeral key, which is not for production"
-        );
-    }
-    eprintln!("gnomon config check: {}: OK", file.display());
-    ExitCode::SUCCESS
-}
-
-/// Open every identity the way `serve` will and describe it on stderr.
-fn check_keys(config: &Config) -> Result<(), String> {
-    let now_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
-    for id in &config.identities {
-        match id {
-            IdentitySource::KeyFile(path) => {
-                let key = keyfile::load(path).map_err(|e| e.to_string())?;
-                eprintln!(
-                    "key file {}: {} public key {}",
-                    path.display(),
-                    key.scheme().name(),
-                    B64.encode(key.public())
-                );
-            }
-            IdentitySource::OfflineDir(dir, pin) => {
-                let store = OfflineStore::load(dir, pin.as_ref().map(|k| k.bytes()))
-                    .map_err(|e| e.to_string())?;
-                let current = store.current(now_us).map_or_else(
-                    || "none valid now".to_owned(),
-                    |d| format!("current until {}", format_utc(d.maxt_us)),
-                );
-                let host = store
-                    .host()
-                    .map_or_else(String::new, |h| format!("host {h}, "));
-                eprintln!(
-                    "offline dir {}: {host}{} public key {}, {} delegations, {current}, last expires {}",
-                    dir.display(),
-                    store.long_term_public.scheme().name(),
-                    B64.encode(store.long_term_public.bytes()),
-                    store.delegations().len(),
-                    format_utc(store.last_expiry_us()),
-                );
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Every configuration key as a flag with its environment variable.
@@ -135,6 +70,8 @@ fn check_keys(config: &Config) -> Result<(), String> {
 pub(crate) struct ConfigFlags {
     /// What the flags and environment set, in the order clap reported it.
     pub(crate) overrides: Overrides,
+    /// The flags given on the command line (not from the environment).
+    pub(crate) given: Vec<&'static str>,
 }
 
 impl clap::FromArgMatches for ConfigFlags {
@@ -153,7 +90,10 @@ impl clap::FromArgMatches for ConfigFlags {
             // Clap prefers a flag to its variable, so one source per key.
             let origin = match matches.value_source(spec.flag) {
                 Some(ValueSource::EnvVariable) => Origin::Env(spec.env),
-                _ => Origin::Flag(spec.flag),
+                _ => {
+                    self.given.push(spec.flag);
+                    Origin::Flag(spec.flag)
+                }
             };
             self.overrides
                 .set(spec.key, origin, values)
@@ -210,8 +150,45 @@ pub(crate) struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// Defaults, the file if any, the environment, the flags.
+    /// Defaults, the file if any, the environment, the flags. A file that
+    /// does not load is explained: an unreadable one in words, a key in the
+    /// wrong table with the table it belongs in, another command's file
+    /// with that command.
     pub(crate) fn load(&self) -> Result<Config, ConfigError> {
-        Config::load(self.config.as_deref(), &self.flags.overrides)
+        Config::load(self.config.as_deref(), &self.flags.overrides).map_err(explained)
+    }
+}
+
+/// `e` with what the parser cannot know: where a misplaced key belongs,
+/// and which command reads a file that is not serve's.
+fn explained(e: ConfigError) -> ConfigError {
+    match e {
+        ConfigError::Read { path, error } => ConfigError::File {
+            message: format!("cannot read it: {}", words::io(&error)),
+            path,
+        },
+        ConfigError::File { path, message } => {
+            let doc = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.parse::<toml::Table>().ok());
+            let mut hints = Vec::new();
+            if let Some(doc) = doc {
+                match files::detect(&doc) {
+                    Ok(files::Kind::Serve) => {}
+                    Ok(kind) => hints.push(format!(
+                        "this is {}, not serve's: `gnomon config check {}` checks it",
+                        kind.described(),
+                        path.display()
+                    )),
+                    Err(mixed) => hints.push(mixed),
+                }
+                hints.extend(files::misplaced(&doc, files::Kind::Serve));
+            }
+            ConfigError::File {
+                message: files::with_hints(&message, &hints),
+                path,
+            }
+        }
+        other => other,
     }
 }

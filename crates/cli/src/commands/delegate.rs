@@ -27,12 +27,19 @@ use gnomon_server::keyfile;
 use gnomon_server::keys::random_seed;
 use gnomon_server::keys::SecretKey;
 use gnomon_server::offline::{
-    check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineStore, EXTENSION,
+    check_host_name, format_utc, parse_utc, plan_windows, Delegation, OfflineError, OfflineStore,
+    EXTENSION,
 };
+use serde_json::json;
 
+use super::keygen::key_file_words;
+use super::words;
 use crate::pkcs11::{read_pin, Token, TokenArgs, TokenSigner};
 
 use crate::exit::{CANT_CREATE, DATA_ERR, IO_ERROR, NO_INPUT, OS_ERROR, USAGE};
+
+mod windows;
+use windows::{check_ended, continue_after, until_covered, windows_said};
 
 /// Most windows one run may write.
 const MAX_COUNT: u32 = 10_000;
@@ -86,6 +93,14 @@ pub(crate) struct Args {
     /// as you like, coverage stays the same. Needs --start continue.
     #[arg(long, value_parser = parse_duration_arg)]
     cover: Option<Duration>,
+    /// Write windows that have all ended already (a --start in the past),
+    /// which a server never uses; without it they are refused.
+    #[arg(long)]
+    force: bool,
+    /// Print one JSON object (every file written, each directory's
+    /// coverage, warnings, exit_code) instead of the lines of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Where the first window starts.
@@ -122,15 +137,46 @@ fn parse_duration_arg(text: &str) -> Result<Duration, String> {
 
 pub(crate) fn run(args: Args) -> ExitCode {
     match delegate(&args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(done) => {
+            if args.json {
+                words::print_outcome(done, crate::exit::OK);
+            }
+            ExitCode::SUCCESS
+        }
         Err((code, msg)) => {
             eprintln!("gnomon delegate: {msg}");
+            if args.json {
+                let kind = match code {
+                    USAGE => "usage",
+                    NO_INPUT => "no_input",
+                    DATA_ERR => "data",
+                    CANT_CREATE => "cant_create",
+                    IO_ERROR => "io",
+                    OS_ERROR => "os",
+                    _ => "token",
+                };
+                words::print_error(kind, &msg, code);
+            }
             ExitCode::from(code)
         }
     }
 }
 
 type Failure = (u8, String);
+
+/// A delegation directory's failure in words: the system's part without
+/// its errno.
+pub(crate) fn offline_words(e: &OfflineError) -> String {
+    match e {
+        OfflineError::File(k) => key_file_words(k),
+        OfflineError::ReadDir { dir, error } => format!(
+            "cannot list delegation directory {}: {}",
+            dir.display(),
+            words::io(error)
+        ),
+        other => other.to_string(),
+    }
+}
 
 /// One directory's share of the run: the host it is for, if any.
 struct Target {
@@ -139,7 +185,7 @@ struct Target {
     made: Vec<Delegation>,
 }
 
-fn delegate(args: &Args) -> Result<(), Failure> {
+fn delegate(args: &Args) -> Result<serde_json::Value, Failure> {
     let usage = |m: &str| (USAGE, m.to_owned());
     let hosts = host_list(args)?;
     // Check the window arithmetic before touching anything.
@@ -168,9 +214,15 @@ fn delegate(args: &Args) -> Result<(), Failure> {
     let goal = args
         .cover
         .map(|c| now.saturating_add(u64::try_from(c.as_micros()).unwrap_or(u64::MAX)));
-    for t in &mut targets {
-        create_private_dir(&t.dir)?;
-        let existing = existing_delegations(&t.dir, &long_term.public(), t.host.as_deref())?;
+    // Every directory's windows are planned before any is made, so that
+    // windows all in the past are refused with nothing created.
+    let mut planned = Vec::new();
+    for t in &targets {
+        let existing = if t.dir.is_dir() {
+            existing_delegations(&t.dir, &long_term.public(), t.host.as_deref())?
+        } else {
+            None
+        };
         let start = match args.start {
             Start::At(us) => us,
             Start::Continue => continue_after(existing.as_ref(), args.step, now),
@@ -181,7 +233,14 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             let covered = existing.as_ref().map_or(0, OfflineStore::last_expiry_us);
             windows = until_covered(&windows, covered, goal);
         }
-        t.made = mint(&long_term, &windows, t.host.as_deref())?;
+        planned.push(windows);
+    }
+    let mut warnings: Vec<String> = check_ended(&planned, now, args.force)?
+        .into_iter()
+        .collect();
+    for (t, windows) in targets.iter_mut().zip(&planned) {
+        create_private_dir(&t.dir)?;
+        t.made = mint(&long_term, windows, t.host.as_deref())?;
         // A token that failed midway fails the run here, before any file.
         long_term.check()?;
     }
@@ -199,18 +258,29 @@ fn delegate(args: &Args) -> Result<(), Failure> {
             ));
         }
     }
+    let mut written = Vec::new();
     for t in &targets {
         for d in &t.made {
             let path = d
                 .write_into(&t.dir)
-                .map_err(|e| (CANT_CREATE, e.to_string()))?;
-            println!(
-                "{}\t{}\t{}\t{}",
-                path.display(),
-                format_utc(d.mint_us),
-                format_utc(d.maxt_us),
-                B64.encode(d.online.public())
-            );
+                .map_err(|e| (CANT_CREATE, offline_words(&e)))?;
+            if args.json {
+                written.push(json!({
+                    "path": path.display().to_string(),
+                    "host": t.host,
+                    "start_utc": format_utc(d.mint_us),
+                    "end_utc": format_utc(d.maxt_us),
+                    "online_public_key": B64.encode(d.online.public()),
+                }));
+            } else {
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    path.display(),
+                    format_utc(d.mint_us),
+                    format_utc(d.maxt_us),
+                    B64.encode(d.online.public())
+                );
+            }
         }
     }
     // Read every directory back as its server will.
@@ -219,7 +289,11 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         let store = OfflineStore::load(&t.dir, Some(&long_term.public())).map_err(|e| {
             (
                 DATA_ERR,
-                format!("{} does not load as the server would: {e}", t.dir.display()),
+                format!(
+                    "{} does not load as the server would: {}",
+                    t.dir.display(),
+                    offline_words(&e)
+                ),
             )
         })?;
         stores.push(store);
@@ -227,23 +301,33 @@ fn delegate(args: &Args) -> Result<(), Failure> {
     if !hosts.is_empty() {
         write_manifest(&args.out_dir, &long_term.public(), &targets, &stores)?;
     }
+    let mut dirs = Vec::new();
     for (t, store) in targets.iter().zip(&stores) {
         let whose = t
             .host
             .as_deref()
             .map_or_else(String::new, |h| format!("host {h}: "));
         eprintln!(
-            "gnomon delegate: {whose}{} new windows; {} now covers until {}",
-            t.made.len(),
+            "gnomon delegate: {whose}{}; {} now covers until {}",
+            windows_said(t.made.len()),
             t.dir.display(),
             format_utc(store.last_expiry_us()),
         );
+        dirs.push(json!({
+            "dir": t.dir.display().to_string(),
+            "host": t.host,
+            "new_windows": t.made.len(),
+            "covers_until_utc": format_utc(store.last_expiry_us()),
+        }));
         if goal.is_some_and(|g| store.last_expiry_us() < g) {
-            eprintln!(
-                "gnomon delegate: warning: {} falls short of --cover; raise --count",
+            warnings.push(format!(
+                "{} falls short of --cover; raise --count",
                 t.dir.display()
-            );
+            ));
         }
+    }
+    for w in &warnings {
+        eprintln!("gnomon delegate: warning: {w}");
     }
     let stays = match &long_term {
         RootKey::File(_) => "the key file stays here",
@@ -262,7 +346,13 @@ fn delegate(args: &Args) -> Result<(), Failure> {
         "gnomon delegate: long-term key {}. {ship}; {stays}.",
         B64.encode(long_term.public()),
     );
-    Ok(())
+    Ok(json!({
+        "long_term_public_key": B64.encode(long_term.public()),
+        "out_dir": args.out_dir.display().to_string(),
+        "written": written,
+        "directories": dirs,
+        "warnings": warnings,
+    }))
 }
 
 /// `--host` and `--hosts` together, each name checked, none twice.
@@ -289,7 +379,12 @@ fn create_private_dir(dir: &Path) -> Result<(), Failure> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| (CANT_CREATE, format!("cannot create {}: {e}", dir.display())))
+        .map_err(|e| {
+            (
+                CANT_CREATE,
+                format!("cannot create {}: {}", dir.display(), words::io(&e)),
+            )
+        })
 }
 
 /// The long-term key: a key file's, or one held by a token.
@@ -310,7 +405,7 @@ impl RootKey {
             })?;
             return keyfile::load(path)
                 .map(RootKey::File)
-                .map_err(|e| (NO_INPUT, e.to_string()));
+                .map_err(|e| (NO_INPUT, key_file_words(&e)));
         };
         if args.key_file.is_some() {
             return Err((
@@ -349,8 +444,12 @@ fn mint(
     windows
         .iter()
         .map(|&(mint, maxt)| {
-            let seed = random_seed()
-                .map_err(|e| (OS_ERROR, format!("no random bytes from the OS: {e}")))?;
+            let seed = random_seed().map_err(|e| {
+                (
+                    OS_ERROR,
+                    format!("no random bytes from the OS: {}", words::io(&e)),
+                )
+            })?;
             let d = match long_term {
                 RootKey::File(k) => Delegation::mint(k, &seed, mint, maxt),
                 RootKey::Token(t) => Delegation::mint_with(
@@ -369,29 +468,6 @@ fn mint(
         .collect()
 }
 
-/// Where a renewal starts: one step after the latest window's start, so the
-/// windows overlap as if made in one run, but never in the past.
-fn continue_after(existing: Option<&OfflineStore>, step: Duration, now_us: u64) -> u64 {
-    let step_us = u64::try_from(step.as_micros()).unwrap_or(u64::MAX);
-    existing
-        .and_then(|s| s.delegations().last())
-        .map_or(now_us, |d| d.mint_us.saturating_add(step_us).max(now_us))
-}
-
-/// The first of `windows` (in order) that it takes for coverage, now until
-/// `covered`, to reach `goal`.
-fn until_covered(windows: &[(u64, u64)], mut covered: u64, goal: u64) -> Vec<(u64, u64)> {
-    let mut needed = Vec::new();
-    for &(mint, maxt) in windows {
-        if covered >= goal {
-            break;
-        }
-        needed.push((mint, maxt));
-        covered = covered.max(maxt);
-    }
-    needed
-}
-
 /// The delegations already in `dir`. A directory already holding
 /// delegations must hold valid ones from this key, made for this host (or
 /// for none): the server refuses a mixed directory, so refuse before adding
@@ -401,8 +477,12 @@ fn existing_delegations(
     public: &[u8],
     host: Option<&str>,
 ) -> Result<Option<OfflineStore>, Failure> {
-    let listing =
-        std::fs::read_dir(dir).map_err(|e| (IO_ERROR, format!("{}: {e}", dir.display())))?;
+    let listing = std::fs::read_dir(dir).map_err(|e| {
+        (
+            IO_ERROR,
+            format!("cannot read {}: {}", dir.display(), words::io(&e)),
+        )
+    })?;
     let has_any = listing
         .filter_map(Result::ok)
         .any(|e| e.path().extension().is_some_and(|x| x == EXTENSION));
@@ -413,8 +493,9 @@ fn existing_delegations(
         (
             DATA_ERR,
             format!(
-                "{} already holds delegations that do not fit: {e}; nothing written",
-                dir.display()
+                "{} already holds delegations that do not fit: {}; nothing written",
+                dir.display(),
+                offline_words(&e)
             ),
         )
     })?;
@@ -475,5 +556,10 @@ fn write_manifest(
     let temp = out.join(format!(".{MANIFEST}.tmp"));
     std::fs::write(&temp, text)
         .and_then(|()| std::fs::rename(&temp, &path))
-        .map_err(|e| (CANT_CREATE, format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| {
+            (
+                CANT_CREATE,
+                format!("cannot write {}: {}", path.display(), words::io(&e)),
+            )
+        })
 }

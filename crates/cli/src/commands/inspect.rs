@@ -9,11 +9,11 @@ use gnomon_client::decode::{self, hex, kind_name, Decoded, Node, Signatures};
 use gnomon_client::{describe_verify_error, format_utc, parse_public_key};
 use serde_json::json;
 
-use super::client_out::{print_json, usage, Exit, EXIT_CODES};
+use super::client_out::{print_json, usage, Exit};
+use super::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXIT_CODES)]
 pub(crate) struct Args {
     /// A file (raw, hex or base64, or a `*.delegation` file), `-` for
     /// standard input, or the hex or base64 text itself.
@@ -43,10 +43,10 @@ fn load(spec: &str) -> Result<Vec<u8>, String> {
         let mut v = Vec::new();
         std::io::stdin()
             .read_to_end(&mut v)
-            .map_err(|e| format!("stdin: {e}"))?;
+            .map_err(|e| format!("cannot read standard input: {}", words::io(&e)))?;
         v
     } else if std::path::Path::new(spec).is_file() {
-        std::fs::read(spec).map_err(|e| format!("{spec}: {e}"))?
+        std::fs::read(spec).map_err(|e| format!("cannot read {spec}: {}", words::io(&e)))?
     } else {
         // Not a file: inline hex or base64, if it decodes as either.
         let decoded = decode::read_input(spec.as_bytes());
@@ -87,7 +87,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Err(e) => {
             let msg = format!("not a Roughtime message ({} bytes): {e}", bytes.len());
             if args.json {
-                print_json(&json!({ "error": msg, "exit_code": Exit::Invalid.code() }));
+                words::print_error("invalid", &msg, Exit::Invalid.code());
             } else {
                 eprintln!("gnomon inspect: {msg}");
             }
@@ -133,7 +133,7 @@ fn inspect_delegation(spec: &str, json_out: bool) -> Option<ExitCode> {
         Ok(d) => d,
         Err(e) => {
             if json_out {
-                print_json(&json!({ "error": e.to_string(), "exit_code": Exit::Invalid.code() }));
+                words::print_error("invalid", &e.to_string(), Exit::Invalid.code());
             } else {
                 eprintln!("gnomon inspect: {e}");
             }

@@ -12,16 +12,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use gnomon_client::{Assumption, Backoff, Client, Config, Electorate, Plan, Selection, Server};
+use gnomon_client::{Assumption, Backoff, Client, Config, Electorate, Plan, Selection};
 use gnomon_protocol::proof::{verify_proof_grouped, ProofError, ProofWorkspace, MAX_PROOF_ENTRIES};
-use gnomon_protocol::{PublicKey, ServerList};
+use gnomon_protocol::PublicKey;
 use serde_json::json;
 
-use super::client_out::{parse_duration, print_json, usage, Exit};
+use super::client_out::{error_kind, parse_duration, usage, Exit};
 use super::verify_proof::{
-    assumption_text, parse_device_value, pinned_voters, policy_json, proven_json, Policy,
-    EXIT_CODES,
+    assumption_text, parse_device_value, pinned, pinned_voters, policy_json, proven_json, said,
+    Policy, RELAY_EXIT_CODES,
 };
+use super::words;
 
 /// The bundle's form. clap_mangen renders a list of possible values as a
 /// block that starts with an empty paragraph, which mandoc's lint refuses:
@@ -36,7 +37,7 @@ pub(crate) enum Format {
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = RELAY_EXIT_CODES)]
 pub(crate) struct Args {
     /// The servers to ask (RFC 10049 server-list JSON).
     #[arg(long, value_name = "LIST.json")]
@@ -79,6 +80,20 @@ pub(crate) struct Args {
     pub(crate) json: bool,
 }
 
+/// A relay that made no bundle, or could not write it: the sentence on
+/// stderr, or the one JSON object under `--json`.
+fn failed(json_out: bool, kind: &str, msg: &str, code: Exit) -> ExitCode {
+    if json_out {
+        words::print_outcome(
+            json!({ "written": false, "error": { "kind": kind, "message": msg } }),
+            code.code(),
+        );
+    } else {
+        eprintln!("gnomon relay: {msg}");
+    }
+    code.into()
+}
+
 pub(crate) fn run(args: Args) -> ExitCode {
     if args.json && args.out.as_os_str() == "-" {
         return usage(
@@ -90,26 +105,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(d) => d,
         Err(e) => return usage("relay", e),
     };
-    let raw = match std::fs::read(&args.servers) {
-        Ok(r) => r,
-        Err(e) => return usage("relay", format!("{}: {e}", args.servers.display())),
+    let servers = match pinned::load(&args.servers) {
+        Ok(s) => s,
+        Err(e) => return usage("relay", e),
     };
-    let list = match ServerList::parse(&raw) {
-        Ok(l) => l,
-        Err(e) => {
-            return usage(
-                "relay",
-                format!("{}: not a server list: {e}", args.servers.display()),
-            )
-        }
-    };
-    let servers = Server::from_list(&list);
-    if servers.is_empty() {
-        return usage(
-            "relay",
-            format!("{}: no usable server in the list", args.servers.display()),
-        );
-    }
     let passes = 2;
     if args.all && servers.len() * passes > MAX_PROOF_ENTRIES {
         return usage(
@@ -151,32 +150,25 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let seq = match client.measure_bound(&servers, &plan, &device) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gnomon relay: {e}");
-            return Exit::Local.into();
+            let msg = words::strip_os_error(&e.to_string());
+            return failed(args.json, error_kind(&e), &msg, Exit::Local);
         }
     };
     let proof = match seq.chain.proof() {
         Some(Ok(p)) => p,
         Some(Err(e)) => {
-            eprintln!("gnomon relay: cannot make the bundle: {e:?}");
-            return Exit::Local.into();
+            let msg = format!("cannot make the bundle: {}", said::describe_form(&e));
+            return failed(args.json, "local", &msg, Exit::Local);
         }
         None => {
-            eprintln!("gnomon relay: the measurement was not bound to the device value");
-            return Exit::Local.into();
+            let msg = "the measurement was not bound to the device value";
+            return failed(args.json, "local", msg, Exit::Local);
         }
     };
     let answered = proof.report().entries.len();
     if answered == 0 {
         let msg = format!("no server answered ({} asked)", seq.order.len());
-        if args.json {
-            print_json(
-                &json!({ "written": false, "error": msg, "exit_code": Exit::NoAnswer.code() }),
-            );
-        } else {
-            eprintln!("gnomon relay: {msg}");
-        }
-        return Exit::NoAnswer.into();
+        return failed(args.json, "no_answer", &msg, Exit::NoAnswer);
     }
     let binary = proof.to_binary();
     let bytes = match args.format {
@@ -184,8 +176,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Format::Json => proof.to_json().into_bytes(),
     };
     if let Err(e) = write_out(&args.out, &bytes) {
-        eprintln!("gnomon relay: {}: {e}", args.out.display());
-        return Exit::CantCreate.into();
+        let msg = format!(
+            "cannot write the bundle to {}: {}",
+            args.out.display(),
+            words::io(&e)
+        );
+        return failed(args.json, "cant_create", &msg, Exit::CantCreate);
     }
     // The device's own check, with this relay's measuring time as the
     // elapsed time: the device's is longer (the hand-over), and widens
@@ -217,16 +213,15 @@ pub(crate) fn run(args: Args) -> ExitCode {
             "asked": seq.order.len(),
             "policy": policy_json(&policy),
             "assumption": assumption,
-            "exit_code": code.code(),
         });
         match &verdict {
             Ok(p) => out["device_would_accept"] = proven_json(p),
             Err(e) => {
                 out["device_would_accept"] = json!(false);
-                out["error"] = json!(e.to_string());
+                out["error"] = said::error_json(super::verify_proof::kind(e), e, &policy);
             }
         }
-        print_json(&out);
+        words::print_outcome(out, code.code());
     } else {
         let to = if args.out.as_os_str() == "-" {
             "standard output".to_owned()
@@ -243,7 +238,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 "gnomon relay: the device will accept it ({} of {} servers agree; {assumption})",
                 p.agreeing_keys, p.answering_keys
             ),
-            Err(e) => eprintln!("gnomon relay: the device will refuse it: {e} ({assumption})"),
+            Err(e) => eprintln!(
+                "gnomon relay: the device will refuse it: {} ({assumption})",
+                said::describe(e, &policy)
+            ),
         }
     }
     code.into()

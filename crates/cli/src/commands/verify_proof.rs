@@ -12,21 +12,35 @@ use gnomon_protocol::proof::{
     check_device_value, verify_proof_grouped, Proof, ProofError, ProofFormError, ProofPolicy,
     ProofWorkspace, Proven, MAX_DEVICE_VALUE, MIN_DEVICE_NONCE, PROOF_MAGIC,
 };
-use gnomon_protocol::{PublicKey, ServerList};
+use gnomon_protocol::PublicKey;
 use serde_json::json;
 
 use super::client_out::{parse_duration, print_json, usage, Exit};
+use super::words;
 
-/// The exit codes of `relay` and `verify-proof`, for their `--help`.
+pub(crate) mod pinned;
+pub(crate) mod said;
+
+/// The exit codes of `verify-proof`, for its `--help`.
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
-  0   the bundle proves an interval for now (relay: the device will accept it)
+  0   the bundle proves an interval for now
   1   not enough: too few keys in the bundle, too few agree, or the interval is too wide
   2   invalid bundle (wrong device value, broken chain, bad signature, unpinned key, truncated)
   3   malfeasance: the bundle proves that a server lied (the majority's interval, if any, is shown)
   64  usage error (bad arguments, unreadable input file)
+
+Every command's codes: the EXIT STATUS section of gnomon(1).";
+
+/// The exit codes of `relay`, for its `--help`.
+pub(crate) const RELAY_EXIT_CODES: &str = "\
+Exit codes:
+  0   the bundle is written and proves an interval for now: the device will accept it
+  1   not enough: no server answered, too few agree, or the interval is too wide
+  3   malfeasance: the answers prove that a server lied (the bundle is written, as evidence)
+  64  usage error (bad arguments, unreadable server list)
   70  local failure (no socket, no random bytes)
-  73  relay: the bundle cannot be written
+  73  the bundle cannot be written
 
 Every command's codes: the EXIT STATUS section of gnomon(1).";
 
@@ -71,7 +85,7 @@ impl Policy {
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = EXIT_CODES,
-    override_usage = "gnomon verify-proof [OPTIONS] --device-nonce <HEX> --keys <LIST.json> \
+    override_usage = "gnomon verify-proof [OPTIONS] --device-nonce <HEX> --servers <LIST.json> \
                       --elapsed <DURATION> <PROOF>"
 )]
 pub(crate) struct Args {
@@ -82,10 +96,11 @@ pub(crate) struct Args {
     /// 64 bytes, 32 to 128 hex digits).
     #[arg(long, value_name = "HEX")]
     pub(crate) device_nonce: String,
-    /// The pinned keys: a server list (RFC 10049 JSON) whose every usable
-    /// entry's key is trusted.
-    #[arg(long, value_name = "LIST.json")]
-    pub(crate) keys: PathBuf,
+    /// The pinned servers: a server list (RFC 10049 JSON) whose every
+    /// usable entry's key is trusted; the list `relay --servers` asked.
+    /// (`--keys` is the old name.)
+    #[arg(long, alias = "keys", value_name = "LIST.json")]
+    pub(crate) servers: PathBuf,
     /// Required: how long ago the device made its value, at most, by its
     /// own clock with its worst drift added (such as 2.5s). The interval's
     /// upper end moves up by this much, and only by this: a bundle the
@@ -177,7 +192,7 @@ fn utc(us: i128) -> String {
 }
 
 /// A short machine name for each refusal (the JSON's `kind`).
-fn kind(e: &ProofError) -> &'static str {
+pub(crate) fn kind(e: &ProofError) -> &'static str {
     match e {
         ProofError::Truncated => "truncated",
         ProofError::Malformed(_) | ProofError::UnknownFormat(_) => "malformed",
@@ -226,32 +241,34 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let mut raw = Vec::new();
     if let Err(e) = opened.and_then(|r| r.take(MAX_INPUT + 1).read_to_end(&mut raw)) {
-        return usage("verify-proof", format!("{}: {e}", args.proof.display()));
+        let what = if args.proof.as_os_str() == "-" {
+            "standard input".to_owned()
+        } else {
+            args.proof.display().to_string()
+        };
+        return usage(
+            "verify-proof",
+            format!("cannot read the bundle {what}: {}", words::io(&e)),
+        );
     }
     if raw.len() as u64 > MAX_INPUT {
-        let msg = format!("larger than any bundle (over {MAX_INPUT} bytes)");
+        let msg = format!(
+            "{}: larger than any bundle (over {MAX_INPUT} bytes)",
+            args.proof.display()
+        );
         if args.json {
-            print_json(&json!({ "valid": false, "kind": "malformed", "error": msg,
+            print_json(&json!({ "valid": false,
+                "error": { "kind": "malformed", "message": msg },
                 "exit_code": Exit::Invalid.code() }));
         } else {
-            eprintln!("gnomon verify-proof: {}: {msg}", args.proof.display());
+            eprintln!("gnomon verify-proof: {msg}");
         }
         return Exit::Invalid.into();
     }
-    let list = match std::fs::read(&args.keys)
-        .map_err(|e| e.to_string())
-        .and_then(|r| ServerList::parse(&r).map_err(|e| format!("not a server list: {e}")))
-    {
-        Ok(l) => l,
-        Err(e) => return usage("verify-proof", format!("{}: {e}", args.keys.display())),
+    let servers = match pinned::load(&args.servers) {
+        Ok(s) => s,
+        Err(e) => return usage("verify-proof", e),
     };
-    let servers = Server::from_list(&list);
-    if servers.is_empty() {
-        return usage(
-            "verify-proof",
-            format!("{}: no usable key in the list", args.keys.display()),
-        );
-    }
     let keys: Vec<PublicKey<'_>> = servers.iter().map(|s| s.public_key.as_public()).collect();
     let policy = args.policy.to_policy();
     let elapsed = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
@@ -273,7 +290,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
         // The JSON form's D out of bounds: the binary form's refusal.
         Err(ProofFormError::DeviceLength(n)) => Ok(Err(ProofError::DeviceValueLength(n))),
         Err(e) => Err(format!(
-            "not a proof bundle (neither binary nor JSON): {e:?}"
+            "{}: not a proof bundle (neither the binary form nor JSON): {}",
+            args.proof.display(),
+            said::describe_form(&e)
         )),
     };
     let answered = match &verdict {
@@ -285,7 +304,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let (code, out) = match &verdict {
         Err(msg) => (
             Exit::Invalid,
-            json!({ "valid": false, "kind": "malformed", "error": msg }),
+            json!({ "valid": false, "error": { "kind": "malformed", "message": msg } }),
         ),
         Ok(Ok(p)) => {
             let mut out = proven_json(p);
@@ -293,7 +312,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             (Exit::Ok, out)
         }
         Ok(Err(e)) => {
-            let mut out = json!({ "valid": false, "kind": kind(e), "error": e.to_string() });
+            let mut out = json!({ "valid": false, "error": said::error_json(kind(e), e, &policy) });
             if let ProofError::Liar { majority, .. } | ProofError::Contradiction { majority, .. } =
                 e
             {
@@ -307,8 +326,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         out["policy"] = policy_json(&policy);
         out["assumption"] = json!(assumption);
         out["elapsed_us"] = json!(elapsed);
-        out["exit_code"] = json!(code.code());
-        print_json(&out);
+        words::print_outcome(out, code.code());
     } else {
         match &verdict {
             Ok(Ok(p)) => println!(
@@ -320,7 +338,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 p.answering_keys
             ),
             Ok(Err(e)) => {
-                eprintln!("gnomon verify-proof: {e} ({assumption})");
+                eprintln!(
+                    "gnomon verify-proof: {} ({assumption})",
+                    said::describe(e, &policy)
+                );
                 if let ProofError::Liar {
                     majority: Some(p), ..
                 }

@@ -12,11 +12,11 @@ use gnomon_protocol::report::ReportCheck;
 use gnomon_protocol::Report;
 use serde_json::json;
 
-use super::client_out::{print_json, usage, Exit, EXIT_CODES};
+use super::client_out::{usage, Exit};
+use super::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXIT_CODES)]
 pub(crate) struct Args {
     /// The report (RFC 10049 malfeasance-report JSON); `-` reads standard input.
     pub(crate) file: PathBuf,
@@ -30,17 +30,43 @@ pub(crate) fn run(args: Args) -> ExitCode {
         let mut v = Vec::new();
         match std::io::stdin().read_to_end(&mut v) {
             Ok(_) => v,
-            Err(e) => return usage("verify-report", format!("stdin: {e}")),
+            Err(e) => {
+                return usage(
+                    "verify-report",
+                    format!(
+                        "cannot read the report from standard input: {}",
+                        words::io(&e)
+                    ),
+                )
+            }
         }
     } else {
         match std::fs::read(&args.file) {
             Ok(v) => v,
-            Err(e) => return usage("verify-report", format!("{}: {e}", args.file.display())),
+            Err(e) => {
+                return usage(
+                    "verify-report",
+                    format!(
+                        "cannot read the report {}: {}",
+                        args.file.display(),
+                        words::io(&e)
+                    ),
+                )
+            }
         }
     };
+    let named = if args.file.as_os_str() == "-" {
+        "standard input".to_owned()
+    } else {
+        args.file.display().to_string()
+    };
     let fail = |msg: String| -> ExitCode {
+        let msg = format!("{named}: {msg}");
         if args.json {
-            print_json(&json!({ "valid": false, "error": msg, "exit_code": Exit::Invalid.code() }));
+            words::print_outcome(
+                json!({ "valid": false, "error": { "kind": "invalid", "message": msg } }),
+                Exit::Invalid.code(),
+            );
         } else {
             eprintln!("gnomon verify-report: {msg}");
         }
@@ -50,6 +76,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
+    // No response, no claim: "valid" would read as a verified report.
+    if report.entries.is_empty() {
+        return fail("the report has no responses, so it proves nothing".into());
+    }
     let check = report.verify();
     let code = if check.is_proof_of_malfeasance() {
         Exit::Malfeasance
@@ -59,7 +89,11 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Exit::Invalid
     };
     if args.json {
-        print_json(&report_json(&report, &check, code));
+        let mut v = check_json(&report, &check);
+        // `index`, `earlier` and `later` count the responses from 1, as the
+        // text does.
+        v["numbered_from"] = json!(1);
+        words::print_outcome(v, code.code());
     } else {
         print_report(&args.file.display().to_string(), &report, &check);
     }
@@ -128,10 +162,4 @@ fn print_report(file: &str, report: &Report, check: &ReportCheck) {
         "INVALID: a signature or chain link fails, so the report proves nothing".into()
     };
     println!("verdict  {verdict}");
-}
-
-fn report_json(report: &Report, check: &ReportCheck, code: Exit) -> serde_json::Value {
-    let mut v = check_json(report, check);
-    v["exit_code"] = json!(code.code());
-    v
 }

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::TokenError;
+use crate::commands::words;
 
 /// Longest file read: four short keys.
 const MAX_LEN: u64 = 64 * 1024;
@@ -48,11 +49,11 @@ pub(crate) fn load(path: &Path) -> Result<Table, TokenError> {
         path: path.to_owned(),
         why,
     };
-    let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+    let file = std::fs::File::open(path).map_err(|e| fail(words::io(&e)))?;
     let mut text = String::new();
     file.take(MAX_LEN + 1)
         .read_to_string(&mut text)
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(words::io(&e)))?;
     if text.len() as u64 > MAX_LEN {
         return Err(fail(format!("longer than {MAX_LEN} bytes")));
     }

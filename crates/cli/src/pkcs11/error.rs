@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use cryptoki::error::{Error, RvError};
 
+use crate::commands::words;
 use crate::exit::{CANT_CREATE, DATA_ERR, NO_INPUT, SOFTWARE, USAGE};
 
 /// A token operation that failed.
@@ -91,6 +92,31 @@ impl TokenError {
             _ => TokenError::Module { what, error },
         }
     }
+}
+
+/// Why a file does not load as a PKCS#11 module, without the wrapping of
+/// the loader crate: the dynamic loader's reason, or the missing entry
+/// point.
+pub(crate) fn load_words(error: &Error) -> String {
+    match error {
+        Error::LibraryLoading(e) => format!("the dynamic loader refused it ({e})"),
+        Error::MissingSymbol(name) => format!("it has no {name} function"),
+        other => words::strip_os_error(&other.to_string()),
+    }
+}
+
+/// A return value by its name in the PKCS#11 standard (`CKR_PIN_INCORRECT`),
+/// the name a token's documentation and log use, rather than the loader
+/// crate's paragraph about it.
+fn ckr_name(rv: &RvError) -> String {
+    let mut out = String::from("CKR");
+    for c in format!("{rv:?}").chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
 }
 
 /// The PKCS#11 return value inside `error`, if it is one.
@@ -201,7 +227,15 @@ impl fmt::Display for TokenError {
                  replacing it (pick another --pkcs11-key, or delete the old key \
                  with the token's own tools if it is truly unwanted)"
             ),
-            TokenError::Module { what, error } => write!(f, "{what}: {error}"),
+            TokenError::Module { what, error } => match error {
+                Error::Pkcs11(rv, _) => write!(
+                    f,
+                    "{what}: the module answered {} (a PKCS#11 return value: the \
+                     token's documentation or its log says why)",
+                    ckr_name(rv)
+                ),
+                other => write!(f, "{what}: {}", words::strip_os_error(&other.to_string())),
+            },
             TokenError::BadSignature(label) => write!(
                 f,
                 "the token's signature with key {label:?} does not check against \

@@ -9,7 +9,7 @@
 //! (PKCS#11 3.0; SoftHSM2 has them since 2.6). Tokens are found by
 //! label, keys by label: slot numbers move when devices are replugged.
 
-mod config;
+pub(crate) mod config;
 mod error;
 mod pin;
 
@@ -142,7 +142,7 @@ impl Token {
         }
         let pkcs11 = Pkcs11::new(module).map_err(|e| TokenError::NotPkcs11 {
             module: module.to_owned(),
-            why: e.to_string(),
+            why: error::load_words(&e),
         })?;
         // OS locking: cryptoki may call from any thread, and the module must
         // not assume it is one.
@@ -534,7 +534,11 @@ mod tests {
             "T",
             Error::Pkcs11(RvError::DeviceRemoved, Function::Sign),
         );
-        assert!(e.to_string().starts_with("C_Sign: "), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "C_Sign: the module answered CKR_DEVICE_REMOVED (a PKCS#11 return value: \
+             the token's documentation or its log says why)"
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ use rustix::fs::{Mode, OFlags};
 use zeroize::Zeroizing;
 
 use super::TokenError;
+use crate::commands::words;
 
 /// The environment variable read when no PIN file is given.
 pub(crate) const PIN_ENV: &str = "GNOMON_PKCS11_PIN";
@@ -78,16 +79,16 @@ fn read_file(path: &Path) -> Result<Zeroizing<String>, TokenError> {
                     .into(),
             ))
         }
-        Err(e) => return Err(fail(std::io::Error::from(e).to_string())),
+        Err(e) => return Err(fail(words::io(&std::io::Error::from(e)))),
     };
-    let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| fail(words::io(&e)))?;
     private(path, &meta, rustix::process::geteuid().as_raw())?;
     // Allocated once at the most that is read, so the PIN is never moved by
     // a reallocation (which would leave a copy in freed memory).
     let mut text = Zeroizing::new(String::with_capacity(MAX_PIN_FILE as usize + 1));
     file.take(MAX_PIN_FILE + 1)
         .read_to_string(&mut text)
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(words::io(&e)))?;
     if text.len() as u64 > MAX_PIN_FILE {
         return Err(fail(format!("longer than {MAX_PIN_FILE} bytes")));
     }

@@ -46,6 +46,7 @@ mod sync_list;
 mod sync_metrics;
 mod sync_service;
 mod systemd;
+mod tool_grammar;
 mod watch_browser;
 mod watch_cli;
 mod watch_http;

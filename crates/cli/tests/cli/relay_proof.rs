@@ -66,7 +66,7 @@ fn verify(proof: &Path, device: &str, keys: &Path, elapsed: &str) -> (i32, Value
         proof.to_str().unwrap(),
         "--device-nonce",
         device,
-        "--keys",
+        "--servers",
         keys.to_str().unwrap(),
         "--elapsed",
         elapsed,
@@ -154,7 +154,11 @@ fn each_tampered_bundle_is_refused_with_its_own_kind_and_exit() {
         let p = file(&servers, name);
         std::fs::write(&p, doc.to_string()).unwrap();
         let (c, v) = verify(&p, device, keys, "10s");
-        assert_eq!((c, v["kind"].as_str()), (code, Some(kind)), "{name}: {v}");
+        assert_eq!(
+            (c, v["error"]["kind"].as_str()),
+            (code, Some(kind)),
+            "{name}: {v}"
+        );
         assert_eq!(v["valid"], false);
     };
     // Another device's value: the bundle is not for this device, nor is
@@ -250,7 +254,11 @@ fn each_tampered_bundle_is_refused_with_its_own_kind_and_exit() {
     let cut = file(&servers, "cut.bin");
     std::fs::write(&cut, &whole[..whole.len() - 7]).unwrap();
     let (c, v) = verify(&cut, &device, &servers.list, "10s");
-    assert_eq!((c, v["kind"].as_str()), (2, Some("truncated")), "{v}");
+    assert_eq!(
+        (c, v["error"]["kind"].as_str()),
+        (2, Some("truncated")),
+        "{v}"
+    );
     // A forged signature: one bit of a response's SIG value, found in the
     // binary form by the response's own bytes. The last response has no
     // link after it: signature. The first was chained from by request 1,
@@ -266,7 +274,11 @@ fn each_tampered_bundle_is_refused_with_its_own_kind_and_exit() {
         let p = file(&servers, &format!("forged-{k}.bin"));
         std::fs::write(&p, &forged).unwrap();
         let (c, v) = verify(&p, &device, &servers.list, "10s");
-        assert_eq!((c, v["kind"].as_str()), (2, Some(kind)), "entry {k}: {v}");
+        assert_eq!(
+            (c, v["error"]["kind"].as_str()),
+            (2, Some(kind)),
+            "entry {k}: {v}"
+        );
     }
 }
 
@@ -323,7 +335,7 @@ fn a_minority_liar_is_malfeasance_and_the_majority_still_proves_now() {
     let after = real_now_us();
     assert_eq!(code, 3, "{v}");
     assert!(
-        matches!(v["kind"].as_str(), Some("liar" | "contradiction")),
+        matches!(v["error"]["kind"].as_str(), Some("liar" | "contradiction")),
         "{v}"
     );
     let majority = &v["majority"];
@@ -352,7 +364,7 @@ fn relay_refuses_what_cannot_make_a_bundle() {
     let out = relay(&list, &device_value(6), &out_path, "binary", &[]);
     assert_eq!(out.status.code(), Some(64));
     assert!(
-        stderr(&out).contains("no usable server"),
+        stderr(&out).contains("the list has no servers"),
         "{}",
         stderr(&out)
     );
@@ -373,9 +385,13 @@ fn verify_proof_reads_no_further_than_any_bundle() {
     )
     .unwrap();
     let (code, v) = verify(Path::new("/dev/zero"), &device_value(9), &list, "0s");
-    assert_eq!((code, v["kind"].as_str()), (2, Some("malformed")), "{v}");
+    assert_eq!(
+        (code, v["error"]["kind"].as_str()),
+        (2, Some("malformed")),
+        "{v}"
+    );
     assert!(
-        v["error"]
+        v["error"]["message"]
             .as_str()
             .unwrap()
             .contains("larger than any bundle"),
@@ -453,7 +469,7 @@ fn verify_proof_requires_elapsed_and_a_16_byte_value() {
             bundle.to_str().unwrap().to_owned(),
             "--device-nonce".to_owned(),
             device.to_owned(),
-            "--keys".to_owned(),
+            "--servers".to_owned(),
             list.to_str().unwrap().to_owned(),
         ];
         if let Some(e) = elapsed {
@@ -488,7 +504,11 @@ fn verify_proof_requires_elapsed_and_a_16_byte_value() {
     );
     // With it, the same command reads the bundle (which is cut short).
     let (code, v) = verify(&bundle, &device, &list, "1s");
-    assert_eq!((code, v["kind"].as_str()), (2, Some("truncated")), "{v}");
+    assert_eq!(
+        (code, v["error"]["kind"].as_str()),
+        (2, Some("truncated")),
+        "{v}"
+    );
     // The device's own value: 15 bytes refused, 16 read on.
     let out = run(args(&"a5".repeat(15), Some("1s"), false));
     assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
@@ -498,7 +518,11 @@ fn verify_proof_requires_elapsed_and_a_16_byte_value() {
         stderr(&out)
     );
     let (code, v) = verify(&bundle, &"a5".repeat(16), &list, "1s");
-    assert_eq!((code, v["kind"].as_str()), (2, Some("truncated")), "{v}");
+    assert_eq!(
+        (code, v["error"]["kind"].as_str()),
+        (2, Some("truncated")),
+        "{v}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -523,7 +547,7 @@ fn a_bundle_whose_device_value_is_under_16_bytes_is_refused() {
     std::fs::write(&cut, &short).unwrap();
     let (code, v) = verify(&cut, &device, &servers.list, "10s");
     assert_eq!(
-        (code, v["kind"].as_str()),
+        (code, v["error"]["kind"].as_str()),
         (2, Some("device_value_length")),
         "{v}"
     );
@@ -535,7 +559,7 @@ fn a_bundle_whose_device_value_is_under_16_bytes_is_refused() {
     std::fs::write(&json_path, doc.to_string()).unwrap();
     let (code, v) = verify(&json_path, &device, &servers.list, "10s");
     assert_eq!(
-        (code, v["kind"].as_str()),
+        (code, v["error"]["kind"].as_str()),
         (2, Some("device_value_length")),
         "{v}"
     );

@@ -67,15 +67,26 @@ impl Layer {
     /// The `[sync]` table of a TOML file; relative paths are relative to
     /// the file's directory.
     pub fn from_file(path: &Path) -> Result<Layer, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError(format!(
+                "cannot read configuration file {}: {}",
+                path.display(),
+                unreadable(&e)
+            ))
+        })?;
         Layer::from_toml(&text, path)
     }
 
     /// As [`Layer::from_file`], from the text; `path` names it.
     pub fn from_toml(text: &str, path: &Path) -> Result<Layer, ConfigError> {
-        let doc: FileDoc =
-            toml::from_str(text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        let doc: FileDoc = toml::from_str(text).map_err(|e| {
+            ConfigError(format!(
+                "{}: {}{}",
+                path.display(),
+                e.to_string().trim_end(),
+                misplaced(text, path)
+            ))
+        })?;
         let t = doc.sync.unwrap_or_default();
         let bad = |key: &str, why: String| {
             ConfigError(format!("{}: [sync] {key}: {why}", path.display()))
@@ -153,5 +164,81 @@ impl Layer {
             })?
             .map(|v| v as u32),
         })
+    }
+}
+
+/// Why a file could not be read, in words a user acts on: the common
+/// kinds named, anything else without its `(os error N)`.
+fn unreadable(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::NotFound => "it does not exist".into(),
+        K::PermissionDenied => "permission denied".into(),
+        K::IsADirectory => "it is a directory".into(),
+        _ => {
+            let text = e.to_string();
+            match text.find(" (os error ") {
+                Some(at) => text[..at].to_owned(),
+                None => text,
+            }
+        }
+    }
+}
+
+/// What the parser cannot say about a file it refused: a sync key written
+/// above `[sync]` belongs in it, and a file with other tables is another
+/// command's (`gnomon config check` tells which). Empty when neither.
+fn misplaced(text: &str, path: &Path) -> String {
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (name, value) in &doc {
+        if value.is_table() {
+            if name != "sync" {
+                out.push_str(&format!(
+                    "\n[{name}] is not a table of gnomon sync's file: `gnomon config check {}` \
+                     says which command reads it",
+                    path.display()
+                ));
+            }
+        } else if super::KEYS.iter().any(|k| k.0 == name) {
+            out.push_str(&format!(
+                "\n`{name}` belongs in [sync], not the top level (above the first [table])"
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod wording_tests {
+    use super::*;
+
+    #[test]
+    fn a_key_above_its_table_and_another_commands_table_are_told() {
+        let p = Path::new("/etc/gnomon/sync.toml");
+        let e = Layer::from_toml("servers = \"l.json\"\n[sync]\n", p)
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("`servers` belongs in [sync], not the top level"),
+            "{e}"
+        );
+        let e = Layer::from_toml("[watch]\nservers = \"l.json\"\n", p)
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("[watch] is not a table of gnomon sync's file")
+                && e.contains("gnomon config check /etc/gnomon/sync.toml"),
+            "{e}"
+        );
+        let e = Layer::from_file(Path::new("/nonexistent/sync.toml"))
+            .unwrap_err()
+            .0;
+        assert_eq!(
+            e,
+            "cannot read configuration file /nonexistent/sync.toml: it does not exist"
+        );
     }
 }
