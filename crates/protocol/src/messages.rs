@@ -82,7 +82,8 @@ struct Where(Option<usize>);
 impl fmt::Display for Where {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(i) => write!(f, " in entry {i} of `responses`"),
+            // Counted from 1, as verify-report numbers its rows.
+            Some(i) => write!(f, " in entry {} of `responses`", i + 1),
             None => Ok(()),
         }
     }
@@ -169,7 +170,7 @@ mod tests {
         assert_eq!(all[2], "`responses` is missing");
         assert_eq!(
             all[3],
-            "`request` has the wrong JSON type in entry 2 of `responses`"
+            "`request` has the wrong JSON type in entry 3 of `responses`"
         );
         for s in &all {
             assert!(!s.contains("WrongType") && !s.contains("Missing"), "{s}");

@@ -119,6 +119,19 @@ fn verify_proof_takes_servers_and_counts_entries_from_one() {
     assert_eq!(v["exit_code"], 2);
     // verify-report, reading the same bundle as a chained report, numbers
     // its rows from 1 too and says so in its JSON.
+    let mut cut = doc.clone();
+    cut["responses"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("request");
+    let cut_path = servers.dir.join("cut.json");
+    std::fs::write(&cut_path, cut.to_string()).unwrap();
+    let run = gnomon(&["verify-report", s(&cut_path)]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    says(
+        &run.stderr,
+        "`request` is missing in entry 2 of `responses`",
+    );
     let rep = gnomon(&["verify-report", s(&bundle), "--json"]).json();
     assert_eq!(
         (
