@@ -28,6 +28,8 @@ use gnomon_watch::sink::{
 };
 use serde::Deserialize;
 
+use super::config::files;
+
 /// `interval`: 1 s to a day.
 pub(crate) fn parse_interval(s: &str) -> Result<Duration, String> {
     duration_in(
@@ -275,13 +277,22 @@ impl FileLayers {
     /// Both tables of `path` (either may be absent); a relative `servers`
     /// is relative to the file's directory.
     pub(crate) fn from_file(path: &Path) -> Result<FileLayers, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read configuration file {}: {}",
+                path.display(),
+                super::words::io(&e)
+            )
+        })?;
         FileLayers::from_toml(&text, path)
     }
 
     /// As [`FileLayers::from_file`], from the text; `path` names it.
     pub(crate) fn from_toml(text: &str, path: &Path) -> Result<FileLayers, String> {
-        let doc: FileDoc = toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let doc: FileDoc = toml::from_str(text).map_err(|e| {
+            let hints = files::hints_for(text, files::Kind::Watch);
+            files::with_hints(&format!("{}: {e}", path.display()), &hints)
+        })?;
         let w = doc.watch.unwrap_or_default();
         let r = doc.report_server.unwrap_or_default();
         let base = path.parent().unwrap_or(Path::new(""));

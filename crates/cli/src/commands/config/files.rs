@@ -267,6 +267,14 @@ pub(crate) fn misplaced(doc: &toml::Table, kind: Kind) -> Vec<String> {
     hints
 }
 
+/// The hints for a file of `kind` whose text is `text` (none when it is
+/// not TOML): for a command's own `--config` refusal.
+pub(crate) fn hints_for(text: &str, kind: Kind) -> Vec<String> {
+    text.parse::<toml::Table>()
+        .map(|doc| misplaced(&doc, kind))
+        .unwrap_or_default()
+}
+
 /// `message` with the hints it does not already carry, one a line.
 pub(crate) fn with_hints(message: &str, hints: &[String]) -> String {
     let mut out = message.trim_end().to_owned();

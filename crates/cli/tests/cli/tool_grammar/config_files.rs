@@ -90,6 +90,14 @@ fn a_misplaced_key_is_told_its_table() {
     let serve = gnomon(&["serve", "--config", s(&dir.path("serve.toml"))]);
     assert_eq!(serve.code, 64, "{}", serve.stderr);
     assert!(serve.stderr.contains(cases[0].2), "{}", serve.stderr);
+    let watch = gnomon(&[
+        "watch",
+        "--config",
+        s(&dir.path("watch.toml")),
+        "--print-config",
+    ]);
+    assert_eq!(watch.code, 64, "{}", watch.stderr);
+    says(&watch.stderr, cases[3].2);
     let sync = gnomon(&[
         "sync",
         "--config",
@@ -151,6 +159,10 @@ fn json_and_unreadable_files() {
         &format!("{}: cannot read it: it does not exist", missing.display()),
     );
     plain(&serve.stderr);
+    let watch = gnomon(&["report-server", "--config", s(&missing), "--print-config"]);
+    assert_eq!(watch.code, 64);
+    says(&watch.stderr, "it does not exist");
+    plain(&watch.stderr);
     let sync = gnomon(&["sync", "--config", s(&missing), "--print-config"]);
     assert_eq!(sync.code, 64);
     says(&sync.stderr, "it does not exist");
