@@ -107,7 +107,7 @@ fn check_url(url: &str) -> Result<(), Unhealthy> {
     let bad = |why: String| Err(Unhealthy::BadUrl(format!("--url {url}: {why}")));
     let Some((scheme, rest)) = url.split_once("://") else {
         return bad(format!(
-            "not a URL: it has no scheme; write http://{} (such as {DEFAULT_URL})",
+            "not a URL: it has no scheme; write http://{}",
             url.trim_start_matches('/')
         ));
     };

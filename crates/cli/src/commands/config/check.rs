@@ -59,9 +59,9 @@ pub(super) fn run(file: &Path, load_keys: bool, json_out: bool, flags: ConfigFla
                 print!("{}", c.config);
             }
             eprintln!(
-                "gnomon config check: {}: OK ({})",
+                "gnomon config check: {}: OK, read by {}",
                 file.display(),
-                c.kind.described()
+                c.kind.read_by().join(" and ")
             );
             ExitCode::SUCCESS
         }

@@ -26,10 +26,7 @@ fn every_gnomon_file_is_checked_by_its_own_parser() {
         let path = deploy(file);
         let run = gnomon(&["config", "check", s(&path)]);
         assert_eq!(run.code, 0, "{file}: {}", run.stderr);
-        says(
-            &run.stderr,
-            &format!("{}: OK (the file of ", path.display()),
-        );
+        says(&run.stderr, &format!("{}: OK, read by ", path.display()));
         says(&run.stderr, reader);
         assert!(!run.stderr.contains("unknown field"), "{}", run.stderr);
         let printed = dir.write(&format!("printed-{file}"), &run.stdout);
