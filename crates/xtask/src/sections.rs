@@ -222,7 +222,7 @@ pub(crate) fn examples(page: &str, out: &mut Roff) {
         "gnomon-bench" | "gnomon-bench-load" => vec![(
             "A minute of 20,000 requests a second against a local server:",
             format!(
-                "gnomon bench load --target 127.0.0.1:5319 --key {KEY} --rate 20000 \
+                "gnomon bench load 127.0.0.1:5319 --key {KEY} --rate 20000 \
                  --duration 1m --timeout 500ms"
             ),
         )],
