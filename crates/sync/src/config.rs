@@ -20,8 +20,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod defaults;
 mod file;
 mod values;
+
+pub use defaults::{default_of, KeyDefault};
 
 pub use file::ConfigError;
 pub use values::{
@@ -29,7 +32,7 @@ pub use values::{
     parse_drift_ppm, parse_duration, parse_group, parse_interval, parse_jitter, parse_list_refresh,
     parse_list_timeout, parse_max_liars, parse_max_offset, parse_max_radius, parse_metrics,
     parse_now_socket, parse_report_url, parse_retries, parse_servers_url, parse_socket_mode,
-    parse_timeout, DurationText, IntOrText, MaxLiars, NowSocket,
+    parse_timeout, DurationText, IntOrText, MaxLiars, Metrics, NowSocket,
 };
 
 /// Where state lives unless told: the directory the systemd units give
@@ -43,152 +46,155 @@ pub const DEFAULT_STATE_DIR: &str = "/var/lib/gnomon";
 /// 3 s bound would send chrony nothing from them.
 pub const DEFAULT_CHRONY_MAX_RADIUS: Duration = Duration::from_secs(5);
 
-/// Every key: (name, accepted values, default, help). The order is the
+/// Every key: (name, accepted values, default in words, help). The
+/// default is in words only for a key that is unset unless given; the
+/// others' are what `Settings::default()` prints ([`default_of`]), so no
+/// text here can drift from the value the code uses. The order is the
 /// order `--print-config` and deploy/gnomon-sync.toml use.
 pub const KEYS: &[(&str, &str, &str, &str)] = &[
     (
         "servers",
         "a path",
-        "(none: required)",
-        "The server list (RFC 10049's server list JSON)",
+        "",
+        "The server list (RFC 10049's server list JSON); required unless servers-url is given",
     ),
     (
         "state-dir",
         "a path",
-        "\"/var/lib/gnomon\"",
+        "",
         "The floor, the last chain, the list cache and reports",
     ),
     (
         "interval",
         "a duration in 1s..=1d",
-        "\"10m\"",
+        "",
         "Time between rounds",
     ),
     (
         "jitter",
         "an integer in 0..=50 (percent)",
-        "10",
+        "",
         "Each wait is the interval ± this percent, at random",
     ),
     (
         "min-servers",
         "an integer in 1..=64",
-        "3",
+        "",
         "Servers asked per round, at least",
     ),
     (
         "quorum",
         "an integer in 1..=64",
-        "2",
+        "",
         "Servers that must agree with the consensus (beyond what max-liars needs)",
     ),
     (
         "max-liars",
         "an integer in 0..=21, or \"auto\"",
-        "\"auto\"",
+        "",
         "How many listed servers may lie: a consensus needs 2 × this + 1 answering; \
          auto is max(1, (n − 1) / 3) of the n listed",
     ),
     (
         "max-radius",
         "a duration in 1ms..=1d",
-        "\"10s\"",
+        "",
         "The clock is never set from a wider consensus",
     ),
     (
         "max-offset",
         "a duration in 0s..=1d",
-        "\"0s\"",
+        "",
         "--check: tolerance around the consensus interval",
     ),
     (
         "timeout",
         "a duration in 10ms..=1m",
-        "\"1s\"",
+        "",
         "First UDP wait per query (×1.5 per retry)",
     ),
     (
         "retries",
         "an integer in 1..=20",
-        "3",
+        "",
         "UDP attempts per query",
     ),
     (
         "report",
         "true or false",
-        "true",
+        "",
         "POST malfeasance reports when a URL is known",
     ),
     (
         "report-url",
         "an https:// URL",
-        "(the list's `reports`)",
+        "the list's `reports`",
         "Where to POST reports",
     ),
     (
         "chrony-sock",
         "a path of 1..=107 bytes",
-        "(none: no samples)",
+        "none: no samples",
         "chrony's `refclock SOCK` socket: every consensus is sent there as a sample",
     ),
     (
         "chrony-max-radius",
         "a duration in 1ms..=1h",
-        "\"5s\"",
+        "",
         "The radius chrony is told (delay = 2 × this): a wider consensus is never sent",
     ),
     (
         "servers-url",
         "an https:// URL",
-        "(the list's `sources`)",
+        "the list's `sources`",
         "Where the list is refreshed from",
     ),
     (
         "list-refresh",
         "a duration in 1s..=30d",
-        "\"1d\"",
+        "",
         "Time between list refreshes (± jitter)",
     ),
     (
         "list-timeout",
         "a duration in 1s..=5m",
-        "\"30s\"",
+        "",
         "One list download, connect to last byte",
     ),
     (
         "list-ca",
         "a path (PEM certificates)",
-        "(Mozilla's roots)",
+        "Mozilla's roots",
         "Trust only these CAs for list downloads",
     ),
     (
         "metrics",
-        "a socket address",
-        "(none: off)",
+        "a socket address, or \"off\"",
+        "",
         "Serve Prometheus /metrics here",
     ),
     (
         "now-socket",
         "a path of 1..=107 bytes, or \"off\"",
-        "\"/run/gnomon/now.sock\"",
+        "",
         "Answer local programs (`gnomon now`) with the proven time now (docs/NOW.md)",
     ),
     (
         "now-socket-group",
         "a group name or number",
-        "(the service's group)",
+        "the service's group",
         "The now socket's group: with mode 0660, its members may ask",
     ),
     (
         "now-socket-mode",
         "\"0600\", \"0660\" or \"0666\"",
-        "\"0660\"",
+        "",
         "Who may ask: the owner, the group, or every local user",
     ),
     (
         "now-drift-ppm",
         "an integer in 1..=100000",
-        "100",
+        "",
         "The bound on the raw oscillator's rate error that widens the proven interval",
     ),
 ];
@@ -305,7 +311,7 @@ pub struct Layer {
     pub list_refresh: Option<Duration>,
     pub list_timeout: Option<Duration>,
     pub list_ca: Option<PathBuf>,
-    pub metrics: Option<SocketAddr>,
+    pub metrics: Option<Metrics>,
     pub now_socket: Option<NowSocket>,
     pub now_socket_group: Option<String>,
     pub now_socket_mode: Option<u32>,
@@ -342,7 +348,7 @@ impl Settings {
             list_refresh: pick!(list_refresh).unwrap_or(d.list_refresh),
             list_timeout: pick!(list_timeout).unwrap_or(d.list_timeout),
             list_ca: pick!(list_ca),
-            metrics: pick!(metrics),
+            metrics: pick!(metrics).and_then(|m| m.0),
             now_socket: match pick!(now_socket) {
                 Some(n) => n.0,
                 None => d.now_socket,
@@ -400,8 +406,9 @@ impl fmt::Display for Settings {
         if let Some(p) = &self.list_ca {
             writeln!(f, "list-ca = {}", q(&p.display().to_string()))?;
         }
-        if let Some(a) = &self.metrics {
-            writeln!(f, "metrics = {}", q(&a.to_string()))?;
+        match &self.metrics {
+            Some(a) => writeln!(f, "metrics = {}", q(&a.to_string()))?,
+            None => writeln!(f, "metrics = \"off\"")?,
         }
         match &self.now_socket {
             Some(p) => writeln!(f, "now-socket = {}", q(&p.display().to_string()))?,

@@ -271,10 +271,7 @@ pub fn load(
 ) -> Result<(Loaded, Option<Vec<u8>>), String> {
     let what = path.display().to_string();
     let cache = store.path(LIST_CACHE).display().to_string();
-    let fresh = crate::state::read_bounded(path)
-        .map_err(|e| format!("{what}: {e}"))
-        .and_then(|raw| parse(raw, &what));
-    match fresh {
+    match read_file(path) {
         Ok(mut file) => {
             let seed = file.raw.clone();
             match refreshed_from(store, trusted, &file, servers_url) {
@@ -299,9 +296,7 @@ pub fn load(
         Err(why) => {
             let (raw, r) = match trusted_cache(store, trusted) {
                 Ok(c) => c,
-                Err(Skip::None) => {
-                    return Err(format!("{why}; and no cached list ({cache}: not found)"))
-                }
+                Err(Skip::None) => return Err(no_cache(&why, store)),
                 Err(Skip::Because(no)) => {
                     return Err(format!(
                         "{why}; and the cached list {cache} is not used: {no}"
@@ -322,6 +317,32 @@ pub fn load(
             Ok((l, None))
         }
     }
+}
+
+/// The operator's file `path`, read and parsed.
+fn read_file(path: &Path) -> Result<Loaded, String> {
+    let what = path.display().to_string();
+    crate::state::read_bounded(path)
+        .map_err(|e| format!("{what}: {e}"))
+        .and_then(|raw| parse(raw, &what))
+}
+
+/// The error of a list file that does not load, with no cache to stand in.
+fn no_cache(why: &str, store: &Store) -> String {
+    format!(
+        "{why}; and no cached list ({}: not found)",
+        store.path(LIST_CACHE).display()
+    )
+}
+
+/// What [`load`] says of the operator's file `path` when the state
+/// directory `store` does not exist yet, so no cache can stand in: read
+/// before the directory is made, so that a list that does not load
+/// leaves nothing behind.
+pub fn check_without_cache(path: &Path, store: &Store) -> Result<(), String> {
+    read_file(path)
+        .map(drop)
+        .map_err(|why| no_cache(&why, store))
 }
 
 /// The cache, when its record proves it was refreshed from `file`'s

@@ -38,7 +38,7 @@
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -119,7 +119,8 @@ impl Peers {
 /// Bind `path` and answer from `board` on a thread of its own, for as
 /// long as the process lives. A live socket at `path` (another sync
 /// answering there) is an error, never taken over; a stale one is
-/// replaced.
+/// replaced. The service removes the file when it stops ([`Bound::remove`]),
+/// so that a client finds no socket rather than one nobody answers on.
 pub fn spawn(
     path: &Path,
     access: &Access,
@@ -127,8 +128,39 @@ pub fn spawn(
     drift_ppm: u32,
     counts: Arc<Counts>,
     log: Log,
-) -> io::Result<()> {
+) -> io::Result<Bound> {
     spawn_with(path, access, board, drift_ppm, counts, log, Peers::kernel())
+}
+
+/// The socket file bound, known by its inode: what [`Bound::remove`]
+/// removes, and nothing else.
+#[derive(Debug)]
+pub struct Bound {
+    path: PathBuf,
+    id: Option<(u64, u64)>,
+}
+
+impl Bound {
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Remove the socket file when it is still the one bound here: a file
+    /// put in its place since (another sync's socket, after this one's was
+    /// deleted by hand) is left alone. Safe to call more than once.
+    pub fn remove(&self) {
+        if self.id.is_some() && file_id(&self.path) == self.id {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A socket file's device and inode; `None` for anything else.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let m = std::fs::symlink_metadata(path).ok()?;
+    m.file_type().is_socket().then(|| (m.dev(), m.ino()))
 }
 
 pub(crate) fn spawn_with(
@@ -139,8 +171,12 @@ pub(crate) fn spawn_with(
     counts: Arc<Counts>,
     log: Log,
     peers: Peers,
-) -> io::Result<()> {
+) -> io::Result<Bound> {
     let listener = bind(path, access)?;
+    let bound = Bound {
+        path: path.to_owned(),
+        id: file_id(path),
+    };
     rustix::net::listen(&listener, LISTEN_BACKLOG)?;
     listener.set_nonblocking(true)?;
     let on = event_loop::On {
@@ -153,7 +189,7 @@ pub(crate) fn spawn_with(
     std::thread::Builder::new()
         .name("gnomon-now".into())
         .spawn(move || event_loop::run(&listener, &on, peers))?;
-    Ok(())
+    Ok(bound)
 }
 
 fn bind(path: &Path, access: &Access) -> io::Result<UnixListener> {

@@ -102,6 +102,20 @@ impl Service {
         if settings.servers.is_none() && settings.servers_url.is_none() {
             return Err(NO_LIST.into());
         }
+        let fetcher = refresh::Fetcher::new(settings.list_ca.as_deref(), settings.list_timeout)
+            .map_err(|e| format!("list-ca: {e}"))?;
+        // Nor for a list that does not load: without the directory there
+        // is no cache to fall back on, so the list is read (or, with only
+        // a URL, downloaded) before the directory is made.
+        let mut first_download = None;
+        if !settings.state_dir.is_dir() {
+            let at = Store::at(&settings.state_dir);
+            match (&settings.servers, &settings.servers_url) {
+                (Some(path), _) => list::check_without_cache(path, &at)?,
+                (None, Some(url)) => first_download = Some(download(&fetcher, url, &settings)?),
+                (None, None) => {}
+            }
+        }
         let store = match Store::open(&settings.state_dir) {
             Ok(s) => s,
             Err(e) => {
@@ -112,8 +126,6 @@ impl Service {
                 Store::at(&settings.state_dir)
             }
         };
-        let fetcher = refresh::Fetcher::new(settings.list_ca.as_deref(), settings.list_timeout)
-            .map_err(|e| format!("list-ca: {e}"))?;
         // The list cache is believed only from a directory nobody else
         // can write (whoever can could forge its record too).
         let trusted = match store.trust() {
@@ -142,24 +154,28 @@ impl Service {
             (Some(path), url) => list::load(path, url.as_deref(), &store, trusted)?,
             // No file of the operator's: the last list fetched from this
             // URL, or one fetched now.
-            (None, Some(url)) => match list::cached_from_url(&store, url, trusted) {
-                Ok(l) => (l, None),
-                Err(ignored) => {
-                    if let Some(why) = ignored {
-                        log(&format!("note: {why}"));
+            (None, Some(url)) => {
+                let cached = match first_download {
+                    Some(_) => Err(None),
+                    None => list::cached_from_url(&store, url, trusted),
+                };
+                match cached {
+                    Ok(l) => (l, None),
+                    Err(ignored) => {
+                        if let Some(why) = ignored {
+                            log(&format!("note: {why}"));
+                        }
+                        let l = match first_download.take() {
+                            Some(l) => l,
+                            None => download(&fetcher, url, &settings)?,
+                        };
+                        if let Err(e) = refresh::cache(&store, &l.raw, url, None, None, Some(url)) {
+                            log(&format!("note: cannot cache the list: {e}"));
+                        }
+                        (l, None)
                     }
-                    let a = refresh::attempt(&fetcher, std::slice::from_ref(url), settings.quorum);
-                    let Some((_, l)) = a.fresh else {
-                        let why: Vec<String> =
-                            a.failed.iter().map(|(u, f)| format!("{u}: {f}")).collect();
-                        return Err(format!("no server list: {}", why.join("; ")));
-                    };
-                    if let Err(e) = refresh::cache(&store, &l.raw, url, None, None, Some(url)) {
-                        log(&format!("note: cannot cache the list: {e}"));
-                    }
-                    (l, None)
                 }
-            },
+            }
             (None, None) => return Err(NO_LIST.into()),
         };
         let metrics = Arc::new(SyncMetrics::default());
@@ -234,6 +250,11 @@ impl Service {
     /// What the now socket answers from (crate::now).
     pub fn board(&self) -> Arc<Board> {
         self.board.clone()
+    }
+
+    /// Rounds run so far.
+    pub fn rounds(&self) -> u64 {
+        self.round_no
     }
 
     /// The settings.
@@ -350,6 +371,22 @@ impl Service {
         }
         self.backoff = vec![(0, 0); l.servers.len()];
         self.list = l;
+    }
+}
+
+/// The list from `url` at start, when no cache stands in for it.
+fn download(
+    fetcher: &refresh::Fetcher,
+    url: &str,
+    settings: &Settings,
+) -> Result<list::Loaded, String> {
+    let a = refresh::attempt(fetcher, &[url.to_owned()], settings.quorum);
+    match a.fresh {
+        Some((_, l)) => Ok(l),
+        None => {
+            let why: Vec<String> = a.failed.iter().map(|(u, f)| format!("{u}: {f}")).collect();
+            Err(format!("no server list: {}", why.join("; ")))
+        }
     }
 }
 

@@ -25,6 +25,7 @@
 //! ([`Store::trust`]): owned by the user running sync (or root) and
 //! writable by nobody else, as ssh asks of `~/.ssh`.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -92,10 +93,18 @@ pub struct LastRound {
     pub offset_high_us: Option<i64>,
     /// Names of agreeing servers.
     pub agreeing: Vec<String>,
-    /// Names of servers outside the consensus, with why.
+    /// Names of servers outside the consensus (in files of older
+    /// versions, each with why in parentheses).
     pub outside: Vec<String>,
     /// Names of servers that did not answer.
     pub unreachable: Vec<String>,
+    /// Why each server of `outside` is outside, by name; names stay plain
+    /// in the lists so that a script can compare them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outside_because: BTreeMap<String, String>,
+    /// Why a server of `unreachable` was not asked (its backoff), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unreachable_because: BTreeMap<String, String>,
     /// The report written, if any.
     pub report: Option<String>,
     /// The assumption the round ran under, and why there was no

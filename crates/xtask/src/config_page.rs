@@ -161,13 +161,17 @@ pub(crate) fn render(source: &str, date: &str) -> String {
             .unwrap_or_default()
             .to_owned()
     };
+    // The defaults as the code has them (what --print-config prints), not
+    // a second copy that could say otherwise.
     let sync: Vec<Key> = gnomon_sync::config::KEYS
         .iter()
-        .map(|(name, expected, default, help)| Key {
+        .map(|(name, expected, _, help)| Key {
             name: (*name).to_owned(),
             help: (*help).to_owned(),
             expected: (*expected).to_owned(),
-            default: (*default).to_owned(),
+            default: gnomon_sync::config::default_of(name)
+                .map(|d| d.toml())
+                .unwrap_or_default(),
             env: env_of(name),
         })
         .collect();

@@ -15,9 +15,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use gnomon_client::format_utc;
-use gnomon_sync::config::DEFAULT_NOW_SOCKET;
+use gnomon_sync::config::{DurationText, DEFAULT_NOW_SOCKET};
 use serde_json::{json, Value};
 
+use super::words;
 use crate::exit;
 
 /// Longest answer read: the answer names a round's servers, a few KiB at
@@ -26,12 +27,6 @@ const MAX_ANSWER: u64 = 64 * 1024;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Exit status: 0 an interval is known (with --at-least: TIME is proven \
-                        past), 1 no proof of the time now (only a floor, nothing, or no answer \
-                        from sync), 3 the last round lies wholly below the floor (one of them is \
-                        wrong; nothing is proven), 4 --at-least TIME is not proven, 64 usage."
-)]
 pub(crate) struct Args {
     /// The socket `gnomon sync --now-socket` answers on.
     #[arg(long, env = "GNOMON_NOW_SOCKET", value_name = "PATH", default_value = DEFAULT_NOW_SOCKET)]
@@ -43,7 +38,7 @@ pub(crate) struct Args {
     /// One JSON object: sync's answer and the exit code.
     #[arg(long)]
     json: bool,
-    /// Give up on sync after this long [default: 2s].
+    /// Give up on sync after this long.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_timeout)]
     timeout: Duration,
 }
@@ -72,16 +67,9 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 pub(crate) fn run(args: Args) -> ExitCode {
     let answer = match ask(&args) {
         Ok(a) => a,
-        Err(why) => {
-            let msg = format!(
-                "no answer from gnomon sync on {}: {why}",
-                args.socket.display()
-            );
+        Err((kind, msg)) => {
             if args.json {
-                println!(
-                    "{}",
-                    json!({"error": {"kind": "no_answer", "message": msg}, "exit_code": exit::NO_ANSWER})
-                );
+                words::print_error(kind, &msg, exit::NO_ANSWER);
             } else {
                 eprintln!("gnomon now: {msg}");
             }
@@ -107,28 +95,90 @@ pub(crate) fn run(args: Args) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// One request, one answer line.
-fn ask(args: &Args) -> Result<Value, String> {
-    let mut s = UnixStream::connect(&args.socket).map_err(|e| e.to_string())?;
+/// One request, one answer line; `Err` is the error's kind and sentence.
+fn ask(args: &Args) -> Result<Value, (&'static str, String)> {
+    let path = args.socket.display();
+    let mut s = UnixStream::connect(&args.socket).map_err(|e| not_connected(args, &e))?;
+    let no_answer = |e: std::io::Error| {
+        (
+            "no_answer",
+            format!(
+                "no answer from gnomon sync on {path}: {} (the limit is --timeout {})",
+                words::io(&e),
+                DurationText(args.timeout)
+            ),
+        )
+    };
     s.set_read_timeout(Some(args.timeout))
         .and_then(|()| s.set_write_timeout(Some(args.timeout)))
-        .map_err(|e| e.to_string())?;
+        .map_err(no_answer)?;
     let request = match args.at_least {
         Some(t) => json!({ "at-least": t }),
         None => json!({}),
     };
     s.write_all(format!("{request}\n").as_bytes())
-        .map_err(|e| e.to_string())?;
+        .map_err(no_answer)?;
     let mut line = String::new();
     BufReader::new(s.take(MAX_ANSWER))
         .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    let v: Value =
-        serde_json::from_str(line.trim()).map_err(|e| format!("not a JSON answer: {e}"))?;
+        .map_err(no_answer)?;
+    let bad = |why: String| {
+        (
+            "bad_answer",
+            format!("gnomon sync on {path} answered {why}"),
+        )
+    };
+    let v: Value = serde_json::from_str(line.trim()).map_err(|_| {
+        bad(if line.trim().is_empty() {
+            "nothing (it closed the connection)".into()
+        } else {
+            "something that is not a JSON object: is another program listening there?".into()
+        })
+    })?;
     if let Some(e) = v.get("error") {
-        return Err(format!("sync says: {}", e.as_str().unwrap_or("?")));
+        return Err(bad(format!(
+            "with an error: {}",
+            e.as_str().unwrap_or("(no words)")
+        )));
     }
     Ok(v)
+}
+
+/// Why nothing could be asked on the socket, and what to do: a missing
+/// socket or one nobody listens on is a sync that is not running (it
+/// removes its socket when it stops; a killed one leaves it behind).
+fn not_connected(args: &Args, e: &std::io::Error) -> (&'static str, String) {
+    use std::io::ErrorKind as K;
+    let path = args.socket.display();
+    let start = format!(
+        "start it (systemctl start gnomon-sync, or gnomon sync --servers LIST.json \
+         --now-socket {path}); if it runs with another --now-socket, give that path \
+         with --socket or GNOMON_NOW_SOCKET"
+    );
+    match e.kind() {
+        K::NotFound => (
+            "not_running",
+            format!("gnomon sync is not running: there is no socket at {path}; {start}"),
+        ),
+        K::ConnectionRefused => (
+            "not_running",
+            format!(
+                "gnomon sync is not running: nothing answers on the socket {path} (left \
+                 behind by a sync that did not stop cleanly); {start}"
+            ),
+        ),
+        K::PermissionDenied => (
+            "permission",
+            format!(
+                "permission denied on the socket {path}: ask as a member of its group \
+                 (now-socket-group) or as sync's own user, or widen now-socket-mode"
+            ),
+        ),
+        _ => (
+            "no_answer",
+            format!("cannot connect to gnomon sync on {path}: {}", words::io(e)),
+        ),
+    }
 }
 
 fn utc(v: &Value) -> String {

@@ -89,16 +89,16 @@ fn silent_list(dir: &Path) -> (PathBuf, Vec<std::net::UdpSocket>) {
 #[test]
 fn no_socket_and_no_round_yet_are_no_proof() {
     let (sock, dir) = short_socket("noproof");
-    // Nobody answers on the socket: exit 1, and the JSON says why.
+    // No socket: sync is not running; exit 1, and the JSON says why.
     let n = now(&sock, &[]);
     assert_eq!(n.code, 1, "{}{}", n.stdout, n.stderr);
     assert!(
-        n.stderr.contains("no answer from gnomon sync"),
+        n.stderr.contains("gnomon sync is not running"),
         "{}",
         n.stderr
     );
     let j = now(&sock, &["--json"]).json();
-    assert_eq!(j["error"]["kind"], "no_answer");
+    assert_eq!(j["error"]["kind"], "not_running");
     assert_eq!(j["exit_code"], 1);
 
     // A sync whose servers never answer: its first round takes seconds

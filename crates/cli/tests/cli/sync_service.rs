@@ -209,10 +209,16 @@ fn a_server_backing_off_stays_unreachable_in_the_log_the_gauge_and_the_status() 
         "{}",
         r.stdout
     );
+    // The JSON lists the name alone, its reason beside it.
     let j = sync(&["--status", "--json", "--state-dir", d], None).json();
+    let last = &j["last_round"];
+    assert_eq!(last["unreachable"], serde_json::json!(["dead"]), "{j}");
     assert_eq!(
-        j["last"]["unreachable"],
-        serde_json::json!([until(16)]),
+        format!(
+            "dead ({})",
+            last["unreachable_because"]["dead"].as_str().unwrap_or("")
+        ),
+        until(16),
         "{j}"
     );
     let _ = std::fs::remove_dir_all(&dir);

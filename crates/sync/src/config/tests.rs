@@ -83,6 +83,19 @@ fn out_of_range_values_and_unknown_keys_are_errors() {
     assert!(parse_list_refresh("31d").is_err());
     assert!(parse_metrics("127.0.0.1:9102").is_ok());
     assert!(parse_metrics("localhost").is_err());
+    // Off as serve's metrics and now-socket say it: in a flag and a file,
+    // over a file's address, and printed back.
+    assert_eq!(parse_metrics("off"), Ok(Metrics(None)));
+    let file = Layer::from_toml("[sync]\nmetrics = \"127.0.0.1:9102\"\n", p).unwrap();
+    let over = Layer {
+        metrics: Some(parse_metrics("off").unwrap()),
+        ..Layer::default()
+    };
+    let s = Settings::resolve(&file, &over);
+    assert_eq!(s.metrics, None);
+    assert!(s.to_string().contains("metrics = \"off\""), "{s}");
+    let again = Layer::from_toml(&s.to_string(), p).unwrap();
+    assert_eq!(Settings::resolve(&again, &Layer::default()), s);
 }
 
 #[test]

@@ -228,16 +228,30 @@ pub fn parse_list_timeout(s: &str) -> Result<Duration, String> {
     )
 }
 
-/// `metrics`: `127.0.0.1:9102`, `[::1]:9102`.
-pub fn parse_metrics(s: &str) -> Result<SocketAddr, String> {
+/// `metrics` as given: an address, or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metrics(pub Option<SocketAddr>);
+
+/// Whether `s` says "none here" the way every address of gnomon's does
+/// (serve's `metrics`, sync's `now-socket`).
+fn is_off(s: &str) -> bool {
+    s.trim().eq_ignore_ascii_case("off")
+}
+
+/// `metrics`: `127.0.0.1:9102`, `[::1]:9102`, or `off`.
+pub fn parse_metrics(s: &str) -> Result<Metrics, String> {
+    if is_off(s) {
+        return Ok(Metrics(None));
+    }
     s.trim()
         .parse()
-        .map_err(|_| format!("`{s}` is not a socket address (like 127.0.0.1:9102)"))
+        .map(|a| Metrics(Some(a)))
+        .map_err(|_| format!("`{s}` is neither a socket address (like 127.0.0.1:9102) nor `off`"))
 }
 
 /// `now-socket`: a path that fits a Unix socket address, or `off`.
 pub fn parse_now_socket(s: &str) -> Result<NowSocket, String> {
-    if s == "off" {
+    if is_off(s) {
         return Ok(NowSocket(None));
     }
     if s.is_empty() || s.len() > 107 || s.contains('\0') {

@@ -6,7 +6,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use gnomon_client::{describe_assumption, format_utc, Backoff, Electorate, QueryError, TcpMode};
 
-use super::summary::{flag_words, unreachable_words};
+use super::summary::flag_words;
 use super::{board_floor, Outcome, Service};
 use crate::decision::{below_floor, raise_floor};
 use crate::now::Anchor;
@@ -179,16 +179,27 @@ impl Service {
             }
         });
 
-        let outside: Vec<String> = round
+        let outside_because: Vec<(String, &str)> = round
             .outside
             .iter()
-            .map(|&(i, f)| format!("{} ({})", name(i), flag_words(f)))
+            .map(|&(i, f)| (name(i), flag_words(f)))
             .chain(
                 round
                     .still_out
                     .iter()
-                    .map(|&i| format!("{} (marked, still outside)", name(i))),
+                    .map(|&i| (name(i), "marked, still outside")),
             )
+            .collect();
+        // The log line's words: each name with its reason.
+        let outside: Vec<String> = outside_because
+            .iter()
+            .map(|(n, why)| format!("{n} ({why})"))
+            .collect();
+        let not_asked: Vec<(String, String)> = round
+            .unreachable
+            .iter()
+            .filter(|(i, _)| !round.asked.contains(i))
+            .map(|(i, why)| (name(*i), why.to_string()))
             .collect();
         let c = round.consensus.as_ref();
         self.state.last = Some(LastRound {
@@ -199,8 +210,13 @@ impl Service {
             agreeing: c
                 .map(|c| c.agreeing.iter().map(|&i| name(i)).collect())
                 .unwrap_or_default(),
-            outside: outside.clone(),
-            unreachable: unreachable_words(&round, &servers),
+            outside: outside_because.iter().map(|(n, _)| n.clone()).collect(),
+            unreachable: round.unreachable.iter().map(|(i, _)| name(*i)).collect(),
+            outside_because: outside_because
+                .into_iter()
+                .map(|(n, why)| (n, why.to_owned()))
+                .collect(),
+            unreachable_because: not_asked.into_iter().collect(),
             report: report_file.as_ref().map(|p| p.display().to_string()),
             assumption: Some(describe_assumption(round.assumption, round.answered)),
             no_consensus: round.why_none.clone(),

@@ -11,6 +11,7 @@ use gnomon_sync::{Outcome, Refusal, Service, StepPlan, StepRules};
 use serde_json::json;
 
 use super::super::sync_exit::Exit;
+use super::super::words;
 use super::Args;
 
 /// `--once`, `--check`, `--set-clock`.
@@ -18,7 +19,14 @@ pub(super) fn once(service: &mut Service, args: &Args) -> ExitCode {
     let outcome = match service.round() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("gnomon sync: {e}");
+            let msg = format!(
+                "the round could not run: {}",
+                words::strip_os_error(&e.to_string())
+            );
+            eprintln!("gnomon sync: {msg}");
+            if args.json {
+                words::print_error("local", &msg, Exit::Local as u8);
+            }
             return Exit::Local.into();
         }
     };
@@ -206,9 +214,16 @@ fn set_clock(
                         (Exit::Ok, step)
                     }
                     Err(e) => {
-                        text.push(format!("set-clock    FAILED to set the clock: {e}"));
+                        let why = match e.kind() {
+                            std::io::ErrorKind::PermissionDenied => "permission denied: setting \
+                                 the clock needs CAP_SYS_TIME (run it as root, or from \
+                                 gnomon-bootstrap.service, which grants it)"
+                                .to_owned(),
+                            _ => words::io(&e),
+                        };
+                        text.push(format!("set-clock    FAILED to set the clock: {why}"));
                         step["done"] = json!(false);
-                        step["error"] = json!(e.to_string());
+                        step["error"] = json!(why);
                         (Exit::ClockNotSet, step)
                     }
                 }

@@ -1,34 +1,45 @@
 //! `gnomon sync --status` and `--clear-floor`: the state directory read
 //! and the floor removed, without a round (sync.rs is long enough).
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use gnomon_client::{format_duration_us, format_utc};
 use gnomon_sync::config::Settings;
-use gnomon_sync::state::{Loaded, Store};
+use gnomon_sync::state::{Loaded, State, Store};
 use serde_json::json;
 
 use super::super::sync_exit::Exit;
+use super::super::words;
 
 /// `--status`: the last state, changing nothing.
 pub(super) fn status(settings: &Settings, as_json: bool) -> ExitCode {
     let store = Store::at(&settings.state_dir);
+    let failed = |kind: &str, msg: String| -> ExitCode {
+        let msg = words::strip_os_error(&msg);
+        if as_json {
+            words::print_error(kind, &msg, Exit::NoConsensus as u8);
+        } else {
+            eprintln!("gnomon sync: {msg}");
+        }
+        Exit::NoConsensus.into()
+    };
     let state = match store.peek() {
         Loaded::Ok(s) => s,
         Loaded::Missing => {
-            eprintln!(
-                "gnomon sync: no state in {} yet",
-                settings.state_dir.display()
-            );
-            return Exit::NoConsensus.into();
+            return failed(
+                "no_state",
+                format!(
+                    "no state in {} yet: no round has run with this --state-dir \
+                     (start gnomon sync, or run gnomon sync --once)",
+                    settings.state_dir.display()
+                ),
+            )
         }
-        Loaded::Warning(w) => {
-            eprintln!("gnomon sync: warning: {w}");
-            return Exit::NoConsensus.into();
-        }
+        Loaded::Warning(w) => return failed("unreadable_state", format!("warning: {w}")),
     };
     if as_json {
-        println!("{}", serde_json::to_string(&state).unwrap_or_default());
+        words::print_outcome(status_json(settings, &state), Exit::Ok as u8);
         return Exit::Ok.into();
     }
     let utc = |us: i64| format_utc(us.max(0) as u64);
@@ -56,8 +67,14 @@ pub(super) fn status(settings: &Settings, as_json: bool) -> ExitCode {
             );
         }
         println!("agreeing     {}", list_or_none(&l.agreeing));
-        println!("outside      {}", list_or_none(&l.outside));
-        println!("unreachable  {}", list_or_none(&l.unreachable));
+        println!(
+            "outside      {}",
+            list_or_none(&with_reasons(&l.outside, &l.outside_because))
+        );
+        println!(
+            "unreachable  {}",
+            list_or_none(&with_reasons(&l.unreachable, &l.unreachable_because))
+        );
         if let Some(why) = &l.no_consensus {
             println!("why          {why}");
         }
@@ -86,11 +103,9 @@ pub(super) fn clear_floor(settings: &Settings, as_json: bool) -> ExitCode {
     let dir = &settings.state_dir;
     let file = dir.join(gnomon_sync::state::STATE_FILE);
     let say_error = |code: Exit, msg: String| -> ExitCode {
+        let msg = words::strip_os_error(&msg);
         if as_json {
-            println!(
-                "{}",
-                json!({"error": {"kind": "clear_floor", "message": msg}, "exit_code": code as u8})
-            );
+            words::print_error("clear_floor", &msg, code as u8);
         } else {
             eprintln!("gnomon sync: {msg}");
         }
@@ -149,6 +164,65 @@ pub(super) fn clear_floor(settings: &Settings, as_json: bool) -> ExitCode {
         ),
     }
     Exit::Ok.into()
+}
+
+/// `--status --json`: the state with its times named as `--check --json`
+/// names them (`*_utc` text, `*_unix_us` integers, offsets in `*_us`),
+/// and the lists holding names only, their reasons beside them.
+fn status_json(settings: &Settings, state: &State) -> serde_json::Value {
+    let utc = |us: Option<i64>| us.map(|us| format_utc(us.max(0) as u64));
+    let last = state.last.as_ref().map(|l| {
+        let consensus = match (l.offset_low_us, l.offset_high_us) {
+            (Some(lo), Some(hi)) => json!({
+                "offset_low_us": lo,
+                "offset_high_us": hi,
+                "offset_us": lo + (hi - lo) / 2,
+                "radius_us": (hi - lo) / 2,
+                "time_utc": utc(Some(l.at_us + lo + (hi - lo) / 2)),
+                "agreeing": l.agreeing,
+            }),
+            _ => serde_json::Value::Null,
+        };
+        json!({
+            "local_time_utc": utc(Some(l.at_us)),
+            "local_time_unix_us": l.at_us,
+            "quorum_met": l.ok,
+            "consensus": consensus,
+            "outside": l.outside,
+            "outside_because": l.outside_because,
+            "unreachable": l.unreachable,
+            "unreachable_because": l.unreachable_because,
+            "no_consensus": l.no_consensus,
+            "assumption": l.assumption,
+            "report_file": l.report,
+        })
+    });
+    json!({
+        "state_dir": settings.state_dir.display().to_string(),
+        "floor_utc": utc(state.floor_us),
+        "floor_unix_us": state.floor_us,
+        "floor_proven_utc": utc(state.floor_proven_at_us),
+        "floor_proven_unix_us": state.floor_proven_at_us,
+        "floor_clears": state.floor_clears,
+        "last_round": last,
+        "excluded": state.excluded.iter().map(|e| json!({
+            "name": e.name,
+            "public_key": e.public_key,
+            "since_utc": utc(Some(e.since_us)),
+            "since_unix_us": e.since_us,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Each name, with its reason in parentheses when there is one.
+fn with_reasons(names: &[String], because: &BTreeMap<String, String>) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| match because.get(n) {
+            Some(why) => format!("{n} ({why})"),
+            None => n.clone(),
+        })
+        .collect()
 }
 
 fn list_or_none(v: &[String]) -> String {
