@@ -21,5 +21,66 @@ pub trait Sink: Send {
     fn round(&mut self, round: &Round, servers: &[Server]) -> Result<(), String>;
 }
 
-/// Where log lines go (stderr in the CLI).
+/// Where log lines go (stderr in the CLI). A line says how severe it is
+/// by its first word, `warning: …`, `error: …` or `note: …`, and a few
+/// failures by their opening words (`round failed: …`, `cannot …`,
+/// `report NOT delivered …`): [`log_level`] reads them, so a logger with
+/// levels (the service's) gives each its level, and one without (a
+/// one-shot round's stderr) prints the line as it is.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How severe a log line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineLevel {
+    /// What happened, or a note.
+    Info,
+    /// Something the operator should look at; the service goes on.
+    Warning,
+    /// Something failed.
+    Error,
+}
+
+/// A line's level and its text without the word that gave it (`warning:
+/// x` is x at [`LineLevel::Warning`]).
+pub fn log_level(line: &str) -> (LineLevel, &str) {
+    for (word, level) in [
+        ("warning: ", LineLevel::Warning),
+        ("error: ", LineLevel::Error),
+        ("note: ", LineLevel::Info),
+    ] {
+        if let Some(rest) = line.strip_prefix(word) {
+            return (level, rest);
+        }
+    }
+    let failed = ["round failed", "cannot ", "report NOT delivered"]
+        .iter()
+        .any(|w| line.starts_with(w));
+    if failed {
+        (LineLevel::Warning, line)
+    } else {
+        (LineLevel::Info, line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_says_its_level_by_its_first_words() {
+        assert_eq!(
+            log_level("warning: chrony: not sending"),
+            (LineLevel::Warning, "chrony: not sending")
+        );
+        assert_eq!(log_level("note: cached"), (LineLevel::Info, "cached"));
+        assert_eq!(log_level("error: gone"), (LineLevel::Error, "gone"));
+        assert_eq!(
+            log_level("round failed: no list"),
+            (LineLevel::Warning, "round failed: no list")
+        );
+        assert_eq!(
+            log_level("round 3: consensus"),
+            (LineLevel::Info, "round 3: consensus")
+        );
+    }
+}

@@ -17,6 +17,6 @@ pub mod store;
 pub mod web;
 
 pub use store::{
-    report_id, Backend, Inserted, NewReport, Observation, ReportSummary, ServerRow, Store,
-    StoreError, StoredReport, Table,
+    report_id, Backend, Inserted, NewReport, Observation, OpenCause, OpenError, ReportSummary,
+    ServerRow, Store, StoreError, StoredReport, Table,
 };

@@ -1,18 +1,24 @@
 //! `gnomon report-server`: the report sink (gnomon-watch's sink module)
-//! as a command. Runs until SIGTERM or SIGINT.
+//! as a command. Runs until SIGTERM or SIGINT, which stop it at any point,
+//! the opening of its database included.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use gnomon_watch::sink;
+use gnomon_watch::sink::{self, Ended, RunError};
+use gnomon_watch::store::describe;
+use serde_json::json;
 
 use super::client_out::{usage, Exit};
+use super::logging::LogArgs;
+use super::outcome::Outcome;
 use super::watch_config::{self as cfg, FileLayers, SinkLayer, SinkSettings};
 
 /// Arguments. Every setting is also a key of the `[report-server]` table
 /// of --config and a GNOMON_REPORT_SERVER_* variable
-/// (deploy/gnomon-watch.toml).
+/// (deploy/gnomon-watch.toml); the log's are every service's
+/// (--log-format, --log-level, GNOMON_LOG_*).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// A TOML file with a [report-server] table (flags and
@@ -24,7 +30,8 @@ pub(crate) struct Args {
     #[arg(long, env = "GNOMON_REPORT_SERVER_LISTEN", value_name = "ADDR", value_parser = cfg::parse_listen)]
     listen: Option<SocketAddr>,
     /// Where reports are kept: sqlite:PATH (created and migrated on first
-    /// start) or postgres://USER@HOST/DB [default: sqlite:gnomon-reports.db].
+    /// start) or postgres://USER@HOST/DB (given up on after 10 s without a
+    /// connection) [default: sqlite:gnomon-reports.db].
     #[arg(long, env = "GNOMON_REPORT_SERVER_DATABASE", value_name = "URL", value_parser = cfg::parse_database)]
     database: Option<String>,
     /// Largest report accepted, bytes (larger: 413), 1024..=16777216
@@ -63,6 +70,13 @@ pub(crate) struct Args {
     /// Print the effective settings as a [report-server] table and exit.
     #[arg(long)]
     print_config: bool,
+    #[command(flatten)]
+    log: LogArgs,
+    /// Log JSON objects on stderr (as --log-format json) and, when the
+    /// sink ends, print one JSON object on stdout: what it did before a
+    /// signal stopped it, or why it could not start, with `exit_code`.
+    #[arg(long)]
+    json: bool,
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
@@ -91,23 +105,36 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage("report-server", e),
     };
+    // From here on it is a service: what it says is a log line.
+    super::logging::init(&args.log.config(args.json));
+    let end = Outcome { json: args.json };
     match &config.keys {
-        Some(k) => eprintln!(
-            "gnomon report-server: keeping reports that accuse one of {} keys",
-            k.len()
-        ),
-        None => eprintln!(
-            "gnomon report-server: keeping reports about any server (--accept-keys limits them)"
-        ),
+        Some(k) => tracing::info!("keeping reports that accuse one of {} keys", k.len()),
+        None => tracing::info!("keeping reports about any server (--accept-keys limits them)"),
     }
+    let database = describe(&settings.database);
     match sink::run(settings.listen, &settings.database, config) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("gnomon report-server: {e}");
-            match e {
-                sink::RunError::Listen(_) => ExitCode::from(crate::exit::OS_ERROR),
-                sink::RunError::Other(_) => Exit::Local.into(),
-            }
-        }
+        Ok(Ended::Connecting { signal }) => end.stopped(json!({
+            "stopped_by": signal,
+            "while": "opening the database",
+            "database": database,
+        })),
+        Ok(Ended::Served {
+            signal,
+            listen,
+            summary,
+        }) => end.stopped(json!({
+            "stopped_by": signal,
+            "listen": listen.to_string(),
+            "database": database,
+            "reports": {
+                "accepted": summary.accepted,
+                "duplicate": summary.duplicate,
+                "refused": summary.refused,
+            },
+        })),
+        Err(RunError::Listen { addr, error }) => end.listen_failed(addr, &error),
+        Err(RunError::Store(e)) => end.store_failed(&e),
+        Err(RunError::Other(why)) => end.failed("runtime", &why, crate::exit::SOFTWARE),
     }
 }

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -13,16 +13,22 @@ use gnomon_watch::history::History;
 use gnomon_watch::probe::{self, Settings};
 use gnomon_watch::sink::{KeySet, Sink};
 use gnomon_watch::state::Latest;
+use gnomon_watch::store::{describe, opening};
 use gnomon_watch::web::{self, App};
 use gnomon_watch::Store;
+use serde_json::json;
 
 use super::client_out::{usage, Exit};
+use super::logging::LogArgs;
+use super::outcome::{signal_name, Outcome};
 use super::watch_config::{
     self as cfg, FileLayers, SinkLayer, SinkSettings, WatchLayer, WatchSettings,
 };
+use super::words;
 
 /// Arguments. Every setting is also a key of the `[watch]` table of
-/// --config and a GNOMON_WATCH_* variable (deploy/gnomon-watch.toml).
+/// --config and a GNOMON_WATCH_* variable (deploy/gnomon-watch.toml); the
+/// log's are every service's (--log-format, --log-level, GNOMON_LOG_*).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// A TOML file with a [watch] table (flags and GNOMON_WATCH_* win over
@@ -36,7 +42,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "ADDR", env = "GNOMON_WATCH_LISTEN", value_parser = cfg::parse_listen)]
     listen: Option<SocketAddr>,
     /// Where history is kept: sqlite:PATH (created on first start) or
-    /// postgres://…; without it, a week of rounds in memory.
+    /// postgres://… (given up on after 10 s without a connection); without
+    /// it, a week of rounds in memory.
     #[arg(long, value_name = "URL", env = "GNOMON_WATCH_DATABASE", value_parser = cfg::parse_database)]
     database: Option<String>,
     /// Time between rounds (±10 % jitter), 1s..=1d [default: 5m].
@@ -59,16 +66,17 @@ pub(crate) struct Args {
     #[arg(long, value_name = "F|auto", value_parser = gnomon_sync::config::parse_max_liars, env = "GNOMON_WATCH_MAX_LIARS")]
     max_liars: Option<gnomon_sync::config::MaxLiars>,
     /// POST each malfeasance report (once per server, when it becomes
-    /// flagged) to the list's `reports` URL: true or false [default: false].
-    #[arg(long, env = "GNOMON_WATCH_REPORT", value_name = "BOOL", num_args = 0..=1,
-          default_missing_value = "true", value_parser = clap::value_parser!(bool),
+    /// flagged) to the list's `reports` URL: --report alone is on (on,
+    /// off, true, false, yes, no) [default: false].
+    #[arg(long, env = "GNOMON_WATCH_REPORT", value_name = "on|off", num_args = 0..=1,
+          default_missing_value = "on", value_parser = words::switch,
           hide_possible_values = true)]
     report: Option<bool>,
     /// Run the report sink in this process: POST /reports, the audit list
     /// at GET /reports; this monitor's own reports are stored there too.
-    /// Needs --database. true or false [default: false].
-    #[arg(long, env = "GNOMON_WATCH_SINK", value_name = "BOOL", num_args = 0..=1,
-          default_missing_value = "true", value_parser = clap::value_parser!(bool),
+    /// Needs --database. --sink alone is on [default: false].
+    #[arg(long, env = "GNOMON_WATCH_SINK", value_name = "on|off", num_args = 0..=1,
+          default_missing_value = "on", value_parser = words::switch,
           hide_possible_values = true)]
     sink: Option<bool>,
     /// Testing only: accept a plain-HTTP `reports` URL on 127.0.0.1, ::1 or
@@ -87,6 +95,13 @@ pub(crate) struct Args {
     /// and exit.
     #[arg(long)]
     print_config: bool,
+    #[command(flatten)]
+    log: LogArgs,
+    /// Log JSON objects on stderr (as --log-format json) and, when watch
+    /// ends, print one JSON object on stdout: what it did before a signal
+    /// stopped it, or why it could not start, with `exit_code`.
+    #[arg(long)]
+    json: bool,
 }
 
 impl Args {
@@ -124,77 +139,20 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     let raw = match std::fs::read(&settings.servers) {
         Ok(r) => r,
-        Err(e) => return usage("watch", format!("{}: {e}", settings.servers.display())),
+        Err(e) => {
+            return usage(
+                "watch",
+                format!(
+                    "cannot read the server list {}: {}",
+                    settings.servers.display(),
+                    words::io(&e)
+                ),
+            )
+        }
     };
     let loaded = match gnomon_sync::list::parse(raw, &settings.servers.display().to_string()) {
         Ok(l) => l,
         Err(e) => return usage("watch", e),
-    };
-    let report_url = reports_url(&loaded.raw, &loaded.list, args.allow_loopback_http_reports);
-    for n in &loaded.notes {
-        eprintln!("gnomon watch: {n}");
-    }
-    let mut probing = Settings {
-        interval: settings.interval,
-        concurrency: usize::from(settings.concurrency),
-        timeout: settings.timeout,
-        burst: usize::from(settings.burst),
-        report_to: None,
-        sink: None,
-        max_liars: settings.max_liars,
-    };
-    if settings.report {
-        match report_url {
-            Some(url) => {
-                let policy = PostPolicy {
-                    allow_loopback_http: args.allow_loopback_http_reports,
-                    ..PostPolicy::default()
-                };
-                probing.report_to = Some((url, policy));
-            }
-            None => {
-                eprintln!(
-                    "gnomon watch: --report given, but {}",
-                    gnomon_client::no_reports_url(&loaded.raw)
-                )
-            }
-        }
-    }
-    let latest = Arc::new(RwLock::new(Latest::default()));
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
-            eprintln!("gnomon watch: cannot handle signal {sig}: {e}");
-            return Exit::Local.into();
-        }
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("gnomon watch: cannot start the runtime: {e}");
-            return Exit::Local.into();
-        }
-    };
-    let listener = match runtime.block_on(tokio::net::TcpListener::bind(settings.listen)) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("gnomon watch: cannot listen on {}: {e}", settings.listen);
-            return ExitCode::from(crate::exit::OS_ERROR);
-        }
-    };
-    let store = match &settings.database {
-        Some(url) => match runtime.block_on(Store::open(url)) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("gnomon watch: {e}");
-                return Exit::Local.into();
-            }
-        },
-        None => None,
     };
     // resolve() refuses `sink` without a database.
     // The sink keeps reports about the watched servers (and those of
@@ -208,6 +166,96 @@ pub(crate) fn run(args: Args) -> ExitCode {
     } else {
         None
     };
+    // From here on watch is a service: what it says is a log line.
+    super::logging::init(&args.log.config(args.json));
+    let end = Outcome { json: args.json };
+    let report_url = reports_url(&loaded.raw, &loaded.list, args.allow_loopback_http_reports);
+    for n in &loaded.notes {
+        tracing::info!("{n}");
+    }
+    let limits = web::view::Limits {
+        expiry_warning: settings.expiry_warning,
+        warn_radius: settings.warn_radius,
+    };
+    let mut probing = Settings {
+        interval: settings.interval,
+        concurrency: usize::from(settings.concurrency),
+        timeout: settings.timeout,
+        burst: usize::from(settings.burst),
+        report_to: None,
+        sink: None,
+        max_liars: settings.max_liars,
+        limits,
+    };
+    if settings.report {
+        match report_url {
+            Some(url) => {
+                let policy = PostPolicy {
+                    allow_loopback_http: args.allow_loopback_http_reports,
+                    ..PostPolicy::default()
+                };
+                probing.report_to = Some((url, policy));
+            }
+            None => tracing::warn!(
+                "--report given, but {}",
+                gnomon_client::no_reports_url(&loaded.raw)
+            ),
+        }
+    }
+    let latest = Arc::new(RwLock::new(Latest::default()));
+    // Registered before anything that may wait (the database above all):
+    // a signal stops watch at any point of its start.
+    let stop = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let registered = signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
+        if let Err(e) = registered {
+            let why = format!("cannot handle signal {sig}: {}", words::io(&e));
+            return end.failed("signals", &why, crate::exit::SOFTWARE);
+        }
+    }
+    let stopped_by = || signal_name(signal.load(Ordering::Relaxed));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!("cannot start the runtime: {}", words::io(&e));
+            return end.failed("runtime", &why, crate::exit::SOFTWARE);
+        }
+    };
+    let listener = match runtime.block_on(tokio::net::TcpListener::bind(settings.listen)) {
+        Ok(l) => l,
+        Err(e) => return end.listen_failed(settings.listen, &e),
+    };
+    let store = match &settings.database {
+        Some(url) => {
+            let what = describe(url);
+            tracing::info!("{}", opening(url));
+            let opened = runtime.block_on(async {
+                tokio::select! {
+                    opened = Store::open(url) => Some(opened),
+                    () = until(&stop) => None,
+                }
+            });
+            match opened {
+                Some(Ok(s)) => Some(s),
+                Some(Err(e)) => return end.store_failed(&e),
+                None => {
+                    tracing::info!("stopped by {} before {what} was open", stopped_by());
+                    return end.stopped(json!({
+                        "stopped_by": stopped_by(),
+                        "while": "opening the database",
+                        "database": what,
+                    }));
+                }
+            }
+        }
+        None => None,
+    };
     let sink = store
         .clone()
         .zip(sink_config)
@@ -220,9 +268,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
         .clone()
         .map(|s| History::new(s, runtime.handle().clone()));
     let local = listener.local_addr().unwrap_or(settings.listen);
-    eprintln!(
-        "gnomon watch: {} servers every {:?}{}; listening on http://{local}/",
-        loaded.servers.len(),
+    let servers = loaded.servers.len();
+    tracing::info!(
+        "{servers} servers every {:?}{}; listening on http://{local}/",
         settings.interval,
         if sink.is_some() {
             "; the report sink at /reports"
@@ -240,43 +288,45 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let prober = match prober {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("gnomon watch: cannot start the prober: {e}");
-            return Exit::Local.into();
+            let why = format!("cannot start the prober: {}", words::io(&e));
+            return end.failed("runtime", &why, crate::exit::SOFTWARE);
         }
     };
-    let limits = web::view::Limits {
-        expiry_warning: settings.expiry_warning,
-        warn_radius: settings.warn_radius,
-    };
-    let app = App::new(latest, limits, store.clone(), sink);
-    let shutdown = {
-        let stop = stop.clone();
-        async move {
-            while !stop.load(Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-    let served = runtime.block_on(web::serve(listener, app, shutdown));
+    let app = App::new(latest.clone(), limits, store.clone(), sink);
+    let served = runtime.block_on(web::serve(listener, app, until(&stop)));
     stop.store(true, Ordering::Relaxed);
     // No probe starts after `stop`; those running end within their
     // deadlines (a few times --timeout), and the round is not recorded.
-    if prober.join().is_err() {
-        eprintln!("gnomon watch: the prober failed");
-    }
+    let prober_failed = prober.join().is_err();
     // Closing the pool lets SQLite checkpoint its log into the file.
     if let Some(s) = store {
         runtime.block_on(s.close());
     }
     runtime.shutdown_timeout(Duration::from_millis(200));
+    let rounds = latest.read().map_or(0, |l| l.rounds);
+    if prober_failed {
+        return end.failed("prober", "the prober failed", crate::exit::SOFTWARE);
+    }
     match served {
         Ok(()) => {
-            eprintln!("gnomon watch: stopped");
-            Exit::Ok.into()
+            tracing::info!("stopped by {} after {rounds} round(s)", stopped_by());
+            end.stopped(json!({
+                "stopped_by": stopped_by(),
+                "listen": format!("http://{local}/"),
+                "servers": servers,
+                "rounds": rounds,
+            }))
         }
         Err(e) => {
-            eprintln!("gnomon watch: {e}");
-            Exit::Local.into()
+            let why = format!("serving http://{local}/ failed: {}", words::io(&e));
+            end.failed("serve", &why, crate::exit::SOFTWARE)
         }
+    }
+}
+
+/// Resolves once `stop` is set (by SIGTERM or SIGINT).
+async fn until(stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -38,6 +38,8 @@ mod reload;
 mod report_server;
 mod sequence_cli;
 mod serve;
+mod service_database;
+mod service_logs;
 mod silenced_voters;
 mod static_image;
 mod sync_chrony;
@@ -50,6 +52,7 @@ mod tool_grammar;
 mod watch_browser;
 mod watch_cli;
 mod watch_http;
+mod watch_states;
 mod xdp_netns;
 
 /// Tests that load the machine (floods, load generators, storms of

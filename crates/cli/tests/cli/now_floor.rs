@@ -60,7 +60,8 @@ fn poison(dir: &Path, state: Value) -> i64 {
 fn last_round(log: &str) -> u64 {
     log.lines()
         .filter_map(|l| {
-            l.strip_prefix("gnomon sync: round ")?
+            l.split_once(" INFO round ")?
+                .1
                 .split(':')
                 .next()?
                 .parse()

@@ -13,6 +13,7 @@
 //! threads; the web layer only reads the shared state.
 
 mod burst;
+pub mod changes;
 mod check;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,6 +32,7 @@ use tokio::runtime::Handle;
 use crate::history::History;
 use crate::sink::Sink;
 use crate::state::{Shared, Status, Verdict};
+use crate::web::view::Limits;
 
 /// How the prober runs.
 #[derive(Clone, Debug)]
@@ -54,6 +56,9 @@ pub struct Settings {
     /// How many of the listed servers may lie (`--max-liars`); `None`:
     /// max(1, ⌊(n − 1)/3⌋) of the list.
     pub max_liars: Option<usize>,
+    /// What makes a check a warning, for the state each server is said to
+    /// change to (the page's).
+    pub limits: Limits,
 }
 
 impl Default for Settings {
@@ -66,6 +71,7 @@ impl Default for Settings {
             report_to: None,
             sink: None,
             max_liars: None,
+            limits: Limits::default(),
         }
     }
 }
@@ -220,7 +226,8 @@ fn prove(
 }
 
 /// Probe `servers` round after round into `state` (and `history`, when
-/// there is a store) until `stop` is set.
+/// there is a store) until `stop` is set, logging each server's changes
+/// of state.
 pub fn run(
     servers: Vec<Server>,
     settings: Settings,
@@ -230,12 +237,13 @@ pub fn run(
 ) {
     if let Some(h) = &history {
         if let Err(e) = h.register(&servers, now_us()) {
-            eprintln!("gnomon watch: cannot record the servers: {e}");
+            tracing::warn!("cannot record the servers in the database: {e}");
         }
     }
     // Servers flagged in the last round: a report is posted when a server
     // becomes flagged, not every round it stays so.
     let mut accused: Vec<String> = Vec::new();
+    let mut states = changes::States::new(settings.limits);
     while !stop.load(Ordering::Relaxed) {
         let (statuses, verdict) = round(&servers, &settings, &stop);
         if stop.load(Ordering::Relaxed) {
@@ -255,11 +263,12 @@ pub fn run(
                     LOCAL_SENDER,
                     Some(s.public_key.as_slice()),
                 )) {
-                    Ok(stored) => eprintln!(
-                        "gnomon watch: report on {:?} stored as /reports/{}.json",
-                        s.name, stored.id
+                    Ok(stored) => tracing::info!(
+                        "report on {:?} stored as /reports/{}.json",
+                        s.name,
+                        stored.id
                     ),
-                    Err(e) => eprintln!("gnomon watch: report on {:?} NOT stored: {e}", s.name),
+                    Err(e) => tracing::warn!("report on {:?} NOT stored: {e}", s.name),
                 }
             }
         }
@@ -268,9 +277,12 @@ pub fn run(
             .filter(|s| s.flagged.is_some())
             .map(|s| s.name.clone())
             .collect();
+        for change in states.update(&statuses) {
+            change.log();
+        }
         // One line per failed round at most, never per server or packet.
         if let Some(Err(e)) = history.as_ref().map(|h| h.record(&statuses)) {
-            eprintln!("gnomon watch: cannot record the round: {e}");
+            tracing::warn!("cannot record the round: {e}");
         }
         if let Ok(mut latest) = state.write() {
             latest.apply(statuses, verdict, now_us());
@@ -297,14 +309,11 @@ fn post(url: String, report: String, policy: PostPolicy, server: String) {
     let spawned = std::thread::Builder::new()
         .name("gnomon-report".into())
         .spawn(move || match post_report(&url, &report, &policy) {
-            Ok(p) => eprintln!(
-                "gnomon watch: report on {server:?} posted to {url} (HTTP {})",
-                p.status
-            ),
-            Err(e) => eprintln!("gnomon watch: report on {server:?} NOT delivered: {url}: {e}"),
+            Ok(p) => tracing::info!("report on {server:?} posted to {url} (HTTP {})", p.status),
+            Err(e) => tracing::warn!("report on {server:?} NOT delivered: {url}: {e}"),
         });
     if let Err(e) = spawned {
-        eprintln!("gnomon watch: cannot post a report: {e}");
+        tracing::warn!("cannot post a report: {e}");
     }
 }
 

@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 
 use super::accept::Stored;
 use super::limit::{retry_after, sender_prefix};
-use super::metrics::Reject;
+use super::metrics::{Reject, Summary};
 use super::{page, Shared, SinkConfig, PAGE_SIZE};
 use crate::store::{Cursor, Inserted, PageAt, ReportPage};
 use crate::Store;
@@ -35,20 +35,20 @@ const MAX_API_LIMIT: u32 = 1000;
 const QUOTA_RETRY_SECS: u64 = 3600;
 
 /// Serves the sink on `listener` until `shutdown` completes; connections
-/// still open then are dropped.
+/// still open then are dropped. Returns what it did.
 pub async fn serve(
     listener: TcpListener,
     store: Store,
     config: SinkConfig,
     shutdown: impl Future<Output = ()>,
-) -> io::Result<()> {
+) -> io::Result<Summary> {
     let shared = Shared::new(store, config, false);
     let slots = crate::http::connection_table(shared.config.max_connections);
     let _ = shared.counters.connections.set(slots.clone());
     let retention = tokio::spawn(super::retention_loop(shared.clone()));
     let served = crate::http::serve_router(listener, routes(shared.clone()), slots, shutdown).await;
     retention.abort();
-    served
+    served.map(|()| shared.counters.summary())
 }
 
 pub(crate) fn routes(shared: Arc<Shared>) -> Router {

@@ -82,6 +82,18 @@ impl Reject {
     }
 }
 
+/// What a sink did over its life: the line and the JSON object it ends
+/// with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Reports verified and stored.
+    pub accepted: u64,
+    /// Reports already stored (replays).
+    pub duplicate: u64,
+    /// POSTs refused, for any reason.
+    pub refused: u64,
+}
+
 /// What the sink did, since start.
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -111,6 +123,16 @@ impl Counters {
     pub(crate) fn rejected(&self, why: Reject) {
         let i = REASONS.iter().position(|r| *r == why).unwrap_or(0);
         self.rejected[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The totals so far.
+    pub fn summary(&self) -> Summary {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Summary {
+            accepted: g(&self.accepted),
+            duplicate: g(&self.duplicate),
+            refused: self.rejected.iter().map(g).sum(),
+        }
     }
 
     /// A report's signatures were checked: `entries` responses.

@@ -29,6 +29,7 @@ mod http;
 pub mod limit;
 mod metrics;
 mod page;
+mod run;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -36,7 +37,8 @@ use std::time::Duration;
 
 pub use accept::Stored;
 pub use http::serve;
-pub use metrics::Counters;
+pub use metrics::{Counters, Summary};
+pub use run::{run, Ended, RunError};
 
 use crate::Store;
 
@@ -267,76 +269,4 @@ impl Sink {
         }
         Ok(stored)
     }
-}
-
-/// Why [`run`] ended with an error. A port that cannot be bound is told
-/// apart because the system refused it, not the sink (the command exits
-/// with another status).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunError {
-    /// The listening address cannot be bound (in use, not ours).
-    Listen(String),
-    /// Anything else: the runtime, the signals, the database, serving.
-    Other(String),
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Listen(why) => write!(f, "cannot listen on {why}"),
-            RunError::Other(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
-
-/// Runs the sink as a program: opens (and migrates) the store, serves
-/// `listen` until SIGTERM or SIGINT. Says on stderr where it listens, once
-/// it does (the line tests and operators wait for).
-pub fn run(
-    listen: std::net::SocketAddr,
-    database: &str,
-    config: SinkConfig,
-) -> Result<(), RunError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("gnomon-sink")
-        .enable_all()
-        .build()
-        .map_err(|e| RunError::Other(format!("runtime: {e}")))?;
-    runtime.block_on(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())
-            .map_err(|e| RunError::Other(format!("signals: {e}")))?;
-        let mut int = signal(SignalKind::interrupt())
-            .map_err(|e| RunError::Other(format!("signals: {e}")))?;
-        // The port first: a sink that cannot listen must not create or
-        // migrate a database on its way out.
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|e| RunError::Listen(format!("{listen}: {e}")))?;
-        let store = Store::open(database)
-            .await
-            .map_err(|e| RunError::Other(e.to_string()))?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| RunError::Other(format!("{listen}: {e}")))?;
-        eprintln!(
-            "gnomon report-server: listening on {local}, {:?} database",
-            store.backend()
-        );
-        let stop = async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        };
-        serve(listener, store.clone(), config, stop)
-            .await
-            .map_err(|e| RunError::Other(e.to_string()))?;
-        store.close().await;
-        eprintln!("gnomon report-server: stopped");
-        Ok(())
-    })
 }

@@ -28,15 +28,18 @@
 //! # Ok(()) }
 //! ```
 
+mod open;
 mod reports;
 mod schema;
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Row};
+
+pub use open::{
+    describe, explain, opening, without_password, OpenCause, OpenError, CONNECT_TIMEOUT,
+};
 
 pub use reports::{
     report_id, Cursor, Inserted, NewReport, PageAt, ReportLine, ReportPage, ReportSummary,
@@ -64,6 +67,8 @@ pub enum Backend {
 pub enum StoreError {
     /// The URL names no backend we speak.
     Url(String),
+    /// The database could not be reached or opened.
+    Open(OpenError),
     /// The database refused or failed.
     Db(sqlx::Error),
     /// Migrating the schema failed.
@@ -77,16 +82,36 @@ impl fmt::Display for StoreError {
         match self {
             StoreError::Url(u) => write!(
                 f,
-                "database URL {u:?}: expected sqlite:PATH, postgres://… or postgresql://…"
+                "database URL `{}`: expected sqlite:PATH, postgres://… or postgresql://…",
+                without_password(u)
             ),
-            StoreError::Db(e) => write!(f, "database: {e}"),
-            StoreError::Migrate(e) => write!(f, "migrating the database: {e}"),
+            StoreError::Open(e) => e.fmt(f),
+            StoreError::Db(e) => write!(f, "database: {}", explain(e)),
+            StoreError::Migrate(e) => write!(f, "migrating the database: {}", migrate_words(e)),
             StoreError::Corrupt(what) => write!(f, "database holds an invalid value: {what}"),
         }
     }
 }
 
 impl std::error::Error for StoreError {}
+
+/// A failed migration in words: a database from a newer build is the one
+/// an operator can do something about.
+fn migrate_words(e: &sqlx::migrate::MigrateError) -> String {
+    use sqlx::migrate::MigrateError as M;
+    match e {
+        M::Execute(e) | M::ExecuteMigration(e, _) => explain(e),
+        M::VersionMissing(v) => format!(
+            "it holds migration {v}, which this build does not know: a newer gnomon made it; \
+             run that version, or give another database"
+        ),
+        M::VersionMismatch(v) => format!(
+            "its migration {v} differs from this build's: it was changed by hand or by another \
+             program; give another database"
+        ),
+        other => other.to_string(),
+    }
+}
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
@@ -160,54 +185,6 @@ pub struct Store {
 }
 
 impl Store {
-    /// Connects to `url` and migrates the schema to this build's version.
-    ///
-    /// `sqlite:PATH` creates the file when it does not exist (a bare
-    /// `sqlite:PATH` gets `?mode=rwc`; a URL with its own query is used as
-    /// written). `postgres://…` needs the database to exist.
-    pub async fn open(url: &str) -> Result<Store, StoreError> {
-        sqlx::any::install_default_drivers();
-        let (backend, url) = if let Some(rest) = url.strip_prefix("sqlite:") {
-            let url = if rest.contains('?') {
-                url.to_string()
-            } else {
-                format!("{url}?mode=rwc")
-            };
-            (Backend::Sqlite, url)
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            (Backend::Postgres, url.to_string())
-        } else {
-            return Err(StoreError::Url(url.to_string()));
-        };
-        let options = AnyConnectOptions::from_str(&url)?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // Readers (the web pages) do not wait for the writer.
-                        sqlx::query("PRAGMA journal_mode = WAL")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("PRAGMA foreign_keys = ON")
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(options)
-            .await?;
-        schema::migrator()
-            .await
-            .map_err(StoreError::Migrate)?
-            .run(&pool)
-            .await
-            .map_err(StoreError::Migrate)?;
-        Ok(Store { pool, backend })
-    }
-
     /// Which backend this is.
     pub fn backend(&self) -> Backend {
         self.backend

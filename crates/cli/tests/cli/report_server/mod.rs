@@ -67,8 +67,8 @@ impl Sink {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(line) => {
-                    if let Some(rest) = line.strip_prefix("gnomon report-server: listening on ") {
-                        break rest.split(',').next().unwrap().parse().expect("address");
+                    if let Some((_, rest)) = line.split_once(" listening on ") {
+                        break rest.split(';').next().unwrap().parse().expect("address");
                     }
                     seen.push(line);
                 }

@@ -335,7 +335,7 @@ impl Service {
         let code = self.terminate(patience);
         assert_eq!(code, Some(0), "{}", self.log);
         assert!(
-            self.log.lines().any(|l| l == "gnomon sync: stopped"),
+            self.log.lines().any(|l| l.ends_with(" INFO stopped")),
             "{}",
             self.log
         );
