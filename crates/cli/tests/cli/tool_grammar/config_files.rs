@@ -84,25 +84,19 @@ fn a_misplaced_key_is_told_its_table() {
         assert!(run.stdout.is_empty());
     }
     // The commands themselves say it too.
-    let serve = gnomon(&["serve", "--config", s(&dir.path("serve.toml"))]);
-    assert_eq!(serve.code, 64, "{}", serve.stderr);
-    assert!(serve.stderr.contains(cases[0].2), "{}", serve.stderr);
-    let watch = gnomon(&[
-        "watch",
-        "--config",
-        s(&dir.path("watch.toml")),
-        "--print-config",
-    ]);
-    assert_eq!(watch.code, 64, "{}", watch.stderr);
-    says(&watch.stderr, cases[3].2);
-    let sync = gnomon(&[
-        "sync",
-        "--config",
-        s(&dir.path("sync.toml")),
-        "--print-config",
-    ]);
-    assert_eq!(sync.code, 64, "{}", sync.stderr);
-    assert!(sync.stderr.contains(cases[2].2), "{}", sync.stderr);
+    for (command, file, hint) in [
+        ("serve", "serve.toml", cases[0].2),
+        ("watch", "watch.toml", cases[3].2),
+        ("sync", "sync.toml", cases[2].2),
+    ] {
+        let mut args = vec![command, "--config", s(&dir.path(file))];
+        if command != "serve" {
+            args.push("--print-config");
+        }
+        let run = gnomon(&args);
+        assert_eq!(run.code, 64, "{command}: {}", run.stderr);
+        says(&run.stderr, hint);
+    }
 }
 
 #[test]
