@@ -15,6 +15,7 @@ use gnomon_sync::chrony::ChronySock;
 use gnomon_sync::config::{self as cfg, Layer, Settings};
 use gnomon_sync::{Log, Service};
 
+use super::client_out::{SWITCH_ON, SWITCH_VALUES};
 use super::sync_exit::{Exit, EXIT_CODES};
 use super::words;
 
@@ -73,8 +74,8 @@ pub(crate) struct Args {
     /// on; --report=off sends none (on, off, true, false, yes, no).
     // The values are in the help text: clap_mangen's list of possible
     // values renders as paragraph macros `mandoc -T lint` warns about.
-    #[arg(long, env = "GNOMON_SYNC_REPORT", value_name = "on|off", num_args = 0..=1,
-          default_missing_value = "on", value_parser = words::switch,
+    #[arg(long, env = "GNOMON_SYNC_REPORT", value_name = SWITCH_VALUES, num_args = 0..=1,
+          default_missing_value = SWITCH_ON, value_parser = words::switch,
           hide_possible_values = true)]
     report: Option<bool>,
     /// Where to POST reports (https).
