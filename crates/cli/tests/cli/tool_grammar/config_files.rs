@@ -89,7 +89,8 @@ fn a_misplaced_key_is_told_its_table() {
         ("watch", "watch.toml", cases[3].2),
         ("sync", "sync.toml", cases[2].2),
     ] {
-        let mut args = vec![command, "--config", s(&dir.path(file))];
+        let path = dir.path(file);
+        let mut args = vec![command, "--config", s(&path)];
         if command != "serve" {
             args.push("--print-config");
         }
