@@ -134,7 +134,7 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
     (
         "chrony-sock",
         "a path of 1..=107 bytes",
-        "none: no samples",
+        "none (no samples)",
         "chrony's `refclock SOCK` socket: every consensus is sent there as a sample",
     ),
     (

@@ -99,8 +99,8 @@ pub(crate) struct Args {
     /// 1s..=5m.
     #[arg(long, env = "GNOMON_SYNC_LIST_TIMEOUT", value_name = "DURATION", value_parser = cfg::parse_list_timeout)]
     list_timeout: Option<Duration>,
-    /// PEM file of the CA certificates trusted for list downloads, instead
-    /// of Mozilla's roots (a private list server).
+    /// PEM file of the CA certificates trusted for list downloads (a
+    /// private list server).
     #[arg(long, env = "GNOMON_SYNC_LIST_CA", value_name = "FILE")]
     list_ca: Option<PathBuf>,
     /// Serve Prometheus text on http://ADDR/metrics; `off` for none.
