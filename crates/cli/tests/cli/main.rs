@@ -47,6 +47,7 @@ mod silenced_voters;
 mod static_image;
 mod sync_chrony;
 mod sync_cli;
+mod sync_faketime;
 mod sync_grammar;
 mod sync_list;
 mod sync_metrics;
