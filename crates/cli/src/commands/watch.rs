@@ -270,7 +270,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let local = listener.local_addr().unwrap_or(settings.listen);
     let servers = loaded.servers.len();
     tracing::info!(
-        "{servers} servers every {:?}{}; listening on http://{local}/",
+        "{servers} server{} every {:?}{}; listening on http://{local}/",
+        if servers == 1 { "" } else { "s" },
         settings.interval,
         if sink.is_some() {
             "; the report sink at /reports"

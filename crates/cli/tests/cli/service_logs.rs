@@ -320,8 +320,13 @@ fn watch_and_the_report_server_end_with_one_object_under_json() {
         let mut run = Running::start(&args);
         run.wait_for(ready, START);
         if what == "watch" {
-            // A round done, so that the object has one to count.
-            run.wait_for("server \\\"one\\\"", START);
+            // A round done, so that the object has one to count; the
+            // server's state is said with its fields for a collector.
+            let line = run.wait_for("server \\\"one\\\"", START);
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["fields"]["server"], "one", "{line}");
+            assert!(v["fields"]["to"].is_string(), "{line}");
+            assert!(v["fields"].get("from").is_none(), "{line}");
         }
         let (code, out, seen) = run.stop();
         assert_eq!(code, 0, "{what}: {seen:#?}");

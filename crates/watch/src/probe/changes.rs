@@ -38,8 +38,8 @@ impl Change {
     /// warning. The fields let a collector of JSON lines read the change
     /// without parsing the sentence.
     pub fn log(&self) {
-        let from = self.from.unwrap_or("");
-        let line = self.line();
+        // `from` is left out of the first line about a server.
+        let (from, line) = (self.from, self.line());
         if self.to == "ok" {
             tracing::info!(server = %self.server, from, to = self.to, "{line}");
         } else {
