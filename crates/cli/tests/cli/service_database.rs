@@ -153,6 +153,33 @@ fn sigterm_while_the_database_is_being_opened_stops_at_once() {
     }
 }
 
+/// The same silent "server", left alone: each command gives up on it
+/// after its bound (10 s), naming the URL and that nothing answered, and
+/// exits 69. Both run at once, so the test waits the bound once.
+#[test]
+fn a_database_that_never_answers_is_given_up_within_the_bound() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let url = format!("postgres://gnomon@127.0.0.1:{port}/watch");
+    let runs: Vec<(&str, Running)> = commands(&url, &[])
+        .into_iter()
+        .map(|(what, args)| (what, start(&args)))
+        .collect();
+    for (what, run) in runs {
+        let (code, out, seen) = run.finish();
+        let v = object(what, &out);
+        let all = messages(&seen, &v);
+        assert_eq!(code, 69, "{what}: {all}");
+        let error = v["error"]["message"].as_str().unwrap();
+        assert!(error.contains(&url), "{what}: {error}");
+        assert!(error.contains("no answer within 10 s"), "{what}: {error}");
+        for words in SQLX_WORDS {
+            assert!(!all.contains(words), "{what}: `{words}` in {all}");
+        }
+    }
+    drop(silent);
+}
+
 /// An SQLite file in a directory that does not exist, and a file that is
 /// not a database: each command names the file and what to do, in its
 /// own words, and exits 73 (the file cannot be made or opened).
