@@ -379,7 +379,7 @@ fn serve(
     let error = match result {
         Err(e) => Some(Failure::new(
             "worker",
-            format!("a worker failed: {}", words::io(&e)),
+            format!("a worker failed: {}", failure::said(&e)),
             SOFTWARE,
         )),
         Ok(_) if failed => Some(Failure::new("worker", "a worker failed", SOFTWARE)),

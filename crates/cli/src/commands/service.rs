@@ -44,7 +44,10 @@ impl Service {
     /// served where ("15 versions on udp A and 14 on tcp B").
     pub(crate) fn ready(engine: &Engine, serving: String) -> Service {
         let notifier = Notifier::from_env().unwrap_or_else(|e| {
-            tracing::warn!("not notifying the service manager: {e}");
+            tracing::warn!(
+                "not notifying the service manager (NOTIFY_SOCKET): {}",
+                super::words::strip_os_error(&e.to_string())
+            );
             Notifier::none()
         });
         let now = Instant::now();
@@ -180,7 +183,10 @@ impl Service {
         match self.notifier.send(states) {
             Ok(()) => self.send_failed = false,
             Err(e) if !self.send_failed => {
-                tracing::warn!("cannot notify the service manager: {e}");
+                tracing::warn!(
+                    "cannot notify the service manager (NOTIFY_SOCKET): {}",
+                    super::words::io(&e)
+                );
                 self.send_failed = true;
             }
             Err(_) => {}

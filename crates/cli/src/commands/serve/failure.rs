@@ -30,6 +30,17 @@ impl Failure {
     }
 }
 
+/// An error of the engine's in words: one that carries its own sentence
+/// (which socket, which interface, what was being done) keeps it, less
+/// the errno; a bare system error becomes its kind's words.
+pub(super) fn said(e: &io::Error) -> String {
+    if e.get_ref().is_some() {
+        words::strip_os_error(&e.to_string())
+    } else {
+        words::io(e)
+    }
+}
+
 /// What to do about a file that could not be read, by why.
 fn file_fix(kind: io::ErrorKind, what: &str) -> &'static str {
     match kind {
@@ -129,7 +140,7 @@ pub(super) fn start(e: &io::Error, listen: &[SocketAddr], activated: bool) -> Fa
     };
     Failure::new(
         "start",
-        format!("cannot start on {on}: {}", words::io(e)),
+        format!("cannot start on {on}: {}", said(e)),
         OS_ERROR,
     )
 }

@@ -75,7 +75,7 @@ pub(super) fn reload(args: &super::Args, running: &mut Running, engine: &Engine)
     // The engine counts its own outcome.
     let publics = match engine.reload(engine_config(&config), sources) {
         Ok(p) => p,
-        Err(e) => return log_failure(&crate::commands::words::io(&e)),
+        Err(e) => return log_failure(&super::failure::said(&e)),
     };
     // Before the result is logged: a reload to "warn" is quiet about itself.
     if config.log.level != running.applied.log.level {
