@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gnomon_protocol::{Acceptor, KeyPair, LongTermKey, ResponderOptions};
-use gnomon_server::config::{Config, IdentitySource, LogFormat};
+use gnomon_server::config::{Config, IdentitySource, LogConfig, LogFormat};
 use gnomon_server::engine::ClockReader;
 use gnomon_server::keys::{random_seed, KeySource};
 use gnomon_server::offline::OfflineStore;
@@ -175,9 +175,18 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let config = match load(&args) {
         Ok(c) => c,
         Err(e) => {
-            // Before the log is set up: said as it is.
+            // The log is not set up yet: under --json it is set up for
+            // this one line, so that stderr stays JSON; else said plainly.
             let f = failure::config(&e);
-            err!("gnomon serve: {}", f.message);
+            if args.json {
+                let _ = super::logging::init(&LogConfig {
+                    format: LogFormat::Json,
+                    ..LogConfig::default()
+                });
+                tracing::error!("{}", f.message);
+            } else {
+                err!("gnomon serve: {}", f.message);
+            }
             return finish(&args, Err(f));
         }
     };

@@ -64,7 +64,8 @@ fn a_stopped_server_prints_one_object_with_its_keys_and_counts() {
 }
 
 /// What every failed start must hold to: its exit code, one object with
-/// the same code and the error's kind, no errno anywhere. Its message.
+/// the same code and the error's kind, a JSON log that says the same
+/// error, no errno anywhere. Its message.
 fn failed(args: &[&str], code: i32, kind: &str) -> String {
     let out = gnomon(args);
     let (stdout, stderr) = (
@@ -79,7 +80,19 @@ fn failed(args: &[&str], code: i32, kind: &str) -> String {
         !stdout.contains("os error") && !stderr.contains("os error"),
         "{stdout}\n{stderr}"
     );
-    o["error"]["message"].as_str().unwrap().to_owned()
+    let message = o["error"]["message"].as_str().unwrap().to_owned();
+    // The log is JSON too, and its error is the object's.
+    let logged: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        logged
+            .iter()
+            .any(|v| v["level"] == "ERROR" && v["fields"]["message"] == message.as_str()),
+        "{stderr}"
+    );
+    message
 }
 
 #[test]

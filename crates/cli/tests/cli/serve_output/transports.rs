@@ -33,7 +33,11 @@ fn an_ml_dsa_only_server_counts_its_tcp_answers_and_announces_no_udp() {
         ],
         &[],
     );
-    assert_eq!(s.public_keys(1), [public.clone()], "its 1312-byte key");
+    assert_eq!(
+        s.public_keys(1),
+        std::slice::from_ref(&public),
+        "its 1312-byte key"
+    );
     let metrics = s.addr_after("metrics on http://");
     let bound = s.wait_log("but answers nothing");
     let udp: std::net::SocketAddr = bound
