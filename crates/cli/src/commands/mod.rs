@@ -2,6 +2,7 @@
 
 pub(crate) mod bench;
 pub(crate) mod client_out;
+pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod delegate;
 pub(crate) mod health;

@@ -68,6 +68,12 @@ fn every_help_ends_with_its_own_exit_codes() {
         if listed != table {
             wrong.push(format!("{path}: --help lists {listed:?}, the table {table:?}"));
         }
+        // A default is said once, where clap says it (`now --help` once
+        // printed `[default: 2s] [default: 2s]`); crate::defaults compares
+        // each with the constant the code uses.
+        for line in run.stdout.lines() {
+            assert!(line.matches("[default:").count() <= 1, "{path}: {line}");
+        }
         // The section ends the help: nothing after it but its pointer.
         let tail = run.stdout.rsplit_once("Exit codes:").unwrap().1;
         assert!(!tail.contains("Options:"), "{path}: codes are not last");
