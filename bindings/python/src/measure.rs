@@ -68,7 +68,7 @@ pub(crate) fn measure<'py>(
         .enumerate()
         .filter_map(|(i, s)| {
             let why = s.status.as_ref().err()?;
-            let name = s.name.clone().unwrap_or_else(|| format!("server #{i}"));
+            let name = s.name.clone().unwrap_or_else(|| format!("entry {}", i + 1));
             Some(format!("{name}: {why:?}"))
         })
         .collect();

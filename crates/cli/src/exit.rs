@@ -224,7 +224,11 @@ mod tests {
     fn a_help_section_lists_each_code_once_within_the_width() {
         let s = help_section("delegate");
         for row in rows_for("delegate") {
-            assert_eq!(s.matches(&format!("\n  {:<3} ", row.code)).count(), 1, "{s}");
+            assert_eq!(
+                s.matches(&format!("\n  {:<3} ", row.code)).count(),
+                1,
+                "{s}"
+            );
         }
         assert!(s.lines().all(|l| l.len() <= 78), "{s}");
     }

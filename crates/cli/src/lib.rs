@@ -8,6 +8,7 @@
 mod commands;
 pub mod exit;
 mod pkcs11;
+mod words;
 
 use std::process::ExitCode;
 
@@ -100,6 +101,19 @@ fn with_exit_codes(cmd: clap::Command, path: &str) -> clap::Command {
     cmd
 }
 
+/// Whether a subcommand's `--version` or `-V` is followed by what looks
+/// like a value (`query HOST --version 1`) rather than by nothing or by
+/// another flag.
+fn version_given_a_value() -> bool {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    args.iter().enumerate().skip(1).any(|(i, a)| {
+        (a == "--version" || a == "-V")
+            && args
+                .get(i + 1)
+                .is_some_and(|next| !next.to_string_lossy().starts_with('-'))
+    })
+}
+
 /// Parses the process's arguments and runs the subcommand.
 pub fn main() -> ExitCode {
     // Looked for before parsing: a command line that does not parse must
@@ -119,6 +133,17 @@ pub fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             return match e.kind() {
+                // `query --version 1` was how the protocol version was
+                // once chosen: printing gnomon's version and exiting 0
+                // would tell that script its query succeeded.
+                clap::error::ErrorKind::DisplayVersion if version_given_a_value() => {
+                    let text = "`--version` prints gnomon's version and takes no value; \
+                                the protocol version to offer is `--protocol V` \
+                                (such as --protocol 1 or --protocol draft-11)";
+                    eprintln!("gnomon: {text}");
+                    commands::client_out::usage_json(text);
+                    ExitCode::from(exit::USAGE)
+                }
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     ExitCode::SUCCESS
                 }

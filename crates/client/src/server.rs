@@ -107,7 +107,7 @@ impl Server {
             name: listed
                 .name
                 .clone()
-                .unwrap_or_else(|| format!("server #{index}")),
+                .unwrap_or_else(|| format!("server #{}", index + 1)),
             public_key: u.public_key.clone(),
             addresses: u.addresses.clone(),
             versions: Versions::Discover(set),

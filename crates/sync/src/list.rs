@@ -62,9 +62,13 @@ pub fn parse(raw: Vec<u8>, what: &str) -> Result<Loaded, String> {
     let mut notes = Vec::new();
     for (i, s) in list.servers.iter().enumerate() {
         if let Err(why) = &s.status {
-            let name = s.name.clone().unwrap_or_else(|| format!("server #{i}"));
+            // Entries count from 1, as every command numbers them.
+            let name = s.name.clone().unwrap_or_else(|| format!("entry {}", i + 1));
             notes.push(format!("{what}: skipped {name}: {why}"));
         }
+    }
+    if list.servers.is_empty() {
+        return Err(format!("{what}: the list has no servers"));
     }
     if servers.is_empty() {
         return Err(format!(

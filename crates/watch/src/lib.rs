@@ -14,6 +14,7 @@ pub mod probe;
 pub mod sink;
 pub mod state;
 pub mod store;
+pub mod view;
 pub mod web;
 
 pub use store::{

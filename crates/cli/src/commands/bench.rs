@@ -11,7 +11,7 @@ use gnomon_loadgen::{
 use gnomon_protocol::{LongTermKey, Profile};
 
 use super::client_out::{parse_duration, parse_profile};
-use super::words;
+use crate::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]

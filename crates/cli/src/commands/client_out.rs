@@ -169,7 +169,7 @@ pub(crate) const NO_SERVER_GIVEN: &str = "give a server (gnomon query HOST[:PORT
      or a server list (gnomon query --servers LIST.json)";
 
 /// A switch every command spells the same way, `--report[=on|off]`: bare
-/// it is on, and it takes the words of [`super::words::switch`] (`off`,
+/// it is on, and it takes the words of [`crate::words::switch`] (`off`,
 /// `false`, `no`, `0`, …) as its value. In a clap derive:
 ///
 /// ```text
@@ -194,7 +194,7 @@ pub(crate) fn cannot_write(what: &str, path: &std::path::Path, e: &std::io::Erro
     format!(
         "cannot write {what} to {}: {}",
         path.display(),
-        super::words::io(e)
+        crate::words::io(e)
     )
 }
 

@@ -12,8 +12,11 @@ use std::process::ExitCode;
     gnomon completions fish > ~/.config/fish/completions/gnomon.fish\n\n\
     The Debian package installs them for bash, zsh and fish already.")]
 pub(crate) struct Args {
-    /// The shell to complete for.
-    #[arg(value_enum)]
+    /// The shell to complete for: bash, zsh, fish, elvish or powershell.
+    // clap_mangen renders a list of possible values as a block that starts
+    // with an empty paragraph, which mandoc's lint refuses (as relay's
+    // --format): the help names them instead.
+    #[arg(value_enum, hide_possible_values = true)]
     shell: clap_complete::Shell,
 }
 

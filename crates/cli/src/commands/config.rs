@@ -14,7 +14,7 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use gnomon_server::config::{Config, ConfigError, Kind, Origin, Overrides, KEYS};
 
-use super::words;
+use crate::words;
 
 mod check;
 pub(crate) mod files;

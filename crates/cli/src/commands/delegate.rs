@@ -33,8 +33,8 @@ use gnomon_server::offline::{
 use serde_json::json;
 
 use super::keygen::key_file_words;
-use super::words;
 use crate::pkcs11::{read_pin, Token, TokenArgs, TokenSigner};
+use crate::words;
 
 use crate::exit::{CANT_CREATE, DATA_ERR, IO_ERROR, NO_INPUT, OS_ERROR, USAGE};
 

@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::client_out::parse_duration;
-use super::words;
 use crate::exit::{NO_ANSWER, OK, USAGE};
+use crate::words;
 
 /// The default metrics address of deploy/gnomon.toml.
 pub(crate) const DEFAULT_URL: &str = "http://127.0.0.1:9319/health";

@@ -10,7 +10,7 @@ use gnomon_client::{describe_verify_error, format_utc, parse_public_key};
 use serde_json::json;
 
 use super::client_out::{print_json, usage, Exit};
-use super::words;
+use crate::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]

@@ -11,8 +11,8 @@ use gnomon_server::keys::{random_seed, SecretKey};
 
 use serde_json::json;
 
-use super::words;
 use crate::pkcs11::{read_pin, KeyRef, Token, TokenArgs, TokenError};
+use crate::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]

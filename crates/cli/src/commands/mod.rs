@@ -23,6 +23,3 @@ pub(crate) mod verify_proof;
 pub(crate) mod verify_report;
 pub(crate) mod watch;
 pub(crate) mod watch_config;
-// Used by every command as the grammar work (issue 36) reaches it.
-#[allow(dead_code)]
-pub(crate) mod words;

@@ -18,8 +18,8 @@ use gnomon_client::format_utc;
 use gnomon_sync::config::{DurationText, DEFAULT_NOW_SOCKET};
 use serde_json::{json, Value};
 
-use super::words;
 use crate::exit;
+use crate::words;
 
 /// Longest answer read: the answer names a round's servers, a few KiB at
 /// most.

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use gnomon_watch::{OpenCause, StoreError};
 
-use super::words;
 use crate::exit;
+use crate::words;
 
 /// The ending of one service run.
 #[derive(Clone, Copy, Debug)]

@@ -18,7 +18,8 @@ use super::client_out::{
     cannot_write, error_kind, exit_for, ms, parse_duration, parse_profile, print_json, usage,
     version_label, Exit, EXIT_CODES, NO_SERVER_GIVEN, SWITCH_OFF, SWITCH_ON, SWITCH_VALUES,
 };
-use super::{query_sequence, words};
+use super::query_sequence;
+use crate::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]

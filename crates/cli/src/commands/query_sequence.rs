@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::client_out::{cannot_write, error_kind, ms, print_json, usage, Exit};
 use super::query::{answer_json, Args};
-use super::words;
+use crate::words;
 
 /// Servers the RFC asks for at least.
 const MIN_SERVERS: usize = 3;
@@ -48,7 +48,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     let mut notes: Vec<String> = Vec::new();
     for (i, s) in list.servers.iter().enumerate() {
         if let Err(why) = &s.status {
-            let name = s.name.clone().unwrap_or_else(|| format!("server #{i}"));
+            let name = s.name.clone().unwrap_or_else(|| format!("entry {}", i + 1));
             notes.push(format!("skipped {name}: {why}"));
         }
     }

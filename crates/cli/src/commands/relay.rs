@@ -22,7 +22,7 @@ use super::verify_proof::{
     assumption_text, parse_device_value, pinned, pinned_voters, policy_json, proven_json, said,
     Policy, RELAY_EXIT_CODES,
 };
-use super::words;
+use crate::words;
 
 /// The bundle's form. clap_mangen renders a list of possible values as a
 /// block that starts with an empty paragraph, which mandoc's lint refuses:

@@ -30,7 +30,7 @@ use serde_json::json;
 // reload.rs applies `log.level` through these.
 use super::logging::{level_filter, LevelHandle};
 use super::service::Service;
-use super::words;
+use crate::words;
 use announce::Served;
 use clock::ClockReport;
 use failure::Failure;

@@ -46,7 +46,7 @@ impl Service {
         let notifier = Notifier::from_env().unwrap_or_else(|e| {
             tracing::warn!(
                 "not notifying the service manager (NOTIFY_SOCKET): {}",
-                super::words::strip_os_error(&e.to_string())
+                crate::words::strip_os_error(&e.to_string())
             );
             Notifier::none()
         });
@@ -185,7 +185,7 @@ impl Service {
             Err(e) if !self.send_failed => {
                 tracing::warn!(
                     "cannot notify the service manager (NOTIFY_SOCKET): {}",
-                    super::words::io(&e)
+                    crate::words::io(&e)
                 );
                 self.send_failed = true;
             }

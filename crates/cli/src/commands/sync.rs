@@ -17,7 +17,7 @@ use gnomon_sync::{Log, Service};
 
 use super::client_out::{SWITCH_ON, SWITCH_VALUES};
 use super::sync_exit::{Exit, EXIT_CODES};
-use super::words;
+use crate::words;
 
 mod once;
 mod service_loop;

@@ -16,7 +16,7 @@ use gnomon_protocol::PublicKey;
 use serde_json::json;
 
 use super::client_out::{parse_duration, print_json, usage, Exit};
-use super::words;
+use crate::words;
 
 pub(crate) mod pinned;
 pub(crate) mod said;

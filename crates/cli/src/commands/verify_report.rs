@@ -13,7 +13,7 @@ use gnomon_protocol::Report;
 use serde_json::json;
 
 use super::client_out::{usage, Exit};
-use super::words;
+use crate::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]

@@ -24,7 +24,7 @@ use super::outcome::{signal_name, Outcome};
 use super::watch_config::{
     self as cfg, FileLayers, SinkLayer, SinkSettings, WatchLayer, WatchSettings,
 };
-use super::words;
+use crate::words;
 
 /// Arguments. Every setting is also a key of the `[watch]` table of
 /// --config and a GNOMON_WATCH_* variable (deploy/gnomon-watch.toml); the

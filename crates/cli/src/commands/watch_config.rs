@@ -281,7 +281,7 @@ impl FileLayers {
             format!(
                 "cannot read configuration file {}: {}",
                 path.display(),
-                super::words::io(&e)
+                crate::words::io(&e)
             )
         })?;
         FileLayers::from_toml(&text, path)

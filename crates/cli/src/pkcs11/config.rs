@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::TokenError;
-use crate::commands::words;
+use crate::words;
 
 /// Longest file read: four short keys.
 const MAX_LEN: u64 = 64 * 1024;

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use cryptoki::error::{Error, RvError};
 
-use crate::commands::words;
 use crate::exit::{CANT_CREATE, DATA_ERR, NO_INPUT, SOFTWARE, USAGE};
+use crate::words;
 
 /// A token operation that failed.
 #[derive(Debug)]

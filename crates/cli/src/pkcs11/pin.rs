@@ -20,7 +20,7 @@ use rustix::fs::{Mode, OFlags};
 use zeroize::Zeroizing;
 
 use super::TokenError;
-use crate::commands::words;
+use crate::words;
 
 /// The environment variable read when no PIN file is given.
 pub(crate) const PIN_ENV: &str = "GNOMON_PKCS11_PIN";

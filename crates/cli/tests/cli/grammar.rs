@@ -66,7 +66,9 @@ fn every_help_ends_with_its_own_exit_codes() {
             .map(|s| s.code)
             .collect();
         if listed != table {
-            wrong.push(format!("{path}: --help lists {listed:?}, the table {table:?}"));
+            wrong.push(format!(
+                "{path}: --help lists {listed:?}, the table {table:?}"
+            ));
         }
         // A default is said once, where clap says it (`now --help` once
         // printed `[default: 2s] [default: 2s]`); crate::defaults compares
@@ -128,8 +130,18 @@ fn assert_plain(what: &str, run: &Run) {
 
 /// One JSON object on stdout, whose `exit_code` is the status.
 fn assert_one_object(what: &str, run: &Run) -> serde_json::Value {
-    let lines: Vec<&str> = run.stdout.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "{what}: not one line on stdout:\n{}\n{}", run.stdout, run.stderr);
+    let lines: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{what}: not one line on stdout:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
     let v: serde_json::Value = serde_json::from_str(lines[0])
         .unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {}", lines[0]));
     assert!(v.is_object(), "{what}: {v}");
@@ -196,7 +208,10 @@ fn every_json_outcome_is_one_object_with_its_exit_code() {
             vec!["delegate", "--key-file", &key_file, "--out-dir", &out_dir],
         ),
         ("config check", vec!["config", "check", config]),
-        ("query", [&["query", &closed, "--key", key][..], &fast].concat()),
+        (
+            "query",
+            [&["query", &closed, "--key", key][..], &fast].concat(),
+        ),
         (
             "sync",
             [
@@ -213,7 +228,15 @@ fn every_json_outcome_is_one_object_with_its_exit_code() {
         (
             "relay",
             [
-                &["relay", "--servers", &list, "--device-nonce", nonce, "--out", "-"][..],
+                &[
+                    "relay",
+                    "--servers",
+                    &list,
+                    "--device-nonce",
+                    nonce,
+                    "--out",
+                    "-",
+                ][..],
                 &fast,
             ]
             .concat(),
@@ -245,12 +268,27 @@ fn every_json_outcome_is_one_object_with_its_exit_code() {
         (
             "bench load",
             vec![
-                "bench", "load", &closed, "--key", key, "--count", "3", "--timeout", "100ms",
+                "bench",
+                "load",
+                &closed,
+                "--key",
+                key,
+                "--count",
+                "3",
+                "--timeout",
+                "100ms",
             ],
         ),
         (
             "bench null-server",
-            vec!["bench", "null-server", "--listen", &taken_udp, "--duration", "1s"],
+            vec![
+                "bench",
+                "null-server",
+                "--listen",
+                &taken_udp,
+                "--duration",
+                "1s",
+            ],
         ),
         ("health", vec!["health", "--url", &health_url]),
         ("now", vec!["now", "--socket", &socket]),
@@ -310,4 +348,36 @@ fn completions_come_from_the_binary_itself() {
     let bad = gnomon(&["completions", "tcsh"]);
     assert_eq!(bad.code, 64, "{}", bad.stderr);
     assert!(bad.stderr.contains("bash"), "{}", bad.stderr);
+}
+
+/// `-V`/`--version` is gnomon's version in every subcommand; given a value,
+/// as scripts once chose the protocol version, it is refused rather than
+/// taken for a query that succeeded.
+#[test]
+fn version_is_gnomons_everywhere_and_never_a_silent_success() {
+    for path in paths() {
+        let mut args: Vec<&str> = path.split(' ').collect();
+        args.push("-V");
+        let run = gnomon(&args);
+        assert_eq!(run.code, 0, "{path} -V: {}", run.stderr);
+        assert!(run.stdout.starts_with("gnomon"), "{path}: {}", run.stdout);
+    }
+    let key = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+    for args in [
+        vec!["query", "127.0.0.1:9", "--key", key, "--version", "1"],
+        vec![
+            "bench",
+            "load",
+            "127.0.0.1:9",
+            "--key",
+            key,
+            "-V",
+            "draft-11",
+        ],
+    ] {
+        let run = gnomon(&args);
+        assert_eq!(run.code, 64, "{args:?}: {}", run.stdout);
+        assert!(run.stderr.contains("--protocol"), "{}", run.stderr);
+        assert!(!run.stdout.starts_with("gnomon "), "{}", run.stdout);
+    }
 }

@@ -28,6 +28,7 @@ use gnomon_protocol::{
 
 use super::frame::{scan, Scan};
 use super::{bump, tcp_acceptor, Close, ConnState, Counters, Place, Shared, TcpConfig};
+use crate::budget::thread_cpu_ns;
 use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
 use crate::limit::{SourceLimiter, Verdict};
@@ -399,7 +400,7 @@ impl<'s> Conn<'s> {
                         start = end;
                         continue;
                     }
-                    Some(Some(Some(ticket))) => Some((ticket, Instant::now())),
+                    Some(Some(Some(ticket))) => Some((ticket, thread_cpu_ns())),
                     // Trusted, or no budget: nothing to settle, no lock.
                     _ => None,
                 };
@@ -412,7 +413,9 @@ impl<'s> Conn<'s> {
                 };
                 let done = self.responder.respond(&ctx, &run, &mut sink);
                 if let Some((ticket, t)) = charged {
-                    shared.budget.settle(ticket, t.elapsed().as_nanos() as u64);
+                    shared
+                        .budget
+                        .settle(ticket, thread_cpu_ns().saturating_sub(t));
                 }
                 counters
                     .signatures

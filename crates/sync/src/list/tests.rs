@@ -237,3 +237,15 @@ fn names_are_one_printable_line() {
     assert_eq!(l.servers[0].name, "a?round 9: consensus?[31m");
     assert_eq!(printable(&"x".repeat(100)).len(), 64);
 }
+
+/// An empty list says so, and an unnamed entry that cannot be used is
+/// numbered from 1, as every command numbers entries.
+#[test]
+fn an_empty_list_says_it_has_no_servers() {
+    let e = parse(doc(&[], &[]), "servers.json").err().unwrap();
+    assert_eq!(e, "servers.json: the list has no servers");
+    let unusable = br#"{"servers":[{"version":1,"publicKeyType":"ed25519","publicKey":"AAAA","addresses":[]}]}"#;
+    let e = parse(unusable.to_vec(), "servers.json").err().unwrap();
+    assert!(e.contains("skipped entry 1:"), "{e}");
+    assert!(!e.contains("()"), "{e}");
+}

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::state::Status;
-use crate::web::view::{cells, overall, Cell, Limits};
+use crate::view::{cells, overall, Cell, Limits};
 
 /// One server's change of state.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -32,7 +32,7 @@ use tokio::runtime::Handle;
 use crate::history::History;
 use crate::sink::Sink;
 use crate::state::{Shared, Status, Verdict};
-use crate::web::view::Limits;
+use crate::view::Limits;
 
 /// How the prober runs.
 #[derive(Clone, Debug)]

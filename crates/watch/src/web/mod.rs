@@ -11,7 +11,9 @@
 
 pub mod metrics;
 pub mod plot;
-pub mod view;
+// The cells the page shows; a module of the crate since the probes log
+// each state change in the same words (probe/changes.rs).
+pub use crate::view;
 
 use std::future::Future;
 use std::io;

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::state::Point;
+use crate::view::duration;
 
 const W: f64 = 720.0;
 const H: f64 = 184.0;
@@ -241,22 +242,6 @@ pub fn ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
         i += 1.0;
     }
     out
-}
-
-/// µs as a short label: µs, ms or s, whichever reads best.
-pub fn duration(us: f64) -> String {
-    let a = us.abs();
-    if a >= 10e6 {
-        format!("{:.1} s", us / 1e6)
-    } else if a >= 1e6 {
-        format!("{:.2} s", us / 1e6)
-    } else if a >= 100e3 {
-        format!("{:.0} ms", us / 1e3)
-    } else if a >= 1e3 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{us:.0} µs")
-    }
 }
 
 /// Unix µs as the UTC date and time to the second.

@@ -20,8 +20,8 @@ use crate::commands::keygen::key_file_words;
 use crate::commands::watch_config::{
     FileLayers, SinkLayer, SinkSettings, WatchLayer, WatchSettings,
 };
-use crate::commands::words;
 use crate::exit::{OK, USAGE};
+use crate::words;
 
 /// What a file loaded as.
 struct Checked {

@@ -83,7 +83,7 @@ impl ClockReport {
                 tracing::warn!(
                     "cannot read the kernel's clock state (adjtimex: {}; systemd's \
                      ProtectClock=yes does this); treating the clock as unsynchronized, {}",
-                    crate::commands::words::io(&std::io::Error::from_raw_os_error(self.read_error)),
+                    crate::words::io(&std::io::Error::from_raw_os_error(self.read_error)),
                     self.policy()
                 );
             } else {

@@ -10,8 +10,8 @@ use gnomon_server::config::ConfigError;
 use gnomon_server::keyfile::KeyFileError;
 use gnomon_server::offline::OfflineError;
 
-use crate::commands::words;
 use crate::exit::{OS_ERROR, USAGE};
+use crate::words;
 
 /// A failure: the `--json` object's error kind, its sentence, the exit code.
 pub(super) struct Failure {

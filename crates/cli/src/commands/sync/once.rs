@@ -11,8 +11,8 @@ use gnomon_sync::{Outcome, Refusal, Service, StepPlan, StepRules};
 use serde_json::json;
 
 use super::super::sync_exit::Exit;
-use super::super::words;
 use super::Args;
+use crate::words;
 
 /// `--once`, `--check`, `--set-clock`.
 pub(super) fn once(service: &mut Service, args: &Args) -> ExitCode {

@@ -14,7 +14,7 @@ use gnomon_sync::{Control, Log, Service};
 use serde_json::json;
 
 use super::super::sync_exit::Exit;
-use super::super::words;
+use crate::words;
 
 /// How long a stop waits for the round in progress.
 const STOP_GRACE: Duration = Duration::from_secs(2);

@@ -10,7 +10,7 @@ use gnomon_sync::state::{Loaded, State, Store};
 use serde_json::json;
 
 use super::super::sync_exit::Exit;
-use super::super::words;
+use crate::words;
 
 /// `--status`: the last state, changing nothing.
 pub(super) fn status(settings: &Settings, as_json: bool) -> ExitCode {

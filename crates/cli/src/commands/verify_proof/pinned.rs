@@ -8,7 +8,7 @@ use std::path::Path;
 use gnomon_client::Server;
 use gnomon_protocol::ServerList;
 
-use crate::commands::words;
+use crate::words;
 
 /// The usable servers of the list at `path`, or why there are none.
 pub(crate) fn load(path: &Path) -> Result<Vec<Server>, String> {

@@ -59,7 +59,7 @@ fn a_relayed_proof_from_two_liars_and_one_honest_server_proves_nothing() {
 
     let made = Instant::now();
     let before = real_now_us();
-    // The radius limit is lifted (5 minutes, as relay_proof.rs does for
+    // The radius limit is lifted (5 minutes, as relay_proof does for
     // these ±16 s servers): what must refuse here is the count of voters,
     // not the width.
     let a = [

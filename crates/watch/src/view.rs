@@ -61,7 +61,7 @@ fn cell(check: &'static str, state: &'static str, text: impl Into<String>) -> Ce
 
 /// An offset with its sign, in ms (s past 10 s).
 pub fn signed_ms(us: i64) -> String {
-    let s = super::plot::duration(us as f64);
+    let s = duration(us as f64);
     if us >= 0 {
         format!("+{s}")
     } else {
@@ -126,15 +126,11 @@ pub fn cells(s: &Status, limits: &Limits) -> Vec<Cell> {
             "warn",
             format!(
                 "WIDE: ± {} (over {})",
-                super::plot::duration(r as f64),
-                super::plot::duration(limits.warn_radius.as_micros() as f64)
+                duration(r as f64),
+                duration(limits.warn_radius.as_micros() as f64)
             ),
         ),
-        Some(r) => cell(
-            "radius",
-            "ok",
-            format!("± {}", super::plot::duration(r as f64)),
-        ),
+        Some(r) => cell("radius", "ok", format!("± {}", duration(r as f64))),
         None => none("radius"),
     });
     out.push(match (s.offset_consensus_us, s.offset_local_us) {
@@ -211,6 +207,22 @@ pub fn overall(s: &Status, cells: &[Cell]) -> &'static str {
         "warning"
     } else {
         "ok"
+    }
+}
+
+/// µs as a short label: µs, ms or s, whichever reads best.
+pub fn duration(us: f64) -> String {
+    let a = us.abs();
+    if a >= 10e6 {
+        format!("{:.1} s", us / 1e6)
+    } else if a >= 1e6 {
+        format!("{:.2} s", us / 1e6)
+    } else if a >= 100e3 {
+        format!("{:.0} ms", us / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{us:.0} µs")
     }
 }
 

@@ -63,7 +63,9 @@ pub(crate) fn switch(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err(format!("`{s}` is neither on nor off (on, off, true, false)")),
+        _ => Err(format!(
+            "`{s}` is neither on nor off (on, off, true, false)"
+        )),
     }
 }
 
