@@ -26,6 +26,9 @@ pub struct Retry {
     pub planned: u32,
     /// Time since the query began.
     pub elapsed: Duration,
+    /// The attempts so far were refused (ICMP port unreachable), not met
+    /// with silence: nothing may listen there.
+    pub refused: bool,
 }
 
 /// The caller's hook.
@@ -50,8 +53,9 @@ impl<'a> Pacer<'a> {
         }
     }
 
-    /// An attempt to `peer` over `transport` is about to go out.
-    pub(crate) fn attempt(&mut self, peer: SocketAddr, transport: Transport) {
+    /// An attempt to `peer` over `transport` is about to go out; `refused`:
+    /// the earlier ones were refused rather than unanswered.
+    pub(crate) fn attempt(&mut self, peer: SocketAddr, transport: Transport, refused: bool) {
         self.attempt += 1;
         if self.attempt < 2 {
             return;
@@ -63,6 +67,7 @@ impl<'a> Pacer<'a> {
                 attempt: self.attempt,
                 planned: self.planned.max(self.attempt),
                 elapsed: self.start.elapsed(),
+                refused,
             });
         }
     }

@@ -339,7 +339,7 @@ impl Client {
                         server.public_key.as_public(),
                         &timeouts,
                         deadline,
-                        &mut || pacer.attempt(peer, Transport::Udp),
+                        &mut |refused| pacer.attempt(peer, Transport::Udp, refused),
                     );
                     match state.absorb(outcome, peer, Transport::Udp, p.name)? {
                         Some(r) => return Ok(finish(peer, Transport::Udp, r)),
@@ -352,7 +352,7 @@ impl Client {
                 let timeout = self.config.backoff.delay(attempts.max(1));
                 for &peer in &tcp_peers {
                     state.tcp_tried += 1;
-                    pacer.attempt(peer, Transport::Tcp);
+                    pacer.attempt(peer, Transport::Tcp, state.udp_refused);
                     let outcome = transport::tcp(
                         peer,
                         &request,

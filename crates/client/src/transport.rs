@@ -64,7 +64,7 @@ pub(crate) fn udp(
     key: PublicKey<'_>,
     timeouts: &[Duration],
     deadline: Option<Instant>,
-    before_send: &mut dyn FnMut(),
+    before_send: &mut dyn FnMut(bool),
 ) -> Outcome {
     let local: SocketAddr = if peer.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
@@ -93,8 +93,10 @@ pub(crate) fn udp(
             }
             until = until.min(d);
         }
+        // Told whether every attempt so far was refused, so a caller that
+        // reports progress says "refused" rather than "no answer yet".
+        before_send(attempts > 0 && refused == attempts);
         attempts += 1;
-        before_send();
         match socket.send(request) {
             Ok(_) => {}
             // A refusal still pending from the last attempt; it is cleared.

@@ -262,8 +262,13 @@ fn retry_line(addr: &str, r: &gnomon_client::Retry) -> String {
         Transport::Udp => "UDP",
         Transport::Tcp => "TCP",
     };
+    let so_far = if r.refused {
+        format!("{whom} refused the request (ICMP port unreachable)")
+    } else {
+        format!("no answer from {whom} yet")
+    };
     format!(
-        "no answer from {whom} yet after {:.1} s; retrying, {} of {} ({how})",
+        "{so_far} after {:.1} s; retrying, {} of {} ({how})",
         r.elapsed.as_secs_f64(),
         r.attempt,
         r.planned

@@ -157,6 +157,32 @@ fn a_silent_server_is_said_while_the_query_waits() {
     assert!(r.stderr.contains("retrying, 2 of"), "{}", r.stderr);
 }
 
+/// A port that refuses is said to refuse while the query goes on, not to
+/// be silent: the user learns at once that nothing listens there.
+#[test]
+fn a_refusing_port_is_said_to_refuse_while_the_query_goes_on() {
+    // Bound and dropped: the kernel answers it with port unreachable.
+    let addr = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let k = "iBVjxg/1j7y1+kQUTBYdTabxCppesU/07D4PMDJk2WA=";
+    let r = gnomon(&args(&addr, k, &[]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let progress: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("retrying,"))
+        .collect();
+    assert!(!progress.is_empty(), "{}", r.stderr);
+    for line in &progress {
+        assert!(line.contains("refused the request"), "{}", r.stderr);
+        assert!(!line.contains("no answer from"), "{}", r.stderr);
+    }
+    assert!(r.stderr.contains("nothing listens there"), "{}", r.stderr);
+}
+
 #[test]
 fn without_a_server_query_names_both_ways_to_give_one() {
     for argv in [&["query"][..], &["query", "--json"]] {
