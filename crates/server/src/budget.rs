@@ -10,8 +10,7 @@
 //! bucket in nanoseconds of worker time: it fills at `share` × wall time up
 //! to `burst` × `share`; each request answered singly is admitted only if
 //! the bucket holds the estimated cost of one, and afterwards the bucket is
-//! charged what the answers really took (the signing thread's CPU time,
-//! [`thread_cpu_ns`]), so the share holds
+//! charged what the answers really took (measured), so the share holds
 //! whatever a signature costs on this machine. What is refused is dropped
 //! before any hashing and counted as `signature_budget`. Versions that
 //! batch, and allow-listed sources, never touch it.
@@ -24,18 +23,6 @@
 mod fair;
 
 pub use fair::{FairBudget, Ticket, SLOTS};
-
-/// The calling thread's CPU time, ns: what the answers it signs cost, the
-/// measure the bucket is charged in. Wall time would also charge the time
-/// the thread was not running (preempted on a busy machine, or a vCPU the
-/// host took away), so a loaded machine would look as if its signatures
-/// had grown slower and honest requests would be refused for it. The clock
-/// is read twice per group of single-signature answers, each of which costs
-/// a signature (tens of µs); the read costs well under 1 µs.
-pub fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    (t.tv_sec.max(0) as u64) * 1_000_000_000 + t.tv_nsec.max(0) as u64
-}
 
 /// First estimate of one single-signature answer, ns, before any is
 /// measured (an Ed25519 signature is ~20 µs on a 2020s core; erring high
@@ -163,24 +150,6 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
-
-    /// The charge is the thread's running time: work moves the clock, and
-    /// time the thread spends off the CPU (here asleep, on a busy machine
-    /// preempted) does not, so a loaded host does not look as if its
-    /// signatures had slowed.
-    #[test]
-    fn the_charge_is_running_time_not_wall_time() {
-        let t0 = thread_cpu_ns();
-        let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
-        }
-        let t1 = thread_cpu_ns();
-        assert!(t1 > t0, "{t0} {t1} {x}");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let t2 = thread_cpu_ns();
-        assert!(t2 - t1 < 100 * MS, "300 ms asleep charged {} ns", t2 - t1);
-    }
 
     /// Admit as many as the budget allows at `now`, each costing `cost`.
     fn spend(b: &mut SignatureBudget, now: u64, cost: u64) -> usize {

@@ -28,7 +28,6 @@ use gnomon_protocol::{
 
 use super::frame::{scan, Scan};
 use super::{bump, tcp_acceptor, Close, ConnState, Counters, Place, Shared, TcpConfig};
-use crate::budget::thread_cpu_ns;
 use crate::grease::Greaser;
 use crate::keys::{Choice, KeyEpoch};
 use crate::limit::{SourceLimiter, Verdict};
@@ -400,7 +399,7 @@ impl<'s> Conn<'s> {
                         start = end;
                         continue;
                     }
-                    Some(Some(Some(ticket))) => Some((ticket, thread_cpu_ns())),
+                    Some(Some(Some(ticket))) => Some((ticket, Instant::now())),
                     // Trusted, or no budget: nothing to settle, no lock.
                     _ => None,
                 };
@@ -413,9 +412,7 @@ impl<'s> Conn<'s> {
                 };
                 let done = self.responder.respond(&ctx, &run, &mut sink);
                 if let Some((ticket, t)) = charged {
-                    shared
-                        .budget
-                        .settle(ticket, thread_cpu_ns().saturating_sub(t));
+                    shared.budget.settle(ticket, t.elapsed().as_nanos() as u64);
                 }
                 counters
                     .signatures

@@ -14,7 +14,7 @@ use gnomon_protocol::responder::RespondError;
 use gnomon_protocol::{Request, ResponseSink};
 
 use super::{queued_ns, udp_acceptor, Worker, WorkerState, MAX_BATCH};
-use crate::budget::{thread_cpu_ns, Ticket};
+use crate::budget::Ticket;
 use crate::grease::Greaser;
 use crate::kernel_time::{process_now_ns, SystemClocks};
 use crate::keys::Choice;
@@ -222,7 +222,7 @@ impl Worker {
                     start = end;
                     continue;
                 }
-                let t_group = budgeted.then(thread_cpu_ns);
+                let t_group = budgeted.then(Instant::now);
                 // `choose` picked an identity of the profile's scheme.
                 let Some(ctx) = identity.batch(profile, now_us, radius_us, &config.vers) else {
                     for _ in &reqs {
@@ -243,7 +243,7 @@ impl Worker {
                 next = sink.next;
                 if let Some(t) = t_group {
                     // Trusted requests are charged too: they used the time.
-                    budget.settle(&tickets, reqs.len(), thread_cpu_ns().saturating_sub(t));
+                    budget.settle(&tickets, reqs.len(), t.elapsed().as_nanos() as u64);
                 }
                 stats.signatures += done.signatures as u64;
                 stats.responses[usize::from(profile.id.0)] += done.responses as u64;
