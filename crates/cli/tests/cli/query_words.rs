@@ -42,7 +42,7 @@ fn dash_v_is_gnomons_version_in_every_client_command() {
 }
 
 /// Each draft's number asks for the format that draft puts on the wire
-/// (spec/VERSIONS.md): its own number up to draft 11, 0x8000000c from 12
+/// (as each draft's text gives it): its own number up to draft 11, 0x8000000c from 12
 /// on, with TYPE from 14 on; and the answer says which drafts share it.
 #[test]
 fn every_draft_is_asked_in_the_format_it_puts_on_the_wire() {

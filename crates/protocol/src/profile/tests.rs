@@ -94,7 +94,7 @@ fn names_and_numbers_resolve() {
 }
 
 /// Every draft from 01 to 19 names the row of the format it puts on the
-/// wire (spec/VERSIONS.md, the summary matrix): its own number up to draft
+/// wire (as each draft's text gives its VER value): its own number up to draft
 /// 11, 0x8000000c from 12 on, TYPE from 14 on; and the nonce, padding and
 /// time encoding that draft's text gives.
 #[test]
