@@ -108,10 +108,6 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // From here on it is a service: what it says is a log line.
     super::logging::init(&args.log.config(args.json));
     let end = Outcome { json: args.json };
-    match &config.keys {
-        Some(k) => tracing::info!("keeping reports that accuse one of {} keys", k.len()),
-        None => tracing::info!("keeping reports about any server (--accept-keys limits them)"),
-    }
     let database = describe(&settings.database);
     match sink::run(settings.listen, &settings.database, config) {
         Ok(Ended::Connecting { signal }) => end.stopped(json!({

@@ -169,6 +169,20 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // From here on watch is a service: what it says is a log line.
     super::logging::init(&args.log.config(args.json));
     let end = Outcome { json: args.json };
+    // Registered before the first line is logged and before anything that
+    // may wait (the database above all): a signal stops watch at any point
+    // of its start, and one sent on seeing the first line finds it handled.
+    let stop = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let registered = signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
+        if let Err(e) = registered {
+            let why = format!("cannot handle signal {sig}: {}", words::io(&e));
+            return end.failed("signals", &why, crate::exit::SOFTWARE);
+        }
+    }
+    let stopped_by = || signal_name(signal.load(Ordering::Relaxed));
     let report_url = reports_url(&loaded.raw, &loaded.list, args.allow_loopback_http_reports);
     for n in &loaded.notes {
         tracing::info!("{n}");
@@ -203,19 +217,6 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     }
     let latest = Arc::new(RwLock::new(Latest::default()));
-    // Registered before anything that may wait (the database above all):
-    // a signal stops watch at any point of its start.
-    let stop = Arc::new(AtomicBool::new(false));
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let registered = signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
-            .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
-        if let Err(e) = registered {
-            let why = format!("cannot handle signal {sig}: {}", words::io(&e));
-            return end.failed("signals", &why, crate::exit::SOFTWARE);
-        }
-    }
-    let stopped_by = || signal_name(signal.load(Ordering::Relaxed));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -100,6 +100,12 @@ pub fn run(listen: SocketAddr, database: &str, config: SinkConfig) -> Result<End
     runtime.block_on(async move {
         let mut stop = Stop::new()
             .map_err(|e| RunError::Other(format!("cannot handle SIGTERM and SIGINT: {e}")))?;
+        // The first line is logged once signals are handled: a SIGTERM sent
+        // on seeing it stops the sink cleanly rather than killing it.
+        match &config.keys {
+            Some(k) => tracing::info!("keeping reports that accuse one of {} keys", k.len()),
+            None => tracing::info!("keeping reports about any server (--accept-keys limits them)"),
+        }
         // The port first: a sink that cannot listen must not create or
         // migrate a database on its way out.
         let listener = tokio::net::TcpListener::bind(listen)

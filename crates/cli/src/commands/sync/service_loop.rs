@@ -21,6 +21,18 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// The service, from its endpoints to its stop.
 pub(super) fn serve(service: Service, log: &Log, as_json: bool) -> ExitCode {
+    // Signals are taken first: before the socket is made (a SIGTERM between
+    // the two would otherwise end the process by default and leave the
+    // socket), and before the metrics line, so that a SIGTERM sent on
+    // seeing it stops the service cleanly.
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let signals = match signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
+        Ok(s) => s,
+        Err(e) => {
+            log(&format!("cannot handle signals: {}", words::io(&e)));
+            return Exit::Local.into();
+        }
+    };
     // The endpoint lives as long as the process: it stops with it.
     if let Some(addr) = service.settings().metrics {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -40,16 +52,6 @@ pub(super) fn serve(service: Service, log: &Log, as_json: bool) -> ExitCode {
             }
         }
     }
-    // Signals are taken before the socket is made: a SIGTERM between the
-    // two would otherwise end the process by default and leave the socket.
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let signals = match signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
-        Ok(s) => s,
-        Err(e) => {
-            log(&format!("cannot handle signals: {}", words::io(&e)));
-            return Exit::Local.into();
-        }
-    };
     let socket = start_now_socket(&service, log).map(Arc::new);
     let code = serve_loop(service, log, signals, socket.clone(), as_json);
     if let Some(s) = socket {
