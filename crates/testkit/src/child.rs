@@ -61,7 +61,22 @@ pub fn runnable_by_anyone(path: &Path) -> PathBuf {
     std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.join(path.file_name().expect("a binary's file name"));
-    std::fs::copy(path, &copy).unwrap_or_else(|e| panic!("copy {}: {e}", path.display()));
+    // Copied by cp(1), not by this process: a file this process held open
+    // for writing would be inherited by whatever another test thread forks
+    // meanwhile, and until that child's exec closes it, running the copy
+    // fails with ETXTBSY ("Text file busy", seen in a loaded run).
+    let copied = Command::new("cp")
+        .arg("--")
+        .arg(path)
+        .arg(&copy)
+        .status()
+        .unwrap_or_else(|e| panic!("cp {}: {e}", path.display()));
+    assert!(
+        copied.success(),
+        "cp {} {}: {copied}",
+        path.display(),
+        copy.display()
+    );
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     made.push((path.to_path_buf(), copy.clone()));
     copy
