@@ -42,6 +42,7 @@ pub mod request;
 pub mod responder;
 pub mod scheme;
 pub mod serverlist;
+pub mod signed_list;
 pub mod tag;
 pub mod time;
 pub mod verify;
