@@ -43,6 +43,12 @@ impl History {
         &self.store
     }
 
+    /// Runs `f` to its end on the store's runtime, from the prober's
+    /// thread.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.handle.block_on(f)
+    }
+
     /// Add the list's servers (or update their keys and addresses).
     pub fn register(&self, servers: &[Server], now_us: i64) -> Result<(), StoreError> {
         self.handle.block_on(async {

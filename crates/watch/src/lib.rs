@@ -11,6 +11,7 @@
 pub mod history;
 pub mod http;
 pub mod probe;
+pub mod publish;
 pub mod sink;
 pub mod state;
 pub mod store;
@@ -18,6 +19,6 @@ pub mod view;
 pub mod web;
 
 pub use store::{
-    report_id, Backend, Inserted, NewReport, Observation, OpenCause, OpenError, ReportSummary,
-    ServerRow, Store, StoreError, StoredReport, Table,
+    report_id, Backend, Inserted, NewReport, Observation, OpenCause, OpenError, ProbeWindow,
+    ReportSummary, ServerRow, Store, StoreError, StoredPublication, StoredReport, Table,
 };

@@ -3,7 +3,7 @@
 //! started by gnomon_testkit::postgres, or a plain skip where it cannot).
 
 use gnomon_watch::store::{Cursor, PageAt, Table};
-use gnomon_watch::{Inserted, NewReport, Observation, ServerRow, Store};
+use gnomon_watch::{Inserted, NewReport, Observation, ServerRow, Store, StoredPublication};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -387,4 +387,98 @@ fn a_database_from_before_the_quotas_migrates() {
             store.close().await;
         },
     );
+}
+
+/// The last publication per monitor key only moves up: a process behind
+/// another under the same key cannot put an older list back.
+async fn publications_only_move_up(url: String) {
+    let store = Store::open(&url).await.expect("open");
+    assert_eq!(store.last_publication("K").await.unwrap(), None);
+    let p = |sequence: u64, document: &str| StoredPublication {
+        monitor_key: "K".into(),
+        sequence,
+        published_us: 1_000_000,
+        expires_us: 2_000_000,
+        document: document.into(),
+        signature: "-----BEGIN SSH SIGNATURE-----".into(),
+    };
+    assert!(store.save_publication(&p(10, "ten")).await.unwrap());
+    assert!(store.save_publication(&p(11, "eleven")).await.unwrap());
+    // Another process under the same key, behind: kept out.
+    assert!(!store.save_publication(&p(11, "again")).await.unwrap());
+    assert!(!store.save_publication(&p(3, "old")).await.unwrap());
+    let last = store.last_publication("K").await.unwrap().unwrap();
+    assert_eq!((last.sequence, last.document.as_str()), (11, "eleven"));
+    let mut other = p(1, "other key");
+    other.monitor_key = "L".into();
+    assert!(store.save_publication(&other).await.unwrap());
+    assert_eq!(store.count(Table::Publications).await.unwrap(), 2);
+    store.close().await;
+}
+
+/// The publisher's summary of a server's window, and only the reports in
+/// which this monitor judged its key.
+async fn the_window_is_summed(url: String) {
+    let store = Store::open(&url).await.expect("open");
+    store
+        .upsert_server(&ServerRow {
+            name: "a".into(),
+            public_key: "KEY".into(),
+            addresses: "[]".into(),
+            seen_us: 0,
+        })
+        .await
+        .unwrap();
+    let mut rows = Vec::new();
+    for (t, ok, rtt) in [(10, true, 5), (20, false, 0), (30, true, 7), (40, true, 9)] {
+        let mut o = Observation::new(
+            "a",
+            "rfc-10049",
+            "probe",
+            t,
+            if ok { "ok" } else { "silent" },
+        );
+        o.rtt_us = ok.then_some(rtt);
+        rows.push(o);
+    }
+    store.insert_observations(&rows).await.unwrap();
+    let w = store.probe_window("a", "probe", 20, 2).await.unwrap();
+    assert_eq!((w.rounds, w.answered), (3, 2));
+    assert_eq!(w.rtts_us, [9, 7], "newest first, at most the limit");
+    assert_eq!((w.first_seen_us, w.last_seen_us), (Some(10), Some(40)));
+    // Judged reports only: an accusation without the judgment is not a
+    // proof against this key.
+    let report = |id: &str| NewReport {
+        id: id.into(),
+        received_us: 100,
+        sender_prefix: "local".into(),
+        body: "{}".into(),
+        verdict: "malfeasance".into(),
+        entries: 2,
+        contradictions: 1,
+        accused: vec!["KEY".into(), "OTHER".into()],
+        check_json: None,
+    };
+    store.insert_report(&report("r1")).await.unwrap();
+    store.insert_report(&report("r2")).await.unwrap();
+    assert!(store.mark_judged("r2", "KEY").await.unwrap());
+    assert_eq!(
+        store.judged_reports("KEY", 10).await.unwrap(),
+        [("r2".to_string(), 100)]
+    );
+    assert!(store.judged_reports("OTHER", 10).await.unwrap().is_empty());
+    store.close().await;
+}
+
+#[test]
+fn publications_only_move_up_per_key() {
+    on_both(
+        "publications_only_move_up_per_key",
+        publications_only_move_up,
+    );
+}
+
+#[test]
+fn the_publishers_window_is_summed() {
+    on_both("the_publishers_window_is_summed", the_window_is_summed);
 }

@@ -30,6 +30,7 @@ pub use check::now_us;
 use tokio::runtime::Handle;
 
 use crate::history::History;
+use crate::publish::Publisher;
 use crate::sink::Sink;
 use crate::state::{Shared, Status, Verdict};
 use crate::view::Limits;
@@ -59,6 +60,19 @@ pub struct Settings {
     /// What makes a check a warning, for the state each server is said to
     /// change to (the page's).
     pub limits: Limits,
+    /// The signed list published after each round
+    /// (`--publish-key`), when on.
+    pub publish: Option<Publisher>,
+    /// The input list's `reports` URL, copied into the published list.
+    pub list_reports: Option<String>,
+}
+
+/// Where the list comes from when it may change between rounds (signed
+/// lists fetched from monitors: `--servers-url`).
+pub trait Refresh: Send {
+    /// Called before each round: the servers to probe from now on and
+    /// their list's `reports` URL, when they changed.
+    fn refresh(&mut self) -> Option<(Vec<Server>, Option<String>)>;
 }
 
 impl Default for Settings {
@@ -72,6 +86,8 @@ impl Default for Settings {
             sink: None,
             max_liars: None,
             limits: Limits::default(),
+            publish: None,
+            list_reports: None,
         }
     }
 }
@@ -235,16 +251,41 @@ pub fn run(
     history: Option<History>,
     stop: Arc<AtomicBool>,
 ) {
+    run_from(servers, settings, state, history, stop, None);
+}
+
+/// [`run`], taking a new list from `source` before each round when it
+/// gives one.
+pub fn run_from(
+    mut servers: Vec<Server>,
+    mut settings: Settings,
+    state: Shared,
+    history: Option<History>,
+    stop: Arc<AtomicBool>,
+    mut source: Option<Box<dyn Refresh>>,
+) {
     if let Some(h) = &history {
         if let Err(e) = h.register(&servers, now_us()) {
             tracing::warn!("cannot record the servers in the database: {e}");
         }
+    }
+    if let Some(p) = &settings.publish {
+        p.restore(history.as_ref(), now_us());
     }
     // Servers flagged in the last round: a report is posted when a server
     // becomes flagged, not every round it stays so.
     let mut accused: Vec<String> = Vec::new();
     let mut states = changes::States::new(settings.limits);
     while !stop.load(Ordering::Relaxed) {
+        if let Some((fresh, reports)) = source.as_mut().and_then(|s| s.refresh()) {
+            if let Some(h) = &history {
+                if let Err(e) = h.register(&fresh, now_us()) {
+                    tracing::warn!("cannot record the servers in the database: {e}");
+                }
+            }
+            servers = fresh;
+            settings.list_reports = reports;
+        }
         let (statuses, verdict) = round(&servers, &settings, &stop);
         if stop.load(Ordering::Relaxed) {
             // Cut short: servers not probed would count as failures.
@@ -286,6 +327,12 @@ pub fn run(
         }
         if let Ok(mut latest) = state.write() {
             latest.apply(statuses, verdict, now_us());
+        }
+        // After the round is in `state`: the page shows the round whatever
+        // the publication does.
+        if let Some(p) = &settings.publish {
+            let reports = settings.list_reports.as_deref();
+            p.after_round(&servers, reports, &state, history.as_ref(), now_us());
         }
         let mut r = [0u8; 4];
         let r = getrandom::getrandom(&mut r).map_or(u32::MAX / 2, |()| u32::from_le_bytes(r));

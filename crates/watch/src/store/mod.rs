@@ -29,6 +29,7 @@
 //! ```
 
 mod open;
+mod publications;
 mod reports;
 mod schema;
 
@@ -40,6 +41,8 @@ use sqlx::{AnyPool, Row};
 pub use open::{
     describe, explain, opening, without_password, OpenCause, OpenError, CONNECT_TIMEOUT,
 };
+
+pub use publications::{ProbeWindow, StoredPublication};
 
 pub use reports::{
     report_id, Cursor, Inserted, NewReport, PageAt, ReportLine, ReportPage, ReportSummary,
@@ -408,6 +411,8 @@ pub enum Table {
     Reports,
     /// `report_accused`.
     ReportAccused,
+    /// `publications`.
+    Publications,
 }
 
 impl Table {
@@ -417,6 +422,7 @@ impl Table {
             Table::Observations => "observations",
             Table::Reports => "reports",
             Table::ReportAccused => "report_accused",
+            Table::Publications => "publications",
         }
     }
 }

@@ -33,6 +33,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "judged",
         include_str!("../../migrations/0003_judged.sql"),
     ),
+    (
+        4,
+        "publications",
+        include_str!("../../migrations/0004_publications.sql"),
+    ),
 ];
 
 #[derive(Debug)]

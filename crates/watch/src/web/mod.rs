@@ -11,6 +11,7 @@
 
 pub mod metrics;
 pub mod plot;
+mod published;
 // The cells the page shows; a module of the crate since the probes log
 // each state change in the same words (probe/changes.rs).
 pub use crate::view;
@@ -30,6 +31,7 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 
 use crate::history;
+use crate::publish::Publisher;
 use crate::sink::Sink;
 use crate::state::{Latest, Point, Shared, Status};
 use crate::store::Store;
@@ -49,6 +51,8 @@ pub struct App {
     pub store: Option<Store>,
     /// The report sink served beside the pages (`/reports…`), when on.
     pub sink: Option<Sink>,
+    /// The signed server list, when this monitor publishes one.
+    pub publisher: Option<Publisher>,
     /// Who holds the page's connection slots (and the counts of
     /// evictions and refusals).
     connections: Arc<gnomon_metrics_http::slots::ConnTable>,
@@ -62,6 +66,7 @@ impl App {
         limits: view::Limits,
         store: Option<Store>,
         sink: Option<Sink>,
+        publisher: Option<Publisher>,
     ) -> Arc<App> {
         let mut templates = Environment::new();
         // `.html` names turn on auto-escaping: every value from the list
@@ -78,6 +83,7 @@ impl App {
             limits,
             store,
             sink,
+            publisher,
             connections: crate::http::connection_table(MAX_CONNECTIONS),
             templates,
         })
@@ -103,6 +109,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/servers/{name}", get(server_page))
         .route("/metrics", get(metrics_text))
         .route("/api/servers", get(api_servers))
+        .route("/servers.json", get(published::servers_json))
+        .route("/servers.json.sig", get(published::servers_sig))
         .with_state(app);
     match sink {
         Some(s) => pages.merge(s),
@@ -230,6 +238,7 @@ fn status_html(
         disagreement => latest.disagreement.clone(),
         assumption => latest.assumption.clone(),
         why_none => latest.why_none.clone(),
+        published => app.publisher.as_ref().map(published::section),
         reports => reports,
         refresh => refresh_script(),
     };
@@ -334,7 +343,14 @@ async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     };
     let connections = &app.connections;
     with_type(
-        metrics::render(&latest) + &metrics::http(connections) + &sink,
+        metrics::render(&latest)
+            + &metrics::http(connections)
+            + &app
+                .publisher
+                .as_ref()
+                .map(published::metrics)
+                .unwrap_or_default()
+            + &sink,
         "text/plain; version=0.0.4; charset=utf-8",
     )
 }

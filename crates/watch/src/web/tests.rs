@@ -15,6 +15,7 @@ fn app_with(servers: Vec<Status>, round_at: i64) -> Arc<App> {
         view::Limits::default(),
         None,
         None,
+        None,
     )
 }
 
