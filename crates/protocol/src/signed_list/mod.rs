@@ -30,7 +30,11 @@ pub mod sshsig;
 mod time;
 
 #[cfg(test)]
+mod checks;
+#[cfg(test)]
 mod props;
+#[cfg(test)]
+mod testing;
 #[cfg(test)]
 mod tests;
 
