@@ -22,6 +22,7 @@ use std::time::Duration;
 
 mod defaults;
 mod file;
+pub mod keys;
 mod values;
 
 pub use defaults::{default_of, KeyDefault};
@@ -31,8 +32,9 @@ pub use values::{
     duration_in, group_id, int_in, parse_chrony_max_radius, parse_chrony_sock, parse_count,
     parse_drift_ppm, parse_duration, parse_group, parse_interval, parse_jitter, parse_list_refresh,
     parse_list_timeout, parse_max_liars, parse_max_offset, parse_max_radius, parse_metrics,
-    parse_now_socket, parse_report_url, parse_retries, parse_servers_url, parse_socket_mode,
-    parse_timeout, DurationText, IntOrText, MaxLiars, Metrics, NowSocket,
+    parse_now_socket, parse_report_url, parse_retries, parse_servers_key, parse_servers_url,
+    parse_socket_mode, parse_threshold, parse_timeout, plain_http_refused, DurationText, IntOrText,
+    MaxLiars, Metrics, NowSocket,
 };
 
 /// Where state lives unless told: the directory the systemd units give
@@ -56,7 +58,8 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
         "servers",
         "a path",
         "",
-        "The server list (RFC 10049's server list JSON); required unless servers-url is given",
+        "The server list (RFC 10049's server list JSON); required unless servers-url is given, \
+         and not given with servers-key (the monitors' signed lists are the list then)",
     ),
     (
         "state-dir",
@@ -145,9 +148,22 @@ pub const KEYS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "servers-url",
-        "an https:// URL",
+        "an https:// URL (http:// too with servers-key); repeatable",
         "the list's `sources`",
-        "Where the list is refreshed from",
+        "Where the list is refreshed from; with servers-key, one monitor's signed list each \
+         (its signature at URL.sig)",
+    ),
+    (
+        "servers-key",
+        "an OpenSSH line \"ssh-ed25519 AAAA… comment\", or a .pub file; repeatable",
+        "none (lists are not signed)",
+        "A monitor key whose signed lists (servers-url) are believed",
+    ),
+    (
+        "servers-threshold",
+        "an integer in 1..=the number of servers-key",
+        "",
+        "How many pinned monitors must list a server for it to be used",
     ),
     (
         "list-refresh",
@@ -236,8 +252,13 @@ pub struct Settings {
     pub chrony_sock: Option<PathBuf>,
     /// `chrony-max-radius`: the error the chrony.conf line declares.
     pub chrony_max_radius: Duration,
-    /// `servers-url`.
-    pub servers_url: Option<String>,
+    /// `servers-url`, in the order given (none: the list's `sources`).
+    pub servers_url: Vec<String>,
+    /// `servers-key`, as given: key lines or paths of `.pub` files
+    /// ([`keys::load_key`] reads them).
+    pub servers_key: Vec<String>,
+    /// `servers-threshold`.
+    pub servers_threshold: usize,
     /// `list-refresh`.
     pub list_refresh: Duration,
     /// `list-timeout`.
@@ -274,7 +295,9 @@ impl Default for Settings {
             report_url: None,
             chrony_sock: None,
             chrony_max_radius: DEFAULT_CHRONY_MAX_RADIUS,
-            servers_url: None,
+            servers_url: Vec::new(),
+            servers_key: Vec::new(),
+            servers_threshold: 1,
             list_refresh: Duration::from_secs(86_400),
             list_timeout: Duration::from_secs(30),
             list_ca: None,
@@ -307,7 +330,9 @@ pub struct Layer {
     pub report_url: Option<String>,
     pub chrony_sock: Option<PathBuf>,
     pub chrony_max_radius: Option<Duration>,
-    pub servers_url: Option<String>,
+    pub servers_url: Option<Vec<String>>,
+    pub servers_key: Option<Vec<String>>,
+    pub servers_threshold: Option<usize>,
     pub list_refresh: Option<Duration>,
     pub list_timeout: Option<Duration>,
     pub list_ca: Option<PathBuf>,
@@ -344,7 +369,9 @@ impl Settings {
             report_url: pick!(report_url),
             chrony_sock: pick!(chrony_sock),
             chrony_max_radius: pick!(chrony_max_radius).unwrap_or(d.chrony_max_radius),
-            servers_url: pick!(servers_url),
+            servers_url: pick!(servers_url).unwrap_or_default(),
+            servers_key: pick!(servers_key).unwrap_or_default(),
+            servers_threshold: pick!(servers_threshold).unwrap_or(d.servers_threshold),
             list_refresh: pick!(list_refresh).unwrap_or(d.list_refresh),
             list_timeout: pick!(list_timeout).unwrap_or(d.list_timeout),
             list_ca: pick!(list_ca),
@@ -357,6 +384,43 @@ impl Settings {
             now_socket_mode: pick!(now_socket_mode).unwrap_or(d.now_socket_mode),
             now_drift_ppm: pick!(now_drift_ppm).unwrap_or(d.now_drift_ppm),
         }
+    }
+}
+
+impl Settings {
+    /// What no single key's parser can check, once every layer is in:
+    /// `servers-key` needs `servers-url` and no `servers` file, the keys
+    /// load and are distinct, `servers-threshold` is at most the number of
+    /// keys, and a plain-HTTP `servers-url` needs a key. `file` is the
+    /// configuration file's layer, to name where a URL was written.
+    pub fn check(&self, file: &Layer) -> Result<(), String> {
+        let from_file = |url: &String| file.servers_url.as_ref().is_some_and(|v| v.contains(url));
+        if self.servers_key.is_empty() {
+            if let Some(url) = self.servers_url.iter().find(|u| values::is_http(u)) {
+                let key = if from_file(url) {
+                    "[sync] servers-url"
+                } else {
+                    "--servers-url"
+                };
+                return Err(plain_http_refused(url, key));
+            }
+        } else {
+            if self.servers_url.is_empty() {
+                return Err(
+                    "servers-key is given without servers-url: give the URL of each monitor's \
+                     signed list (--servers-url URL, its signature at URL.sig)"
+                        .into(),
+                );
+            }
+            if let Some(p) = &self.servers {
+                return Err(format!(
+                    "servers {} and servers-key are both given: with pinned keys the list is \
+                     the monitors' signed lists (servers-url); drop one of them",
+                    p.display()
+                ));
+            }
+        }
+        keys::pins(&self.servers_key, self.servers_threshold).map(drop)
     }
 }
 
@@ -398,9 +462,19 @@ impl fmt::Display for Settings {
             "chrony-max-radius = \"{}\"",
             DurationText(self.chrony_max_radius)
         )?;
-        if let Some(u) = &self.servers_url {
-            writeln!(f, "servers-url = {}", q(u))?;
-        }
+        // One value as a string (the form older files use), several as an
+        // array.
+        let many = |f: &mut fmt::Formatter<'_>, key: &str, v: &[String]| match v {
+            [] => Ok(()),
+            [one] => writeln!(f, "{key} = {}", q(one)),
+            all => {
+                let items: Vec<String> = all.iter().map(|u| q(u)).collect();
+                writeln!(f, "{key} = [{}]", items.join(", "))
+            }
+        };
+        many(f, "servers-url", &self.servers_url)?;
+        many(f, "servers-key", &self.servers_key)?;
+        writeln!(f, "servers-threshold = {}", self.servers_threshold)?;
         writeln!(f, "list-refresh = \"{}\"", DurationText(self.list_refresh))?;
         writeln!(f, "list-timeout = \"{}\"", DurationText(self.list_timeout))?;
         if let Some(p) = &self.list_ca {

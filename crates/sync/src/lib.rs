@@ -34,6 +34,7 @@ pub mod now_socket;
 pub mod refresh;
 pub mod round;
 pub mod service;
+pub mod signed;
 pub mod sink;
 pub mod state;
 

@@ -269,7 +269,7 @@ fn trusted_cache(store: &Store, trusted: bool) -> Result<(Vec<u8>, Record), Skip
 /// file nor a cache allowed to stand in for it loads.
 pub fn load(
     path: &Path,
-    servers_url: Option<&str>,
+    servers_url: &[String],
     store: &Store,
     trusted: bool,
 ) -> Result<(Loaded, Option<Vec<u8>>), String> {
@@ -355,7 +355,7 @@ fn refreshed_from(
     store: &Store,
     trusted: bool,
     file: &Loaded,
-    servers_url: Option<&str>,
+    servers_url: &[String],
 ) -> Result<(Loaded, Record), Skip> {
     let (raw, r) = trusted_cache(store, trusted)?;
     let Some(url) = r.url.as_deref() else {
@@ -367,7 +367,7 @@ fn refreshed_from(
             "it was refreshed from {url} for a list file other than this one as it is now"
         )));
     }
-    if servers_url != Some(url) && !file.list.sources.iter().any(|s| s == url) {
+    if !servers_url.iter().any(|u| u == url) && !file.list.sources.iter().any(|s| s == url) {
         return Err(Skip::Because(format!(
             "it was downloaded from {url}, which is neither one of the list's sources nor servers-url"
         )));
@@ -377,11 +377,11 @@ fn refreshed_from(
 }
 
 /// At start with only `servers_url`: the cache, when its record says it
-/// was downloaded from that URL. `Err(None)`: no cache; `Err(Some(why))`:
+/// was downloaded from one of those URLs. `Err(None)`: no cache; `Err(Some(why))`:
 /// a cache, ignored.
 pub fn cached_from_url(
     store: &Store,
-    servers_url: &str,
+    servers_url: &[String],
     trusted: bool,
 ) -> Result<Loaded, Option<String>> {
     let cache = store.path(LIST_CACHE).display().to_string();
@@ -389,9 +389,10 @@ pub fn cached_from_url(
         Skip::None => None,
         Skip::Because(why) => Some(format!("the cached list {cache} is ignored: {why}")),
     })?;
-    if r.url.as_deref() != Some(servers_url) {
+    if !servers_url.iter().any(|u| Some(&**u) == r.url.as_deref()) {
         return Err(Some(format!(
-            "the cached list {cache} is ignored: it was not downloaded from {servers_url} ({})",
+            "the cached list {cache} is ignored: it was not downloaded from {} ({})",
+            servers_url.join(" or "),
             r.origin()
         )));
     }

@@ -103,15 +103,29 @@ impl fmt::Display for Failure {
     }
 }
 
-/// HTTPS downloads of lists.
+/// Downloads of lists: HTTPS only, or plain HTTP too for signed lists.
 #[derive(Clone)]
 pub struct Fetcher {
     agent: ureq::Agent,
+    plain_http: bool,
 }
 
 impl Fetcher {
-    /// Trusting Mozilla's roots, or only the PEM certificates in `ca`.
+    /// HTTPS only, trusting Mozilla's roots, or only the PEM certificates
+    /// in `ca`.
     pub fn new(ca: Option<&Path>, timeout: Duration) -> Result<Fetcher, String> {
+        Fetcher::build(ca, timeout, false)
+    }
+
+    /// As [`Fetcher::new`], and plain `http://` URLs too: for lists whose
+    /// signature is checked against a pinned key (the signed lists), where
+    /// TLS adds nothing the signature, expiry and sequence do not give.
+    /// The limits stay: the timeout, [`MAX_LIST_BYTES`], no redirects.
+    pub fn signed(ca: Option<&Path>, timeout: Duration) -> Result<Fetcher, String> {
+        Fetcher::build(ca, timeout, true)
+    }
+
+    fn build(ca: Option<&Path>, timeout: Duration, plain_http: bool) -> Result<Fetcher, String> {
         let roots = match ca {
             None => RootCerts::WebPki,
             Some(p) => {
@@ -131,23 +145,29 @@ impl Fetcher {
             }
         };
         let agent = ureq::Agent::config_builder()
-            .https_only(true)
+            .https_only(!plain_http)
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
             .max_redirects(0)
             .tls_config(TlsConfig::builder().root_certs(roots).build())
             .build()
             .into();
-        Ok(Fetcher { agent })
+        Ok(Fetcher { agent, plain_http })
     }
 
     /// The body at `url`, whole and at most [`MAX_LIST_BYTES`].
     pub fn get(&self, url: &str) -> Result<Vec<u8>, Failure> {
-        if !url
-            .get(..8)
-            .is_some_and(|p| p.eq_ignore_ascii_case("https://"))
-        {
-            return Err(Failure::Network(format!("{url} is not an https:// URL")));
+        let scheme = |s: &str| {
+            url.get(..s.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(s))
+        };
+        if !(scheme("https://") || self.plain_http && scheme("http://")) {
+            let allowed = if self.plain_http {
+                "an http:// or https://"
+            } else {
+                "an https://"
+            };
+            return Err(Failure::Network(format!("{url} is not {allowed} URL")));
         }
         let mut resp = self
             .agent
@@ -258,7 +278,7 @@ pub fn attempt(fetcher: &Fetcher, urls: &[String], quorum: usize) -> Attempt {
 /// The schedule and the fetch in flight.
 pub struct Refresher {
     fetcher: Fetcher,
-    url: Option<String>,
+    urls: Vec<String>,
     every: Duration,
     jitter: u8,
     next: Instant,
@@ -268,18 +288,19 @@ pub struct Refresher {
 }
 
 impl Refresher {
-    /// Refreshes from `url`, or the list's `sources` when `None`, every
-    /// `every` ± `jitter` percent, the first one after the first wait.
+    /// Refreshes from `urls` in turn, or the list's `sources` when there
+    /// are none, every `every` ± `jitter` percent, the first one after the
+    /// first wait.
     pub fn new(
         fetcher: Fetcher,
         counts: Arc<Counts>,
-        url: Option<String>,
+        urls: Vec<String>,
         every: Duration,
         jitter: u8,
     ) -> Refresher {
         Refresher {
             fetcher,
-            url,
+            urls,
             every,
             jitter,
             next: Instant::now() + jittered(every, jitter, unit_random()),
@@ -305,9 +326,10 @@ impl Refresher {
             return None;
         }
         self.next = Instant::now() + jittered(self.every, self.jitter, unit_random());
-        let urls: Vec<String> = match &self.url {
-            Some(u) => vec![u.clone()],
-            None => sources.to_vec(),
+        let urls: Vec<String> = if self.urls.is_empty() {
+            sources.to_vec()
+        } else {
+            self.urls.clone()
         };
         if urls.is_empty() {
             return None;

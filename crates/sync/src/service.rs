@@ -99,7 +99,7 @@ impl Service {
     pub fn new(settings: Settings, log: Log, loopback_reports: bool) -> Result<Service, String> {
         // A usage error must leave the machine as it was: no state
         // directory made for a service that cannot run.
-        if settings.servers.is_none() && settings.servers_url.is_none() {
+        if settings.servers.is_none() && settings.servers_url.is_empty() {
             return Err(NO_LIST.into());
         }
         let fetcher = refresh::Fetcher::new(settings.list_ca.as_deref(), settings.list_timeout)
@@ -110,10 +110,9 @@ impl Service {
         let mut first_download = None;
         if !settings.state_dir.is_dir() {
             let at = Store::at(&settings.state_dir);
-            match (&settings.servers, &settings.servers_url) {
-                (Some(path), _) => list::check_without_cache(path, &at)?,
-                (None, Some(url)) => first_download = Some(download(&fetcher, url, &settings)?),
-                (None, None) => {}
+            match &settings.servers {
+                Some(path) => list::check_without_cache(path, &at)?,
+                None => first_download = Some(download(&fetcher, &settings)?),
             }
         }
         let store = match Store::open(&settings.state_dir) {
@@ -150,14 +149,14 @@ impl Service {
             }
             _ => State::default(),
         };
-        let (list, seed) = match (&settings.servers, &settings.servers_url) {
-            (Some(path), url) => list::load(path, url.as_deref(), &store, trusted)?,
-            // No file of the operator's: the last list fetched from this
-            // URL, or one fetched now.
-            (None, Some(url)) => {
+        let (list, seed) = match &settings.servers {
+            Some(path) => list::load(path, &settings.servers_url, &store, trusted)?,
+            // No file of the operator's: the last list fetched from these
+            // URLs, or one fetched now.
+            None => {
                 let cached = match first_download {
                     Some(_) => Err(None),
-                    None => list::cached_from_url(&store, url, trusted),
+                    None => list::cached_from_url(&store, &settings.servers_url, trusted),
                 };
                 match cached {
                     Ok(l) => (l, None),
@@ -165,23 +164,23 @@ impl Service {
                         if let Some(why) = ignored {
                             log(&format!("note: {why}"));
                         }
-                        let l = match first_download.take() {
-                            Some(l) => l,
-                            None => download(&fetcher, url, &settings)?,
+                        let (url, l) = match first_download.take() {
+                            Some(d) => d,
+                            None => download(&fetcher, &settings)?,
                         };
-                        if let Err(e) = refresh::cache(&store, &l.raw, url, None, None, Some(url)) {
+                        if let Err(e) = refresh::cache(&store, &l.raw, &url, None, None, Some(&url))
+                        {
                             log(&format!("note: cannot cache the list: {e}"));
                         }
                         (l, None)
                     }
                 }
             }
-            (None, None) => return Err(NO_LIST.into()),
         };
         let metrics = Arc::new(SyncMetrics::default());
         let board = Board::new(board_floor(&state, None), Arc::new(KernelClock));
         let refresher =
-            (settings.servers_url.is_some() || !list.list.sources.is_empty()).then(|| {
+            (!settings.servers_url.is_empty() || !list.list.sources.is_empty()).then(|| {
                 Refresher::new(
                     fetcher,
                     metrics.refresh.clone(),
@@ -362,7 +361,11 @@ impl Service {
             &url,
             self.settings.servers.as_deref(),
             self.seed.as_deref(),
-            self.settings.servers_url.as_deref(),
+            self.settings
+                .servers_url
+                .iter()
+                .find(|u| **u == url)
+                .map(String::as_str),
         ) {
             (self.log)(&format!("note: cannot cache the refreshed list: {e}"));
         }
@@ -374,15 +377,15 @@ impl Service {
     }
 }
 
-/// The list from `url` at start, when no cache stands in for it.
+/// The list from the first of `servers-url` that gives one, and that URL,
+/// at start, when no cache stands in for it.
 fn download(
     fetcher: &refresh::Fetcher,
-    url: &str,
     settings: &Settings,
-) -> Result<list::Loaded, String> {
-    let a = refresh::attempt(fetcher, &[url.to_owned()], settings.quorum);
+) -> Result<(String, list::Loaded), String> {
+    let a = refresh::attempt(fetcher, &settings.servers_url, settings.quorum);
     match a.fresh {
-        Some((_, l)) => Ok(l),
+        Some(fresh) => Ok(fresh),
         None => {
             let why: Vec<String> = a.failed.iter().map(|(u, f)| format!("{u}: {f}")).collect();
             Err(format!("no server list: {}", why.join("; ")))

@@ -89,9 +89,24 @@ pub(crate) struct Args {
     /// a wider consensus is never sent, 1ms..=1h.
     #[arg(long, env = "GNOMON_SYNC_CHRONY_MAX_RADIUS", value_name = "DURATION", value_parser = cfg::parse_chrony_max_radius)]
     chrony_max_radius: Option<Duration>,
-    /// Where to refresh the server list from (https only).
-    #[arg(long, env = "GNOMON_SYNC_SERVERS_URL", value_name = "URL", value_parser = cfg::parse_servers_url)]
-    servers_url: Option<String>,
+    /// Where to refresh the server list from (https; repeat it, or separate
+    /// with commas, for fallbacks). With --servers-key: one monitor's signed
+    /// list each, its signature at URL.sig, and plain http:// allowed (the
+    /// signature gives integrity, its expiry and sequence freshness).
+    #[arg(long, env = "GNOMON_SYNC_SERVERS_URL", value_name = "URL", value_delimiter = ',',
+          value_parser = cfg::parse_servers_url)]
+    servers_url: Vec<String>,
+    /// A monitor key whose signed lists (--servers-url) are believed: the
+    /// text `ssh-ed25519 AAAA… [comment]`, or a file holding that line (an
+    /// OpenSSH .pub); repeat it, or separate with commas, for each monitor.
+    /// No --servers file is needed then.
+    #[arg(long, env = "GNOMON_SYNC_SERVERS_KEY", value_name = "KEY", value_delimiter = ',',
+          value_parser = cfg::parse_servers_key)]
+    servers_key: Vec<String>,
+    /// How many of the --servers-key monitors must list a server, in lists
+    /// in force, for it to be used (1..=the number of keys).
+    #[arg(long, env = "GNOMON_SYNC_SERVERS_THRESHOLD", value_name = "K", value_parser = cfg::parse_threshold)]
+    servers_threshold: Option<usize>,
     /// Time between list refreshes, 1s..=30d, ± --jitter.
     #[arg(long, env = "GNOMON_SYNC_LIST_REFRESH", value_name = "DURATION", value_parser = cfg::parse_list_refresh)]
     list_refresh: Option<Duration>,
@@ -192,7 +207,9 @@ impl Args {
             report_url: self.report_url.clone(),
             chrony_sock: self.chrony_sock.clone(),
             chrony_max_radius: self.chrony_max_radius,
-            servers_url: self.servers_url.clone(),
+            servers_url: (!self.servers_url.is_empty()).then(|| self.servers_url.clone()),
+            servers_key: (!self.servers_key.is_empty()).then(|| self.servers_key.clone()),
+            servers_threshold: self.servers_threshold,
             list_refresh: self.list_refresh,
             list_timeout: self.list_timeout,
             list_ca: self.list_ca.clone(),
@@ -214,6 +231,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
         None => Layer::default(),
     };
     let settings = Settings::resolve(&file, &args.layer());
+    if let Err(e) = settings.check(&file) {
+        return usage(e);
+    }
     if args.print_config {
         if args.json {
             // The same table, as the one object --json promises.

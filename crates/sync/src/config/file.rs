@@ -11,8 +11,8 @@ use super::{
     parse_chrony_max_radius, parse_chrony_sock, parse_count, parse_drift_ppm, parse_group,
     parse_interval, parse_jitter, parse_list_refresh, parse_list_timeout, parse_max_liars,
     parse_max_offset, parse_max_radius, parse_metrics, parse_now_socket, parse_report_url,
-    parse_retries, parse_servers_url, parse_socket_mode, parse_timeout, IntOrText, Layer,
-    NowSocket,
+    parse_retries, parse_servers_key, parse_servers_url, parse_socket_mode, parse_threshold,
+    parse_timeout, IntOrText, Layer, NowSocket,
 };
 
 /// A file that does not load.
@@ -52,7 +52,9 @@ struct FileTable {
     report_url: Option<String>,
     chrony_sock: Option<String>,
     chrony_max_radius: Option<String>,
-    servers_url: Option<String>,
+    servers_url: Option<OneOrMany>,
+    servers_key: Option<OneOrMany>,
+    servers_threshold: Option<i64>,
     list_refresh: Option<String>,
     list_timeout: Option<String>,
     list_ca: Option<String>,
@@ -137,8 +139,32 @@ impl Layer {
             )?,
             servers_url: t
                 .servers_url
-                .map(|u| parse_servers_url(&u).map_err(|e| bad("servers-url", e)))
+                .map(|v| {
+                    v.items()
+                        .iter()
+                        .map(|u| parse_servers_url(u).map_err(|e| bad("servers-url", e)))
+                        .collect::<Result<Vec<_>, _>>()
+                })
                 .transpose()?,
+            // A key file is relative to the file's directory, as every
+            // path of it; a key line is taken as it is.
+            servers_key: t
+                .servers_key
+                .map(|v| {
+                    v.items()
+                        .iter()
+                        .map(|k| {
+                            parse_servers_key(k)
+                                .map_err(|e| bad("servers-key", e))
+                                .map(|k| key_in(base, k))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .transpose()?,
+            servers_threshold: int("servers-threshold", t.servers_threshold, |s| {
+                parse_threshold(s).map(|v| v as i64)
+            })?
+            .map(|v| v as usize),
             list_refresh: dur("list-refresh", t.list_refresh, parse_list_refresh)?,
             list_timeout: dur("list-timeout", t.list_timeout, parse_list_timeout)?,
             list_ca: t.list_ca.map(in_file),
@@ -164,6 +190,34 @@ impl Layer {
             })?
             .map(|v| v as u32),
         })
+    }
+}
+
+/// A key that may be written once or as an array (`servers-url`,
+/// `servers-key`: one per monitor).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn items(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// A `servers-key` of the file: a key line as it is, a path joined to
+/// the file's directory.
+fn key_in(base: &Path, key: String) -> String {
+    if super::keys::looks_like_key(&key) {
+        key
+    } else {
+        base.join(key).display().to_string()
     }
 }
 

@@ -76,9 +76,18 @@ fn out_of_range_values_and_unknown_keys_are_errors() {
     assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
     assert!(parse_interval("0s").is_err());
     assert!(parse_interval("2d").is_err());
-    let e =
-        Layer::from_toml("[sync]\nservers-url = \"http://lists.example/l.json\"\n", p).unwrap_err();
-    assert!(e.0.contains("plain HTTP"), "{e}");
+    // Plain HTTP loads, and is refused once the settings are whole unless
+    // a key pins the list.
+    let file =
+        Layer::from_toml("[sync]\nservers-url = \"http://lists.example/l.json\"\n", p).unwrap();
+    let e = Settings::resolve(&file, &Layer::default())
+        .check(&file)
+        .unwrap_err();
+    assert!(
+        e.contains("[sync] servers-url") && e.contains("plain HTTP"),
+        "{e}"
+    );
+    assert!(Layer::from_toml("[sync]\nservers-url = \"ftp://x/l.json\"\n", p).is_err());
     assert!(parse_servers_url("https://lists.example/l.json").is_ok());
     assert!(parse_list_refresh("31d").is_err());
     assert!(parse_metrics("127.0.0.1:9102").is_ok());

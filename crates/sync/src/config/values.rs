@@ -11,6 +11,13 @@ use serde::Deserialize;
 
 use super::KEYS;
 
+/// What `key` accepts, in words (its row of [`KEYS`]).
+fn accepts(key: &str) -> &'static str {
+    KEYS.iter()
+        .find(|k| k.0 == key)
+        .map_or("a valid value", |k| k.1)
+}
+
 /// `now-socket` as given: a path, or off.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NowSocket(pub Option<PathBuf>);
@@ -79,13 +86,13 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
         s,
         Duration::from_secs(1),
         Duration::from_secs(86_400),
-        KEYS[2].1,
+        accepts("interval"),
     )
 }
 
 /// `jitter`: 0..=50 percent.
 pub fn parse_jitter(s: &str) -> Result<u8, String> {
-    int_in(s, 0, 50, KEYS[3].1).map(|v| v as u8)
+    int_in(s, 0, 50, accepts("jitter")).map(|v| v as u8)
 }
 
 /// `min-servers`, `quorum`: 1..=64.
@@ -129,7 +136,7 @@ pub fn parse_max_liars(s: &str) -> Result<MaxLiars, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
         return Ok(MaxLiars(None));
     }
-    int_in(s, 0, 21, KEYS[6].1).map(|v| MaxLiars(Some(v as usize)))
+    int_in(s, 0, 21, accepts("max-liars")).map(|v| MaxLiars(Some(v as usize)))
 }
 
 /// `max-radius`: 1 ms to a day.
@@ -138,13 +145,18 @@ pub fn parse_max_radius(s: &str) -> Result<Duration, String> {
         s,
         Duration::from_millis(1),
         Duration::from_secs(86_400),
-        KEYS[7].1,
+        accepts("max-radius"),
     )
 }
 
 /// `max-offset`: 0 to a day.
 pub fn parse_max_offset(s: &str) -> Result<Duration, String> {
-    duration_in(s, Duration::ZERO, Duration::from_secs(86_400), KEYS[8].1)
+    duration_in(
+        s,
+        Duration::ZERO,
+        Duration::from_secs(86_400),
+        accepts("max-offset"),
+    )
 }
 
 /// `timeout`: 10 ms to a minute.
@@ -153,13 +165,13 @@ pub fn parse_timeout(s: &str) -> Result<Duration, String> {
         s,
         Duration::from_millis(10),
         Duration::from_secs(60),
-        KEYS[9].1,
+        accepts("timeout"),
     )
 }
 
 /// `retries`: 1..=20.
 pub fn parse_retries(s: &str) -> Result<u32, String> {
-    int_in(s, 1, 20, KEYS[10].1).map(|v| v as u32)
+    int_in(s, 1, 20, accepts("retries")).map(|v| v as u32)
 }
 
 /// `report-url`: HTTPS only (tests put a loopback HTTP URL in the list's
@@ -178,7 +190,7 @@ pub fn parse_report_url(s: &str) -> Result<String, String> {
 /// at start, not a failure at every sample.
 pub fn parse_chrony_sock(s: &str) -> Result<PathBuf, String> {
     if s.is_empty() || s.len() > 107 || s.contains('\0') {
-        return Err(format!("`{s}` is not {}", KEYS[13].1));
+        return Err(format!("`{s}` is not {}", accepts("chrony-sock")));
     }
     Ok(PathBuf::from(s))
 }
@@ -191,21 +203,65 @@ pub fn parse_chrony_max_radius(s: &str) -> Result<Duration, String> {
         s,
         Duration::from_millis(1),
         Duration::from_secs(3600),
-        KEYS[14].1,
+        accepts("chrony-max-radius"),
     )
 }
 
-/// `servers-url`: HTTPS only. A list fetched in the clear could be
-/// replaced by anyone on the path, and with it the keys sync trusts.
+/// `servers-url`: an https:// or http:// URL. Plain HTTP is allowed only
+/// with `servers-key` ([`plain_http_refused`], checked once every key is
+/// known): a list fetched in the clear and not signed could be replaced by
+/// anyone on the path, and with it the keys sync trusts.
 pub fn parse_servers_url(s: &str) -> Result<String, String> {
-    let lower = s.to_ascii_lowercase();
-    if lower.starts_with("http://") {
-        return Err(format!(
-            "`{s}` is plain HTTP: a server list names the keys sync trusts, and anyone on the \
-             path could replace it; use an https:// URL"
-        ));
+    if is_http(s) && s.len() > "http://".len() {
+        return Ok(s.to_string());
     }
-    parse_report_url(s)
+    parse_report_url(s).map_err(|_| format!("`{s}` is neither an https:// nor an http:// URL"))
+}
+
+/// Whether `url` is plain HTTP.
+pub(crate) fn is_http(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"))
+}
+
+/// The error for a plain-HTTP `url` given without `servers-key`; `key`
+/// names where it was given (`--servers-url`, `[sync] servers-url`).
+pub fn plain_http_refused(url: &str, key: &str) -> String {
+    format!(
+        "{key} `{url}` is plain HTTP: a server list names the keys sync trusts, and anyone on \
+         the path could replace an unsigned one; use an https:// URL, or pin the monitor's key \
+         with servers-key (its signature then protects the list)"
+    )
+}
+
+/// `servers-key` as given: an OpenSSH public key line, or a path (read
+/// when the service starts). A value that starts with a key type is
+/// parsed now, so a mistyped key is an error where it was written.
+pub fn parse_servers_key(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(
+            "an empty key: give the monitor's public key line (\"ssh-ed25519 AAAA… comment\") \
+             or the path of its .pub file"
+                .into(),
+        );
+    }
+    if super::keys::looks_like_key(t) {
+        gnomon_protocol::signed_list::MonitorKey::parse(t).map_err(|e| e.to_string())?;
+    }
+    Ok(t.to_string())
+}
+
+/// `servers-threshold`: 1..=64 here; at most the number of keys is
+/// checked once they are all known ([`pins`](super::keys::pins)).
+pub fn parse_threshold(s: &str) -> Result<usize, String> {
+    int_in(
+        s,
+        1,
+        64,
+        "an integer in 1..=64 (at most the number of servers-key)",
+    )
+    .map(|v| v as usize)
 }
 
 /// `list-refresh`: 1 s to 30 days.
@@ -255,7 +311,7 @@ pub fn parse_now_socket(s: &str) -> Result<NowSocket, String> {
         return Ok(NowSocket(None));
     }
     if s.is_empty() || s.len() > 107 || s.contains('\0') {
-        return Err(format!("`{s}` is not {}", KEYS[20].1));
+        return Err(format!("`{s}` is not {}", accepts("now-socket")));
     }
     Ok(NowSocket(Some(PathBuf::from(s))))
 }
@@ -269,7 +325,7 @@ pub fn parse_group(s: &str) -> Result<String, String> {
     if ok {
         Ok(s.to_string())
     } else {
-        Err(format!("`{s}` is not {}", KEYS[21].1))
+        Err(format!("`{s}` is not {}", accepts("now-socket-group")))
     }
 }
 
@@ -296,11 +352,11 @@ pub fn parse_socket_mode(s: &str) -> Result<u32, String> {
         "0600" | "600" => Ok(0o600),
         "0660" | "660" => Ok(0o660),
         "0666" | "666" => Ok(0o666),
-        _ => Err(format!("`{s}` is not {}", KEYS[22].1)),
+        _ => Err(format!("`{s}` is not {}", accepts("now-socket-mode"))),
     }
 }
 
 /// `now-drift-ppm`: 1..=100000.
 pub fn parse_drift_ppm(s: &str) -> Result<u32, String> {
-    int_in(s, 1, 100_000, KEYS[23].1).map(|v| v as u32)
+    int_in(s, 1, 100_000, accepts("now-drift-ppm")).map(|v| v as u32)
 }

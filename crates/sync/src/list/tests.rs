@@ -59,7 +59,7 @@ fn a_planted_cache_with_a_copied_seed_changes_nothing() {
     let (d, store, path) = setup("seed", &file);
     plant(&store, LIST_CACHE, &doc(&["planted"], &[]));
     plant(&store, SEED_FILE, &file);
-    let (l, seed) = load(&path, None, &store, true).unwrap();
+    let (l, seed) = load(&path, &[], &store, true).unwrap();
     assert_eq!(names(&l), ["op-a", "op-b"], "{:?}", l.notes);
     assert_eq!(seed.as_deref(), Some(&file[..]));
     assert!(note_has(&l, "no provenance record"), "{:?}", l.notes);
@@ -84,7 +84,8 @@ fn a_refreshed_cache_wins_only_with_a_record_tying_it_to_the_file() {
     let refreshed = doc(&["fresh-a", "fresh-b", "fresh-c"], &[SOURCE]);
     let good = |url: &str| cache(&store, &refreshed, url, Some(&path), Some(&file), None).unwrap();
     let used = |servers_url: Option<&str>| {
-        let (l, _) = load(&path, servers_url, &store, true).unwrap();
+        let urls: Vec<String> = servers_url.into_iter().map(str::to_string).collect();
+        let (l, _) = load(&path, &urls, &store, true).unwrap();
         (names(&l), l.notes)
     };
     good(SOURCE);
@@ -96,7 +97,7 @@ fn a_refreshed_cache_wins_only_with_a_record_tying_it_to_the_file() {
 
     // Untrusted directory: the same cache is ignored.
     fs::set_permissions(store.dir(), fs::Permissions::from_mode(0o770)).unwrap();
-    let (l, _) = load(&path, None, &store, store.trust().is_ok()).unwrap();
+    let (l, _) = load(&path, &[], &store, store.trust().is_ok()).unwrap();
     assert_eq!(names(&l), ["op-a", "op-b"]);
     assert!(note_has(&l, "not trusted"), "{:?}", l.notes);
     fs::set_permissions(store.dir(), fs::Permissions::from_mode(0o700)).unwrap();
@@ -174,7 +175,7 @@ fn a_refreshed_cache_wins_only_with_a_record_tying_it_to_the_file() {
 fn an_unreadable_file_falls_back_only_to_its_own_cache() {
     let file = doc(&["op-a", "op-b"], &[]);
     let (d, store, path) = setup("fallback", &file);
-    let err = |p: &Path, trusted: bool| load(p, None, &store, trusted).unwrap_err();
+    let err = |p: &Path, trusted: bool| load(p, &[], &store, trusted).unwrap_err();
     // No cache at all.
     fs::remove_file(&path).unwrap();
     assert!(err(&path, true).contains("no cached list"));
@@ -185,13 +186,13 @@ fn an_unreadable_file_falls_back_only_to_its_own_cache() {
 
     // The file loads once: its copy and record are written.
     fs::write(&path, &file).unwrap();
-    load(&path, None, &store, true).unwrap();
+    load(&path, &[], &store, true).unwrap();
     for broken in [None, Some(&b"{\"servers\": 7}"[..])] {
         match broken {
             None => fs::remove_file(&path).unwrap(),
             Some(b) => fs::write(&path, b).unwrap(),
         }
-        let (l, seed) = load(&path, None, &store, true).unwrap();
+        let (l, seed) = load(&path, &[], &store, true).unwrap();
         assert_eq!(names(&l), ["op-a", "op-b"]);
         assert!(note_has(&l, "using the cached list"), "{:?}", l.notes);
         assert!(note_has(&l, "copied from"), "{:?}", l.notes);
@@ -213,17 +214,21 @@ fn with_only_a_url_the_cache_must_name_it() {
     let (d, store, path) = setup("url", &doc(&["op-a"], &[]));
     let list = doc(&["u-a", "u-b"], &[]);
     let url = "https://lists.example/u.json";
-    assert!(matches!(cached_from_url(&store, url, true), Err(None)));
+    assert!(matches!(
+        cached_from_url(&store, &[url.to_string()], true),
+        Err(None)
+    ));
     cache(&store, &list, url, None, None, Some(url)).unwrap();
-    let l = cached_from_url(&store, url, true).unwrap();
+    let l = cached_from_url(&store, &[url.to_string()], true).unwrap();
     assert_eq!(names(&l), ["u-a", "u-b"]);
-    let why = cached_from_url(&store, "https://other.example/u.json", true).unwrap_err();
+    let why =
+        cached_from_url(&store, &["https://other.example/u.json".to_string()], true).unwrap_err();
     assert!(why.unwrap().contains("not downloaded from"));
-    let why = cached_from_url(&store, url, false).unwrap_err();
+    let why = cached_from_url(&store, &[url.to_string()], false).unwrap_err();
     assert!(why.unwrap().contains("not trusted"));
     // A copy of a file is not a download.
     cache_file(&store, &path, &doc(&["op-a"], &[]), true).unwrap();
-    assert!(cached_from_url(&store, url, true).is_err());
+    assert!(cached_from_url(&store, &[url.to_string()], true).is_err());
     let _ = fs::remove_dir_all(&d);
 }
 

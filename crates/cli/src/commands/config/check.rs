@@ -114,6 +114,11 @@ fn check(file: &Path, load_keys: bool, flags: ConfigFlags) -> Result<Checked, St
             use gnomon_sync::config::{Layer, Settings};
             let layer = Layer::from_toml(&text, file).map_err(|e| explain(e.to_string()))?;
             let settings = Settings::resolve(&layer, &Layer::default());
+            // What no one key's parser checks (a plain-HTTP servers-url
+            // needs servers-key; the keys load; the threshold fits).
+            settings
+                .check(&layer)
+                .map_err(|e| explain(format!("{shown}: {e}")))?;
             Ok(Checked {
                 kind,
                 config: settings.to_string(),
