@@ -19,6 +19,7 @@ mod quorum_adversary;
 mod requests;
 mod roundtrip;
 mod serverlist;
+mod signed_list;
 mod vectors_butterfield;
 mod vectors_cloudflare;
 mod vectors_draft19;
