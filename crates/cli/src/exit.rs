@@ -101,17 +101,18 @@ pub const TABLE: &[Status] = &[
     },
     Status {
         code: DATA_ERR,
-        commands: "keygen, delegate",
+        commands: "keygen, delegate, watch",
         meaning: "the output directory holds delegations of another key or host; a PKCS#11 \
                   token that will not serve: not a module, no Ed25519, a wrong or locked PIN, \
-                  a key that is not Ed25519 (EX_DATAERR)",
+                  a key that is not Ed25519; watch: the publishing key is encrypted, not \
+                  Ed25519 or not an OpenSSH private key (EX_DATAERR)",
     },
     Status {
         code: NO_INPUT,
-        commands: "keygen, delegate",
+        commands: "keygen, delegate, watch",
         meaning: "the long-term key file cannot be read; no such PKCS#11 module, token, \
-                  key or PIN file, or a PIN file others may read or another user owns \
-                  (EX_NOINPUT)",
+                  key or PIN file, or a PIN file others may read or another user owns; \
+                  watch: the publishing key file cannot be read (EX_NOINPUT)",
     },
     Status {
         code: UNAVAILABLE,

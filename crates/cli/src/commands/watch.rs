@@ -11,6 +11,7 @@ use std::time::Duration;
 use gnomon_client::{reports_url, PostPolicy};
 use gnomon_watch::history::History;
 use gnomon_watch::probe::{self, Settings};
+use gnomon_watch::publish::{Config, Publisher};
 use gnomon_watch::sink::{KeySet, Sink};
 use gnomon_watch::state::Latest;
 use gnomon_watch::store::{describe, opening};
@@ -25,6 +26,8 @@ use super::watch_config::{
     self as cfg, FileLayers, SinkLayer, SinkSettings, WatchLayer, WatchSettings,
 };
 use crate::words;
+
+mod key;
 
 /// Arguments. Every setting is also a key of the `[watch]` table of
 /// --config and a GNOMON_WATCH_* variable (deploy/gnomon-watch.toml); the
@@ -91,6 +94,57 @@ pub(crate) struct Args {
     /// little to be of use), 1ms..=1d [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = cfg::parse_warn_radius, env = "GNOMON_WATCH_WARN_RADIUS")]
     warn_radius: Option<Duration>,
+    /// Publish a signed server list at /servers.json (signature at
+    /// /servers.json.sig, what `ssh-keygen -Y verify -n
+    /// roughtime-server-list` checks) after every round, signed with this
+    /// unencrypted OpenSSH ed25519 private key (ssh-keygen -t ed25519 -N
+    /// ''). Or --pkcs11-module for a key in a token.
+    #[arg(long, value_name = "FILE", env = "GNOMON_WATCH_PUBLISH_KEY")]
+    publish_key: Option<PathBuf>,
+    /// How long each published list is good for (clients refuse it after),
+    /// 1m..=30d, longer than --interval [default: 1d].
+    #[arg(long, value_name = "DURATION", value_parser = cfg::parse_publish_expiry, env = "GNOMON_WATCH_PUBLISH_EXPIRY")]
+    publish_expiry: Option<Duration>,
+    /// The monitor's identity in the published list (and the name clients
+    /// give in allowed_signers); without it, the host name.
+    #[arg(long, value_name = "NAME", value_parser = cfg::parse_publish_name, env = "GNOMON_WATCH_PUBLISH_NAME")]
+    publish_name: Option<String>,
+    /// The public URL of /servers.json, written in the list's `sources`.
+    #[arg(long, value_name = "URL", value_parser = cfg::parse_publish_url, env = "GNOMON_WATCH_PUBLISH_URL")]
+    publish_url: Option<String>,
+    /// What availability and round-trip times in the published list are
+    /// computed over, 1m..=30d [default: 1d].
+    #[arg(long, value_name = "DURATION", value_parser = cfg::parse_publish_window, env = "GNOMON_WATCH_PUBLISH_WINDOW")]
+    publish_window: Option<Duration>,
+    /// The publishing key in a PKCS#11 token: the vendor's module (as
+    /// /usr/lib/softhsm/libsofthsm2.so). Needs --pkcs11-token and
+    /// --pkcs11-key; the PIN comes from --pkcs11-pin-file or
+    /// GNOMON_PKCS11_PIN.
+    #[arg(long, value_name = "LIB", env = "GNOMON_WATCH_PKCS11_MODULE")]
+    pkcs11_module: Option<PathBuf>,
+    /// The token's label.
+    #[arg(long, value_name = "LABEL", env = "GNOMON_WATCH_PKCS11_TOKEN")]
+    pkcs11_token: Option<String>,
+    /// The key pair's label inside the token.
+    #[arg(long, value_name = "LABEL", env = "GNOMON_WATCH_PKCS11_KEY")]
+    pkcs11_key: Option<String>,
+    /// A file holding the token's user PIN (mode 0600 or 0400, owned by
+    /// the user watch runs as).
+    #[arg(long, value_name = "FILE", env = "GNOMON_WATCH_PKCS11_PIN_FILE")]
+    pkcs11_pin_file: Option<PathBuf>,
+    /// A monitor's signed server list to watch instead of --servers (a
+    /// monitor of monitors); its signature is at URL.sig. Repeat it for
+    /// each monitor. Needs --servers-key.
+    #[arg(long, value_name = "URL", env = "GNOMON_WATCH_SERVERS_URL")]
+    servers_url: Vec<String>,
+    /// A monitor key whose lists are believed: `ssh-ed25519 AAAA…
+    /// [comment]` or a .pub file holding it. Repeat it for each monitor.
+    #[arg(long, value_name = "KEY", env = "GNOMON_WATCH_SERVERS_KEY")]
+    servers_key: Vec<String>,
+    /// How many of the --servers-key monitors must list a server for it to
+    /// be watched, 1..=64 [default: 1].
+    #[arg(long, value_name = "K", value_parser = cfg::parse_threshold, env = "GNOMON_WATCH_SERVERS_THRESHOLD")]
+    servers_threshold: Option<u16>,
     /// Print the effective settings as [watch] and [report-server] tables
     /// and exit.
     #[arg(long)]
@@ -119,6 +173,20 @@ impl Args {
             expiry_warning: self.expiry_warning,
             warn_radius: self.warn_radius,
             sink: self.sink,
+            publish: cfg::PublishLayer {
+                publish_key: self.publish_key.clone(),
+                publish_expiry: self.publish_expiry,
+                publish_name: self.publish_name.clone(),
+                publish_url: self.publish_url.clone(),
+                publish_window: self.publish_window,
+                pkcs11_module: self.pkcs11_module.clone(),
+                pkcs11_token: self.pkcs11_token.clone(),
+                pkcs11_key: self.pkcs11_key.clone(),
+                pkcs11_pin_file: self.pkcs11_pin_file.clone(),
+                servers_url: (!self.servers_url.is_empty()).then(|| self.servers_url.clone()),
+                servers_key: (!self.servers_key.is_empty()).then(|| self.servers_key.clone()),
+                servers_threshold: self.servers_threshold,
+            },
         }
     }
 }
@@ -137,22 +205,45 @@ pub(crate) fn run(args: Args) -> ExitCode {
         print!("{settings}\n{sink_settings}");
         return Exit::Ok.into();
     }
-    let raw = match std::fs::read(&settings.servers) {
+    let Some(list_path) = settings.servers.clone() else {
+        return usage(
+            "watch",
+            "servers-url (signed lists as input) is not built into this gnomon yet: give              --servers FILE",
+        );
+    };
+    let raw = match std::fs::read(&list_path) {
         Ok(r) => r,
         Err(e) => {
             return usage(
                 "watch",
                 format!(
                     "cannot read the server list {}: {}",
-                    settings.servers.display(),
+                    list_path.display(),
                     words::io(&e)
                 ),
             )
         }
     };
-    let loaded = match gnomon_sync::list::parse(raw, &settings.servers.display().to_string()) {
+    let loaded = match gnomon_sync::list::parse(raw, &list_path.display().to_string()) {
         Ok(l) => l,
         Err(e) => return usage("watch", e),
+    };
+    // The key is read (and the token logged into) before watch becomes a
+    // service: a key that cannot sign is said at once, with what to do.
+    let publish_key = if let Some(path) = &settings.publish.key {
+        Some(key::load_file(path))
+    } else {
+        settings.publish.token.as_ref().map(key::load_token)
+    };
+    let publish_key = match publish_key.transpose() {
+        Ok(k) => k,
+        Err((code, why)) => {
+            eprintln!("gnomon watch: {why}");
+            if args.json {
+                words::print_error("publish_key", &why, code);
+            }
+            return ExitCode::from(code);
+        }
     };
     // resolve() refuses `sink` without a database.
     // The sink keeps reports about the watched servers (and those of
@@ -200,6 +291,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
         sink: None,
         max_liars: settings.max_liars,
         limits,
+        publish: None,
+        list_reports: list_reports(&loaded.raw),
     };
     if settings.report {
         match report_url {
@@ -265,10 +358,36 @@ pub(crate) fn run(args: Args) -> ExitCode {
         s.spawn_retention(runtime.handle());
     }
     probing.sink = sink.clone().map(|s| (s, runtime.handle().clone()));
+    let local = listener.local_addr().unwrap_or(settings.listen);
+    let publisher = publish_key.map(|(key, comment)| {
+        let p = &settings.publish;
+        let url = p.url.clone();
+        let config = Config {
+            monitor: p.name.clone().unwrap_or_else(host_name),
+            comment,
+            expiry: p.expiry,
+            window: p.window,
+            // Report links point where the list is served from.
+            reports_base: sink.as_ref().map(|_| match &url {
+                Some(u) => u
+                    .strip_suffix("/servers.json")
+                    .unwrap_or(u.as_str())
+                    .to_string(),
+                None => format!("http://{local}"),
+            }),
+            url,
+        };
+        let publisher = Publisher::new(config, Box::new(key));
+        tracing::info!(
+            "publishing the server list at http://{local}/servers.json, signed by {}",
+            publisher.key().fingerprint()
+        );
+        publisher
+    });
+    probing.publish = publisher.clone();
     let history = store
         .clone()
         .map(|s| History::new(s, runtime.handle().clone()));
-    let local = listener.local_addr().unwrap_or(settings.listen);
     let servers = loaded.servers.len();
     tracing::info!(
         "{servers} server{} every {:?}{}; listening on http://{local}/",
@@ -294,7 +413,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return end.failed("runtime", &why, crate::exit::SOFTWARE);
         }
     };
-    let app = App::new(latest.clone(), limits, store.clone(), sink);
+    let app = App::new(latest.clone(), limits, store.clone(), sink, publisher);
     let served = runtime.block_on(web::serve(listener, app, until(&stop)));
     stop.store(true, Ordering::Relaxed);
     // No probe starts after `stop`; those running end within their
@@ -331,4 +450,21 @@ async fn until(stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The input list's `reports` URL, copied into the published list.
+fn list_reports(raw: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(raw).ok()?;
+    v.get("reports")?.as_str().map(str::to_string)
+}
+
+/// This machine's name: the published list's monitor identity unless
+/// --publish-name gives one.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "gnomon-watch".to_string())
 }
