@@ -16,6 +16,7 @@ pub(crate) mod query_sequence;
 pub(crate) mod relay;
 pub(crate) mod report_server;
 pub(crate) mod serve;
+pub(crate) mod signed_servers;
 pub(crate) mod service;
 pub(crate) mod sync;
 pub(crate) mod sync_exit;

@@ -19,16 +19,19 @@ use super::client_out::{
     version_label, Exit, EXIT_CODES, NO_SERVER_GIVEN, SWITCH_OFF, SWITCH_ON, SWITCH_VALUES,
 };
 use super::query_sequence;
+use super::signed_servers::SignedServers;
 use crate::words;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXIT_CODES)]
+// `list`: a local file or monitors' signed lists, one or the other.
+#[command(after_help = EXIT_CODES,
+          group = clap::ArgGroup::new("list").args(["servers", "servers_url"]))]
 pub(crate) struct Args {
     // Not required by clap: without it or --servers, `run` says both ways
     // to call the command, which clap's "required argument" cannot.
     #[arg(
-        conflicts_with = "servers",
+        conflicts_with = "list",
         help = "The server: host, host:port, [IPv6]:port (port 5319 when omitted)"
     )]
     pub(crate) addr: Option<String>,
@@ -40,23 +43,26 @@ pub(crate) struct Args {
     /// Run the measurement sequence of RFC 10049 over this server list.
     #[arg(long, value_name = "LIST.json")]
     pub(crate) servers: Option<PathBuf>,
-    /// With --servers: query every server in the list, not a random few.
-    #[arg(long, requires = "servers", conflicts_with = "ask")]
+    #[command(flatten)]
+    pub(crate) signed: SignedServers,
+    /// With a list (--servers or --servers-url): query every server in
+    /// it, not a random few.
+    #[arg(long, requires = "list", conflicts_with = "ask")]
     pub(crate) all: bool,
-    /// With --servers: how many servers to ask, at random (default: enough
+    /// With a list: how many servers to ask, at random (default: enough
     /// to outvote --max-liars liars with as many silenced, 3f + 1, and at
     /// least 3, the RFC's minimum).
-    #[arg(long, value_name = "N", requires = "servers", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, value_name = "N", requires = "list", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) ask: Option<u16>,
-    /// With --servers: how many distinct keys must agree with the
+    /// With a list: how many distinct keys must agree with the
     /// consensus (as sync's `quorum`); fewer exits 1.
-    #[arg(long, value_name = "N", default_value_t = 2, requires = "servers", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, value_name = "N", default_value_t = 2, requires = "list", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) quorum: u16,
-    /// With --servers: how many of the listed servers may lie (default:
+    /// With a list: how many of the listed servers may lie (default:
     /// max(1, (n − 1)/3) of the n listed, servers sharing a key, address
     /// or operator counted once). A consensus needs 2 × this + 1 of them
     /// answering; 0 trusts every server that answers.
-    #[arg(long, value_name = "N", requires = "servers", value_parser = clap::value_parser!(u16).range(0..=1024))]
+    #[arg(long, value_name = "N", requires = "list", value_parser = clap::value_parser!(u16).range(0..=1024))]
     pub(crate) max_liars: Option<u16>,
     /// Offer only this protocol version: a number (1, 0x8000000b,
     /// 3000600613 for Google), a draft (draft-01 … draft-19; drafts 12–19
@@ -88,12 +94,12 @@ pub(crate) struct Args {
     pub(crate) deadline: Option<Duration>,
     /// Write the malfeasance report (RFC 10049 malfeasance-report JSON) here when the
     /// sequence proves a contradiction.
-    #[arg(long, value_name = "FILE", requires = "servers")]
+    #[arg(long, value_name = "FILE", requires = "list")]
     pub(crate) report_out: Option<PathBuf>,
     /// POST the report to the list's `reports` URL (HTTPS), retrying with
     /// the RFC's backoff (10 s × 1.5^(n−1)). `--report` alone is on;
     /// `--report=off` (or off, false, no, 0) is off, as for sync and watch.
-    #[arg(long, requires = "servers", value_name = SWITCH_VALUES, num_args = 0..=1,
+    #[arg(long, requires = "list", value_name = SWITCH_VALUES, num_args = 0..=1,
           default_missing_value = SWITCH_ON, default_value = SWITCH_OFF,
           value_parser = words::switch)]
     pub(crate) report: bool,
@@ -143,7 +149,7 @@ impl Args {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
-    if args.servers.is_some() {
+    if args.servers.is_some() || args.signed.given() {
         return query_sequence::run(&args);
     }
     let Some(addr) = args.addr.as_deref() else {

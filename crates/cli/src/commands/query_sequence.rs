@@ -13,36 +13,27 @@ use serde_json::json;
 
 use super::client_out::{cannot_write, error_kind, ms, print_json, usage, Exit};
 use super::query::{answer_json, Args};
+use super::signed_servers::Lists;
 use crate::words;
 
 /// Servers the RFC asks for at least.
 const MIN_SERVERS: usize = 3;
 
 pub(crate) fn run(args: &Args) -> ExitCode {
-    let Some(path) = args.servers.as_deref() else {
-        return usage("query", "--servers is required");
+    let (raw, shown, signed) = match read_list(args) {
+        Ok(l) => l,
+        Err(code) => return code,
     };
-    let raw = match std::fs::read(path) {
-        Ok(r) => r,
-        Err(e) => {
-            return usage(
-                "query",
-                format!(
-                    "cannot read the server list {}: {}",
-                    path.display(),
-                    words::io(&e)
-                ),
-            )
+    if let Some(lists) = &signed {
+        if !args.json {
+            for line in lists.lines() {
+                eprintln!("gnomon query: {line}");
+            }
         }
-    };
+    }
     let list = match ServerList::parse(&raw) {
         Ok(l) => l,
-        Err(e) => {
-            return usage(
-                "query",
-                format!("{}: not a server list: {e}", path.display()),
-            )
-        }
+        Err(e) => return usage("query", format!("{shown}: not a server list: {e}")),
     };
     let servers = Server::from_list(&list);
     let mut notes: Vec<String> = Vec::new();
@@ -53,18 +44,14 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         }
     }
     if list.servers.is_empty() {
-        return usage(
-            "query",
-            format!("{}: the list has no servers", path.display()),
-        );
+        return usage("query", format!("{shown}: the list has no servers"));
     }
     if servers.is_empty() {
         // The reasons are the whole answer here: nothing else is printed.
         return usage(
             "query",
             format!(
-                "{}: no usable server in the list ({})",
-                path.display(),
+                "{shown}: no usable server in the list ({})",
                 notes.join("; ")
             ),
         );
@@ -138,6 +125,9 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         if let Some(e) = &delivery.write_error {
             out["error"] = json!({ "kind": "save", "message": e });
         }
+        if let Some(lists) = &signed {
+            out["server_lists"] = lists.json();
+        }
         print_json(&out);
     } else {
         print_sequence(&servers, &seq, &notes);
@@ -146,6 +136,33 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         eprintln!("gnomon query: {e}");
     }
     code.into()
+}
+
+/// The list's bytes and how messages name it, from --servers or from the
+/// monitors' signed lists (with what each gave); or the exit code of a
+/// list that cannot be had, said.
+fn read_list(args: &Args) -> Result<(Vec<u8>, String, Option<Lists>), ExitCode> {
+    if let Some(path) = args.servers.as_deref() {
+        return match std::fs::read(path) {
+            Ok(raw) => Ok((raw, path.display().to_string(), None)),
+            Err(e) => Err(usage(
+                "query",
+                format!(
+                    "cannot read the server list {}: {}",
+                    path.display(),
+                    words::io(&e)
+                ),
+            )),
+        };
+    }
+    match args.signed.load() {
+        Ok(lists) => Ok((
+            lists.document.clone(),
+            "the monitors' signed lists".to_owned(),
+            Some(lists),
+        )),
+        Err(no) => Err(no.report("query", args.json)),
+    }
 }
 
 /// What became of the malfeasance report.

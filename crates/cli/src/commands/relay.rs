@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use gnomon_client::{Assumption, Backoff, Client, Config, Electorate, Plan, Selection};
+use gnomon_client::{Assumption, Backoff, Client, Config, Electorate, Plan, Selection, Server};
 use gnomon_protocol::proof::{verify_proof_grouped, ProofError, ProofWorkspace, MAX_PROOF_ENTRIES};
 use gnomon_protocol::PublicKey;
 use serde_json::json;
 
 use super::client_out::{error_kind, parse_duration, usage, Exit};
+use super::signed_servers::{Lists, SignedServers};
 use super::verify_proof::{
     assumption_text, parse_device_value, pinned, pinned_voters, policy_json, proven_json, said,
     Policy, RELAY_EXIT_CODES,
@@ -37,11 +38,15 @@ pub(crate) enum Format {
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = RELAY_EXIT_CODES)]
+// `list`: a local file or monitors' signed lists, one of them.
+#[command(after_help = RELAY_EXIT_CODES,
+          group = clap::ArgGroup::new("list").args(["servers", "servers_url"]).required(true))]
 pub(crate) struct Args {
     /// The servers to ask (RFC 10049 server-list JSON).
     #[arg(long, value_name = "LIST.json")]
-    pub(crate) servers: PathBuf,
+    pub(crate) servers: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) signed: SignedServers,
     /// The device's value, hex, 16 to 64 bytes (32 to 128 hex digits): at
     /// least 128 bits the relay cannot predict, such as fresh random bytes
     /// or the hash of a new blob that includes them. The chain's first
@@ -105,10 +110,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(d) => d,
         Err(e) => return usage("relay", e),
     };
-    let servers = match pinned::load(&args.servers) {
+    let (servers, signed) = match read_list(&args) {
         Ok(s) => s,
-        Err(e) => return usage("relay", e),
+        Err(code) => return code,
     };
+    if let Some(lists) = &signed {
+        if !args.json {
+            for line in lists.lines() {
+                eprintln!("gnomon relay: {line}");
+            }
+        }
+    }
     let passes = 2;
     if args.all && servers.len() * passes > MAX_PROOF_ENTRIES {
         return usage(
@@ -214,6 +226,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
             "policy": policy_json(&policy),
             "assumption": assumption,
         });
+        if let Some(lists) = &signed {
+            out["server_lists"] = lists.json();
+        }
         match &verdict {
             Ok(p) => out["device_would_accept"] = proven_json(p),
             Err(e) => {
@@ -245,6 +260,24 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     }
     code.into()
+}
+
+/// The servers to ask, from --servers or the monitors' signed lists
+/// (with what each gave); or the exit code of a list that cannot be had,
+/// said.
+fn read_list(args: &Args) -> Result<(Vec<Server>, Option<Lists>), ExitCode> {
+    if let Some(path) = &args.servers {
+        return pinned::load(path)
+            .map(|s| (s, None))
+            .map_err(|e| usage("relay", e));
+    }
+    match args.signed.load() {
+        Ok(lists) => match pinned::usable(&lists.document, "the monitors' signed lists") {
+            Ok(s) => Ok((s, Some(lists))),
+            Err(e) => Err(usage("relay", e)),
+        },
+        Err(no) => Err(no.report("relay", args.json)),
+    }
 }
 
 /// Writes the whole bundle or nothing: a temporary file beside the target,

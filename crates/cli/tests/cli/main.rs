@@ -56,6 +56,7 @@ mod systemd;
 mod tool_grammar;
 mod watch_browser;
 mod watch_cli;
+mod watch_publish;
 mod watch_http;
 mod watch_states;
 mod xdp_netns;

@@ -15,7 +15,13 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Server>, String> {
     let shown = path.display();
     let raw = std::fs::read(path)
         .map_err(|e| format!("cannot read the server list {shown}: {}", words::io(&e)))?;
-    let list = ServerList::parse(&raw).map_err(|e| format!("{shown}: not a server list: {e}"))?;
+    usable(&raw, &shown.to_string())
+}
+
+/// The usable servers of the list `raw`, named `shown` in messages (a
+/// file, or the monitors' merged signed lists), or why there are none.
+pub(crate) fn usable(raw: &[u8], shown: &str) -> Result<Vec<Server>, String> {
+    let list = ServerList::parse(raw).map_err(|e| format!("{shown}: not a server list: {e}"))?;
     if list.servers.is_empty() {
         return Err(format!(
             "{shown}: the list has no servers (its `servers` array is empty)"
