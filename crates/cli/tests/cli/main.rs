@@ -43,6 +43,7 @@ mod serve;
 mod serve_output;
 mod service_database;
 mod service_logs;
+mod signed_lists;
 mod silenced_voters;
 mod static_image;
 mod sync_chrony;
