@@ -53,14 +53,20 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or(false)
         && ServerList::parse(document).is_ok();
     let checked = pins.check(document, signature.as_bytes(), NOW, &seen);
-    assert_eq!(checked.is_ok(), fresh, "accepted {:?} against the header's word", checked.err());
+    assert_eq!(
+        checked.is_ok(),
+        fresh,
+        "accepted {:?} against the header's word",
+        checked.err()
+    );
 
     if !document.is_empty() {
         let mut changed = document.to_vec();
         let at = usize::from(selector >> 1) % changed.len();
         changed[at] ^= 0x01;
         assert!(
-            pins.check(&changed, signature.as_bytes(), NOW, &seen).is_err(),
+            pins.check(&changed, signature.as_bytes(), NOW, &seen)
+                .is_err(),
             "a changed byte passed"
         );
     }
