@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use gnomon_client::{reports_url, PostPolicy};
+use gnomon_sync::list::Loaded;
 use gnomon_watch::history::History;
 use gnomon_watch::probe::{self, Settings};
 use gnomon_watch::publish::{Config, Publisher};
@@ -27,6 +28,7 @@ use super::watch_config::{
 };
 use crate::words;
 
+mod input;
 mod key;
 
 /// Arguments. Every setting is also a key of the `[watch]` table of
@@ -205,28 +207,16 @@ pub(crate) fn run(args: Args) -> ExitCode {
         print!("{settings}\n{sink_settings}");
         return Exit::Ok.into();
     }
-    let Some(list_path) = settings.servers.clone() else {
-        return usage(
-            "watch",
-            "servers-url (signed lists as input) is not built into this gnomon yet: give              --servers FILE",
-        );
-    };
-    let raw = match std::fs::read(&list_path) {
-        Ok(r) => r,
-        Err(e) => {
-            return usage(
-                "watch",
-                format!(
-                    "cannot read the server list {}: {}",
-                    list_path.display(),
-                    words::io(&e)
-                ),
-            )
-        }
-    };
-    let loaded = match gnomon_sync::list::parse(raw, &list_path.display().to_string()) {
+    let (loaded, source) = match load_list(&settings) {
         Ok(l) => l,
-        Err(e) => return usage("watch", e),
+        Err((code, why)) if code == crate::exit::USAGE => return usage("watch", why),
+        Err((code, why)) => {
+            eprintln!("gnomon watch: {why}");
+            if args.json {
+                words::print_error("servers", &why, code);
+            }
+            return ExitCode::from(code);
+        }
     };
     // The key is read (and the token logged into) before watch becomes a
     // service: a key that cannot sign is said at once, with what to do.
@@ -404,7 +394,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         let servers = loaded.servers;
         std::thread::Builder::new()
             .name("gnomon-probe".into())
-            .spawn(move || probe::run(servers, probing, latest, history, stop))
+            .spawn(move || {
+                let source = source.map(|s| Box::new(s) as Box<dyn probe::Refresh>);
+                probe::run_from(servers, probing, latest, history, stop, source)
+            })
     };
     let prober = match prober {
         Ok(p) => p,
@@ -467,4 +460,39 @@ fn host_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "gnomon-watch".to_string())
+}
+
+/// The list to start from: the --servers file, or the pinned monitors'
+/// signed lists merged (and the source that refreshes them each round).
+/// A file that cannot be read or parsed is a usage error; monitors of
+/// which fewer than the threshold give a list now are unavailable.
+fn load_list(
+    settings: &WatchSettings,
+) -> Result<(Loaded, Option<input::SignedInput>), (u8, String)> {
+    let usage = |why: String| (crate::exit::USAGE, why);
+    let Some(path) = &settings.servers else {
+        let p = &settings.publish;
+        let mut source =
+            input::SignedInput::new(&p.servers_url, &p.servers_key, p.servers_threshold)
+                .map_err(usage)?;
+        let loaded = source.load().map_err(|why| {
+            (
+                crate::exit::UNAVAILABLE,
+                format!(
+                    "the pinned monitors give no list to watch: {why}; check that their \
+                     servers-url answer and that servers-key holds their keys"
+                ),
+            )
+        })?;
+        return Ok((loaded, Some(source)));
+    };
+    let raw = std::fs::read(path).map_err(|e| {
+        usage(format!(
+            "cannot read the server list {}: {}",
+            path.display(),
+            words::io(&e)
+        ))
+    })?;
+    let loaded = gnomon_sync::list::parse(raw, &path.display().to_string()).map_err(usage)?;
+    Ok((loaded, None))
 }

@@ -173,10 +173,16 @@ impl Watch {
 
     /// [`Watch::start`] with `extra` arguments.
     pub fn start_with(list: &std::path::Path, extra: &[&str]) -> Watch {
+        let list = list.to_str().unwrap();
+        Watch::start_args(&[&["--servers", list], extra].concat())
+    }
+
+    /// [`Watch::start`] with `args` in place of `--servers LIST` (a
+    /// monitor of monitors: `--servers-url`).
+    pub fn start_args(args: &[&str]) -> Watch {
         let mut child = gnomon_testkit::command(env!("CARGO_BIN_EXE_gnomon"))
-            .args(["watch", "--servers"])
-            .arg(list)
-            .args(extra)
+            .arg("watch")
+            .args(args)
             .args([
                 "--listen",
                 "127.0.0.1:0",
