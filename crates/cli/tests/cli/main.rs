@@ -27,6 +27,7 @@ mod inspect_cli;
 mod minority_liars;
 mod now_cli;
 mod now_floor;
+mod observatory;
 mod pkcs11_token;
 mod pq_cli;
 mod pq_serve;
