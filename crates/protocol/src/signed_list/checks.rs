@@ -156,32 +156,87 @@ fn the_same_list_again_is_fine_and_a_newer_one_is_accepted() {
 
 #[test]
 fn headers_that_are_wrong_are_malformed() {
+    let h = |obs: &str| format!(r#"{{"servers":[],"observatory":{obs}}}"#);
+    let times = r#""published":"2026-12-02T14:00:00Z","expires":"2026-12-03T14:00:00Z""#;
     for (doc, says) in [
-        (&br#"["servers"]"#[..], "no \"observatory\""),
-        (b"{", "not JSON"),
-        (br#"{"observatory":{"monitor":"","sequence":1}}"#, "observatory.monitor"),
-        (br#"{"observatory":{"monitor":"m","sequence":-1}}"#, "observatory.sequence"),
         (
-            br#"{"observatory":{"monitor":"m","sequence":1,"published":"2026-12-02T14:00:00Z","expires":"2026-12-02 14:00:00"}}"#,
+            String::from(r#"["servers"]"#),
+            "top level is not a JSON object",
+        ),
+        (String::from("{"), "not JSON"),
+        (String::from(r#"{"servers":[]}"#), "no \"observatory\""),
+        (
+            h(&format!(r#"{{"sequence":1,{times}}}"#)),
+            "observatory.monitor",
+        ),
+        (
+            h(&format!(r#"{{"monitor":"","sequence":1,{times}}}"#)),
+            "observatory.monitor",
+        ),
+        (
+            h(&format!(r#"{{"monitor":"m","sequence":-1,{times}}}"#)),
+            "observatory.sequence",
+        ),
+        (
+            h(&format!(r#"{{"monitor":"m","sequence":1.0,{times}}}"#)),
+            "observatory.sequence",
+        ),
+        (
+            h(&format!(
+                r#"{{"monitor":"m","sequence":18446744073709551616,{times}}}"#
+            )),
+            "observatory.sequence",
+        ),
+        (
+            h(&format!(
+                r#"{{"monitor":"m","sequence":1,"sequence":2,{times}}}"#
+            )),
+            "twice",
+        ),
+        (
+            h(
+                r#"{"monitor":"m","sequence":1,"published":"2026-12-02T14:00:00Z","expires":"2026-12-02 14:00:00"}"#,
+            ),
             "observatory.expires",
         ),
         (
-            br#"{"observatory":{"monitor":"m","sequence":1,"published":"2026-12-02T14:00:00Z","expires":"2026-12-02T14:00:00Z"}}"#,
+            h(
+                r#"{"monitor":"m","sequence":1,"published":"2026-12-02T14:00:00Z","expires":"2026-12-02T14:00:00Z"}"#,
+            ),
             "no later than it was published",
         ),
     ] {
-        let r = header(doc).unwrap_err();
+        let r = header(doc.as_bytes()).unwrap_err();
         assert_eq!(r.label(), "malformed");
         assert!(r.to_string().contains(says), "{r} / {says}");
     }
-    // A valid header on something that is not a server list.
+    // Escapes in the monitor's name are decoded.
+    let doc = h(&format!(
+        r#"{{"monitor":"a\"b\u00e9\ud83d\ude00","sequence":0,{times}}}"#
+    ));
+    assert_eq!(
+        header(doc.as_bytes()).unwrap().monitor,
+        "a\"b\u{e9}\u{1f600}"
+    );
+    // A valid header on a list whose entries' container is of the wrong type.
     let ms = monitors();
     let p = pins(&ms[..1], 1);
-    let d = br#"{"observatory":{"monitor":"m","sequence":1,"published":"2026-12-02T14:00:00Z","expires":"2026-12-03T14:00:00Z"}}"#;
+    let d = format!(
+        r#"{{"servers":[],"reports":1,"observatory":{{"monitor":"m","sequence":1,{times}}}}}"#
+    );
     let r = p
-        .check(d, &ms[0].sign(d), NOW, &Seen::default())
+        .check(
+            d.as_bytes(),
+            &ms[0].sign(d.as_bytes()),
+            NOW,
+            &Seen::default(),
+        )
         .unwrap_err();
-    assert!(r.to_string().contains("no \"servers\""), "{r}");
+    assert!(
+        r.to_string()
+            .contains("\"reports\" has the wrong JSON type"),
+        "{r}"
+    );
 }
 
 #[test]

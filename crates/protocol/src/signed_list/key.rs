@@ -10,7 +10,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use super::sshsig::{put_string, Reader};
+use super::sshsig::Reader;
 
 /// The only key type a monitor signs with.
 pub(crate) const KEY_TYPE: &str = "ssh-ed25519";
@@ -135,15 +135,25 @@ impl MonitorKey {
 
 /// The fingerprint of a bare Ed25519 key.
 pub(crate) fn fingerprint(public: &[u8; 32]) -> String {
-    let digest = Sha256::digest(blob(public));
+    let digest = Sha256::digest(blob_array(public));
     format!("SHA256:{}", STANDARD_NO_PAD.encode(digest))
 }
 
+/// Bytes of the key's wire form.
+const BLOB_LEN: usize = 4 + KEY_TYPE.len() + 4 + 32;
+
 /// The SSH wire form of the key: string "ssh-ed25519" ‖ string key.
 pub(crate) fn blob(public: &[u8; 32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + KEY_TYPE.len() + 4 + 32);
-    put_string(&mut out, KEY_TYPE.as_bytes());
-    put_string(&mut out, public);
+    blob_array(public).to_vec()
+}
+
+/// The same, on the stack.
+pub(crate) fn blob_array(public: &[u8; 32]) -> [u8; BLOB_LEN] {
+    let mut out = [0u8; BLOB_LEN];
+    out[..4].copy_from_slice(&(KEY_TYPE.len() as u32).to_be_bytes());
+    out[4..4 + KEY_TYPE.len()].copy_from_slice(KEY_TYPE.as_bytes());
+    out[4 + KEY_TYPE.len()..8 + KEY_TYPE.len()].copy_from_slice(&32u32.to_be_bytes());
+    out[8 + KEY_TYPE.len()..].copy_from_slice(public);
     out
 }
 

@@ -17,14 +17,14 @@
 //! against such an adversary.
 
 use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use core::fmt;
 
-use serde_json::Value;
-
+pub mod in_place;
 mod key;
 mod merge;
 mod pins;
+mod scan;
 mod seen;
 pub mod sshsig;
 mod time;
@@ -34,15 +34,20 @@ mod checks;
 #[cfg(test)]
 mod props;
 #[cfg(test)]
+mod scan_tests;
+#[cfg(test)]
 mod testing;
 #[cfg(test)]
 mod tests;
 
+pub use in_place::RefusalKind;
 pub use key::{KeyError, MonitorKey};
 pub use merge::{LeftOut, Merged};
 pub use pins::{Accepted, Pins};
 pub use seen::Seen;
 pub use time::{format_utc, parse_utc};
+
+use scan::ScanFault;
 
 /// The SSHSIG namespace of a server list: a signature made for anything
 /// else (a git commit, a file) does not pass as one.
@@ -62,61 +67,46 @@ pub struct Header {
 }
 
 /// Read the `observatory` header of a list (its signature not checked).
+/// The whole document must be JSON with a `servers` array.
 pub fn header(document: &[u8]) -> Result<Header, Refusal> {
-    let doc: Value = serde_json::from_slice(document).map_err(|e| {
-        Refusal::Malformed(format!(
-            "the list is not JSON (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
-    })?;
-    let obs = doc
-        .get("observatory")
-        .ok_or_else(|| {
-            malformed("the list has no \"observatory\" object (it is not a monitor's list)")
-        })?
-        .as_object()
-        .ok_or_else(|| malformed("\"observatory\" is not an object"))?;
-    let monitor = match obs.get("monitor") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => {
-            return Err(malformed(
-                "\"observatory.monitor\" is not a non-empty string",
-            ))
-        }
-    };
-    let sequence = obs.get("sequence").and_then(Value::as_u64).ok_or_else(|| {
-        malformed("\"observatory.sequence\" is not a whole number from 0 to 2^64-1")
-    })?;
-    let time = |name: &str| -> Result<i64, Refusal> {
-        obs.get(name)
-            .and_then(Value::as_str)
-            .and_then(parse_utc)
-            .ok_or_else(|| {
-                Refusal::Malformed(format!(
-                    "\"observatory.{name}\" is not a UTC time such as \"2026-12-02T14:00:00Z\""
-                ))
-            })
-    };
-    let published_unix = time("published")?;
-    let expires_unix = time("expires")?;
-    if expires_unix <= published_unix {
-        return Err(Refusal::Malformed(format!(
-            "the list expires ({}) no later than it was published ({})",
-            format_utc(expires_unix),
-            format_utc(published_unix)
-        )));
-    }
+    let raw = scan::scan(document).map_err(|f| Refusal::Malformed(scan_words(f)))?;
+    let mut monitor = String::new();
+    // The scan checked that it decodes.
+    let _ = scan::unescape(raw.monitor, |c| monitor.push(c));
     Ok(Header {
         monitor,
-        sequence,
-        published_unix,
-        expires_unix,
+        sequence: raw.sequence,
+        published_unix: raw.published,
+        expires_unix: raw.expires,
     })
 }
 
-fn malformed(what: &str) -> Refusal {
-    Refusal::Malformed(what.to_string())
+fn scan_words(f: ScanFault) -> String {
+    match f {
+        ScanFault::NotJson(at) => format!("it is not JSON (from byte {at})"),
+        ScanFault::TooDeep => format!("it nests deeper than {} levels", scan::MAX_DEPTH),
+        ScanFault::NotAnObject => String::from("its top level is not a JSON object"),
+        ScanFault::WrongType(what) => format!("\"{what}\" has the wrong JSON type"),
+        ScanFault::Missing("observatory") => {
+            String::from("it has no \"observatory\" object (it is not a monitor's list)")
+        }
+        ScanFault::Missing(what) => format!("it has no \"{what}\""),
+        ScanFault::Twice(what) => format!("it gives \"{what}\" twice"),
+        ScanFault::Field("observatory.sequence") => {
+            String::from("\"observatory.sequence\" is not a whole number from 0 to 2^64-1")
+        }
+        ScanFault::Field("observatory.monitor") => {
+            String::from("\"observatory.monitor\" is not a non-empty string")
+        }
+        ScanFault::Field(what) => {
+            format!("\"{what}\" is not a UTC time such as \"2026-12-02T14:00:00Z\"")
+        }
+        ScanFault::ExpiresFirst { published, expires } => format!(
+            "the list expires ({}) no later than it was published ({})",
+            format_utc(expires),
+            format_utc(published)
+        ),
+    }
 }
 
 /// Why a list was not accepted: one reason, with its own label.
@@ -156,13 +146,18 @@ pub enum Refusal {
 impl Refusal {
     /// A short fixed name for metrics, JSON output and tests.
     pub fn label(&self) -> &'static str {
+        self.kind().label()
+    }
+
+    /// The reason without its words.
+    pub fn kind(&self) -> RefusalKind {
         match self {
-            Refusal::Signature(_) => "signature",
-            Refusal::OtherKey { .. } => "other_key",
-            Refusal::Expired { .. } => "expired",
-            Refusal::Replayed { .. } => "replayed",
-            Refusal::Reused { .. } => "reused",
-            Refusal::Malformed(_) => "malformed",
+            Refusal::Signature(_) => RefusalKind::Signature,
+            Refusal::OtherKey { .. } => RefusalKind::OtherKey,
+            Refusal::Expired { .. } => RefusalKind::Expired,
+            Refusal::Replayed { .. } => RefusalKind::Replayed,
+            Refusal::Reused { .. } => RefusalKind::Reused,
+            Refusal::Malformed(_) => RefusalKind::Malformed,
         }
     }
 }

@@ -4,8 +4,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use sha2::{Digest, Sha256};
-
+use super::in_place::{self, RefusalKind};
 use super::key::{fingerprint, MonitorKey};
 use super::seen::Seen;
 use super::sshsig::{self, SigError};
@@ -103,47 +102,64 @@ impl Pins {
             )));
         };
         let key = &self.keys[index];
-        sshsig::verify(signature, document, NAMESPACE, key.public()).map_err(|e| match e {
-            SigError::Namespace { found } => Refusal::Signature(format!(
-                "the signature by key {} was made for namespace {found:?}, not {NAMESPACE:?}: it signs \
-                 something else than a server list; fetch the list's own .sig",
-                key.named()
-            )),
-            e => Refusal::Signature(format!(
-                "the list's signature does not verify under key {} ({e}): the list was changed after it was \
-                 signed, or the signature is not its own; fetch both again",
-                key.named()
-            )),
-        })?;
+        let last = seen.get(key.public());
+        // The decision is the allocation-free one libgnomon makes; what
+        // follows only finds the words.
+        let checked = in_place::check(document, signature, key.public(), now_unix, last)
+            .map_err(|kind| self.words(kind, key, document, signature, now_unix, last))?;
         let header = header(document)?;
         ServerList::parse(document).map_err(|e| Refusal::Malformed(list_error(e)))?;
-        if now_unix >= header.expires_unix {
-            return Err(Refusal::Expired {
-                expires_unix: header.expires_unix,
-                now_unix,
-            });
-        }
-        let sha256: [u8; 32] = Sha256::digest(document).into();
-        if let Some((last, digest)) = seen.get(key.public()) {
-            if header.sequence < last {
-                return Err(Refusal::Replayed {
-                    sequence: header.sequence,
-                    seen: last,
-                });
-            }
-            if header.sequence == last && digest != sha256 {
-                return Err(Refusal::Reused {
-                    sequence: header.sequence,
-                });
-            }
-        }
         Ok(Accepted {
             key: index,
             header,
             document: document.to_vec(),
             signature: signature.to_vec(),
-            sha256,
+            sha256: checked.sha256,
         })
+    }
+
+    fn words(
+        &self,
+        kind: RefusalKind,
+        key: &MonitorKey,
+        document: &[u8],
+        signature: &[u8],
+        now_unix: i64,
+        last: Option<(u64, [u8; 32])>,
+    ) -> Refusal {
+        let expected = || header(document);
+        match kind {
+            RefusalKind::Signature | RefusalKind::OtherKey => {
+                match sshsig::verify(signature, document, NAMESPACE, key.public()) {
+                    Err(SigError::Namespace { found }) => Refusal::Signature(format!(
+                        "the signature by key {} was made for namespace {found:?}, not {NAMESPACE:?}: it signs \
+                         something else than a server list; fetch the list's own .sig",
+                        key.named()
+                    )),
+                    Err(e) => Refusal::Signature(format!(
+                        "the list's signature does not verify under key {} ({e}): the list was changed after it \
+                         was signed, or the signature is not its own; fetch both again",
+                        key.named()
+                    )),
+                    Ok(()) => Refusal::Signature(String::from("the list's signature does not verify")),
+                }
+            }
+            RefusalKind::Malformed => match expected() {
+                Err(r) => r,
+                Ok(_) => Refusal::Malformed(String::from("it is not a server list")),
+            },
+            RefusalKind::Expired => Refusal::Expired {
+                expires_unix: expected().map_or(now_unix, |h| h.expires_unix),
+                now_unix,
+            },
+            RefusalKind::Replayed => Refusal::Replayed {
+                sequence: expected().map_or(0, |h| h.sequence),
+                seen: last.map_or(0, |l| l.0),
+            },
+            RefusalKind::Reused => Refusal::Reused {
+                sequence: last.map_or(0, |l| l.0),
+            },
+        }
     }
 }
 

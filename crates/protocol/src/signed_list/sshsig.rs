@@ -13,6 +13,11 @@
 //! `-----END SSH SIGNATURE-----`. Every length is checked against what is
 //! left before it is used, so no input makes the parser panic or read past
 //! its slice; bytes after the signature are refused, as OpenSSH refuses them.
+//!
+//! Checking allocates nothing (the blob is decoded into a buffer on the
+//! stack, the signed data built in another), so libgnomon's `no_std`
+//! build, whose allocator refuses every request, checks lists too; only
+//! [`SigError`]'s words and [`armor`] allocate.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -32,9 +37,16 @@ const BEGIN: &str = "-----BEGIN SSH SIGNATURE-----";
 const END: &str = "-----END SSH SIGNATURE-----";
 /// `ssh-keygen` wraps the base64 at 70 columns.
 const COLUMNS: usize = 70;
-/// An Ed25519 SSHSIG is under 300 bytes armored; anything far longer is
-/// not one, and is refused before it is decoded.
-const MAX_ARMORED: usize = 16 * 1024;
+/// Longest blob read: an Ed25519 SSHSIG is 166 bytes and its namespace
+/// (187 for lists); one far longer is no signature of ours.
+const MAX_BLOB: usize = 512;
+/// Its base64, without line ends.
+const MAX_BASE64: usize = MAX_BLOB.div_ceil(3) * 4;
+/// Longest armored text read, with room for line ends and white space.
+const MAX_ARMORED: usize = 4096;
+/// Longest signed data: the blob bounds the namespace and hash name, the
+/// digest is at most 64 bytes.
+const MAX_SIGNED: usize = MAX_BLOB + 4 + 64;
 
 /// Why an armored SSHSIG does not verify.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +79,9 @@ pub enum SigError {
 impl fmt::Display for SigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SigError::Armor => f.write_str("it is not an armored SSH signature (-----BEGIN SSH SIGNATURE----- … base64 … -----END SSH SIGNATURE-----)"),
+            SigError::Armor => f.write_str(
+                "it is not an armored SSH signature (-----BEGIN SSH SIGNATURE----- … base64 … -----END SSH SIGNATURE-----)",
+            ),
             SigError::Magic => f.write_str("its content does not start with SSHSIG"),
             SigError::Version(v) => write!(f, "it is SSHSIG version {v}, and only version 1 exists"),
             SigError::Structure(what) => write!(f, "it is not well formed ({what})"),
@@ -82,22 +96,63 @@ impl fmt::Display for SigError {
     }
 }
 
+/// [`SigError`] without the text it quotes: what the allocation-free
+/// checks return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    Armor,
+    Magic,
+    Version(u32),
+    Structure(&'static str),
+    KeyType,
+    Namespace,
+    HashAlgorithm,
+    OtherKey([u8; 32]),
+    Invalid,
+}
+
+impl Fault {
+    /// The words, quoting what the blob says (allocates).
+    fn explain(self, armored: &[u8]) -> SigError {
+        let mut buf = [0u8; MAX_BLOB];
+        let blob = dearmor(armored, &mut buf).unwrap_or(&[]);
+        match self {
+            Fault::Armor => SigError::Armor,
+            Fault::Magic => SigError::Magic,
+            Fault::Version(v) => SigError::Version(v),
+            Fault::Structure(s) => SigError::Structure(s),
+            Fault::KeyType => SigError::KeyType,
+            Fault::Namespace => SigError::Namespace {
+                found: field(blob, 1),
+            },
+            Fault::HashAlgorithm => SigError::HashAlgorithm(field(blob, 3)),
+            Fault::OtherKey(k) => SigError::OtherKey(k),
+            Fault::Invalid => SigError::Invalid,
+        }
+    }
+}
+
+/// The `n`th string after the version (0: the key), as text.
+fn field(blob: &[u8], n: usize) -> String {
+    let mut r = Reader::new(blob.get(10..).unwrap_or(&[]));
+    let mut found = &[][..];
+    for _ in 0..=n {
+        found = r.string().unwrap_or(&[]);
+    }
+    String::from_utf8_lossy(found).into_owned()
+}
+
 /// The bytes an Ed25519 key signs for `message` in `namespace` (hash
 /// `sha512`): what a PKCS#11 token is given to sign with CKM_EDDSA.
 pub fn signed_data(namespace: &str, message: &[u8]) -> Vec<u8> {
     let mut digest = [0u8; 64];
     HashAlg::Sha512.digest(&[message], &mut digest);
-    signed_data_with(namespace, "sha512", &digest)
-}
-
-fn signed_data_with(namespace: &str, hash_algorithm: &str, digest: &[u8]) -> Vec<u8> {
-    let mut out =
-        Vec::with_capacity(6 + 16 + namespace.len() + hash_algorithm.len() + digest.len());
+    let mut out = Vec::with_capacity(6 + 16 + namespace.len() + 6 + 64);
     out.extend_from_slice(MAGIC);
     put_string(&mut out, namespace.as_bytes());
     put_string(&mut out, &[]);
-    put_string(&mut out, hash_algorithm.as_bytes());
-    put_string(&mut out, digest);
+    put_string(&mut out, b"sha512");
+    put_string(&mut out, &digest);
     out
 }
 
@@ -137,34 +192,52 @@ pub fn verify(
     namespace: &str,
     key: &[u8; 32],
 ) -> Result<(), SigError> {
-    let sig = parse(armored)?;
-    if sig.namespace != namespace.as_bytes() {
-        return Err(SigError::Namespace {
-            found: String::from_utf8_lossy(&sig.namespace).into_owned(),
-        });
-    }
-    if &sig.public != key {
-        return Err(SigError::OtherKey(sig.public));
-    }
-    check(&sig, message)
+    verify_in_place(armored, message, namespace, key).map_err(|f| f.explain(armored))
 }
 
 /// The key the signature says made it (its structure checked, not the
 /// signature itself).
 pub fn signer_of(armored: &[u8]) -> Result<[u8; 32], SigError> {
-    Ok(parse(armored)?.public)
+    signer_in_place(armored).map_err(|f| f.explain(armored))
+}
+
+/// [`verify`] without allocating.
+pub(crate) fn verify_in_place(
+    armored: &[u8],
+    message: &[u8],
+    namespace: &str,
+    key: &[u8; 32],
+) -> Result<(), Fault> {
+    let mut buf = [0u8; MAX_BLOB];
+    let sig = parse_blob(dearmor(armored, &mut buf)?)?;
+    if sig.namespace != namespace.as_bytes() {
+        return Err(Fault::Namespace);
+    }
+    if &sig.public != key {
+        return Err(Fault::OtherKey(sig.public));
+    }
+    check(&sig, message)
+}
+
+/// [`signer_of`] without allocating.
+pub(crate) fn signer_in_place(armored: &[u8]) -> Result<[u8; 32], Fault> {
+    let mut buf = [0u8; MAX_BLOB];
+    Ok(parse_blob(dearmor(armored, &mut buf)?)?.public)
 }
 
 /// Whether the signature verifies under the key it names, whatever its
-/// namespace: tells "signed by another key" from "damaged".
+/// namespace: tells "signed by another key" from "damaged". No allocation.
 pub(crate) fn verifies_under_own_key(armored: &[u8], message: &[u8]) -> bool {
-    parse(armored).is_ok_and(|sig| check(&sig, message).is_ok())
+    let mut buf = [0u8; MAX_BLOB];
+    dearmor(armored, &mut buf)
+        .and_then(parse_blob)
+        .is_ok_and(|sig| check(&sig, message).is_ok())
 }
 
-/// A parsed blob.
-struct Parsed {
+/// A parsed blob, borrowing from the decoded bytes.
+struct Parsed<'a> {
     public: [u8; 32],
-    namespace: Vec<u8>,
+    namespace: &'a [u8],
     hash: Hash,
     signature: [u8; 64],
 }
@@ -175,123 +248,156 @@ enum Hash {
     Sha256,
 }
 
-impl Hash {
-    fn name(self) -> &'static str {
-        match self {
-            Hash::Sha512 => "sha512",
-            Hash::Sha256 => "sha256",
+fn check(sig: &Parsed<'_>, message: &[u8]) -> Result<(), Fault> {
+    let mut digest = [0u8; 64];
+    let (name, len): (&[u8], usize) = match sig.hash {
+        Hash::Sha512 => {
+            HashAlg::Sha512.digest(&[message], &mut digest);
+            (b"sha512", 64)
         }
+        Hash::Sha256 => {
+            digest[..32].copy_from_slice(&Sha256::digest(message));
+            (b"sha256", 32)
+        }
+    };
+    let mut data = [0u8; MAX_SIGNED];
+    let mut w = Writer {
+        buf: &mut data,
+        len: 0,
+    };
+    w.put(MAGIC);
+    w.string(sig.namespace);
+    w.string(&[]);
+    w.string(name);
+    w.string(&digest[..len]);
+    // The namespace came out of a blob of at most MAX_BLOB bytes, which
+    // leaves room for the rest: the writer never runs out.
+    let Some(data) = w.done() else {
+        return Err(Fault::Structure("the namespace is too long"));
+    };
+    let key = VerifyingKey::from_bytes(&sig.public).map_err(|_| Fault::Invalid)?;
+    key.verify_strict(data, &Signature::from_bytes(&sig.signature))
+        .map_err(|_| Fault::Invalid)
+}
+
+/// A bounded writer into a stack buffer; `done` is `None` had it overrun.
+struct Writer<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+}
+
+impl<'b> Writer<'b> {
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len.saturating_add(bytes.len());
+        match self.buf.get_mut(self.len..end) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                self.len = end;
+            }
+            None => self.len = usize::MAX,
+        }
+    }
+
+    fn string(&mut self, bytes: &[u8]) {
+        match u32::try_from(bytes.len()) {
+            Ok(n) => {
+                self.put(&n.to_be_bytes());
+                self.put(bytes);
+            }
+            Err(_) => self.len = usize::MAX,
+        }
+    }
+
+    fn done(self) -> Option<&'b [u8]> {
+        let Writer { buf, len } = self;
+        buf.get(..len)
     }
 }
 
-fn check(sig: &Parsed, message: &[u8]) -> Result<(), SigError> {
-    let namespace = core::str::from_utf8(&sig.namespace)
-        .map_err(|_| SigError::Structure("the namespace is not UTF-8"))?;
-    let data = match sig.hash {
-        Hash::Sha512 => {
-            let mut digest = [0u8; 64];
-            HashAlg::Sha512.digest(&[message], &mut digest);
-            signed_data_with(namespace, sig.hash.name(), &digest)
-        }
-        Hash::Sha256 => signed_data_with(namespace, sig.hash.name(), &Sha256::digest(message)),
-    };
-    let key = VerifyingKey::from_bytes(&sig.public).map_err(|_| SigError::Invalid)?;
-    key.verify_strict(&data, &Signature::from_bytes(&sig.signature))
-        .map_err(|_| SigError::Invalid)
-}
-
-fn parse(armored: &[u8]) -> Result<Parsed, SigError> {
-    parse_blob(&dearmor(armored)?)
-}
-
-/// The base64 between the armor lines, decoded. Line ends may be LF or
-/// CRLF; white space around the whole is allowed, text inside is not.
-fn dearmor(armored: &[u8]) -> Result<Vec<u8>, SigError> {
+/// The base64 between the armor lines, decoded into `buf`. Line ends may
+/// be LF or CRLF; white space around the whole is allowed, text inside is
+/// not.
+fn dearmor<'b>(armored: &[u8], buf: &'b mut [u8; MAX_BLOB]) -> Result<&'b [u8], Fault> {
     if armored.len() > MAX_ARMORED {
-        return Err(SigError::Armor);
+        return Err(Fault::Armor);
     }
     let text = core::str::from_utf8(armored)
-        .map_err(|_| SigError::Armor)?
+        .map_err(|_| Fault::Armor)?
         .trim();
     let body = text
         .strip_prefix(BEGIN)
         .and_then(|t| t.strip_suffix(END))
-        .ok_or(SigError::Armor)?;
+        .ok_or(Fault::Armor)?;
     if !body.starts_with(['\r', '\n']) || !body.ends_with('\n') {
-        return Err(SigError::Armor);
+        return Err(Fault::Armor);
     }
-    let b64: Vec<u8> = body
-        .bytes()
-        .filter(|b| !matches!(b, b'\r' | b'\n'))
-        .collect();
-    if b64.is_empty() {
-        return Err(SigError::Armor);
+    let mut b64 = [0u8; MAX_BASE64];
+    let mut n = 0;
+    for b in body.bytes().filter(|b| !matches!(b, b'\r' | b'\n')) {
+        *b64.get_mut(n).ok_or(Fault::Armor)? = b;
+        n += 1;
     }
-    STANDARD.decode(&b64).map_err(|_| SigError::Armor)
+    if n == 0 {
+        return Err(Fault::Armor);
+    }
+    let len = STANDARD
+        .decode_slice(&b64[..n], &mut buf[..])
+        .map_err(|_| Fault::Armor)?;
+    Ok(&buf[..len])
 }
 
-fn parse_blob(blob: &[u8]) -> Result<Parsed, SigError> {
+fn parse_blob(blob: &[u8]) -> Result<Parsed<'_>, Fault> {
     let mut r = Reader::new(blob);
     if r.take(MAGIC.len()) != Some(&MAGIC[..]) {
-        return Err(SigError::Magic);
+        return Err(Fault::Magic);
     }
-    let version = r.u32().ok_or(SigError::Structure("truncated version"))?;
+    let version = r.u32().ok_or(Fault::Structure("truncated version"))?;
     if version != VERSION {
-        return Err(SigError::Version(version));
+        return Err(Fault::Version(version));
     }
-    let public = r
-        .string()
-        .ok_or(SigError::Structure("truncated public key"))?;
+    let public = r.string().ok_or(Fault::Structure("truncated public key"))?;
     let public = key::parse_blob(public).map_err(|e| match e {
-        e if e == key::NOT_ED25519 => SigError::KeyType,
-        e => SigError::Structure(e),
+        e if e == key::NOT_ED25519 => Fault::KeyType,
+        e => Fault::Structure(e),
     })?;
-    let namespace = r
-        .string()
-        .ok_or(SigError::Structure("truncated namespace"))?;
+    let namespace = r.string().ok_or(Fault::Structure("truncated namespace"))?;
     let reserved = r
         .string()
-        .ok_or(SigError::Structure("truncated reserved field"))?;
+        .ok_or(Fault::Structure("truncated reserved field"))?;
     if !reserved.is_empty() {
         // OpenSSH writes it empty and signs it empty; a signer that fills
         // it is not one we know.
-        return Err(SigError::Structure("the reserved field is not empty"));
+        return Err(Fault::Structure("the reserved field is not empty"));
     }
     let hash = match r
         .string()
-        .ok_or(SigError::Structure("truncated hash algorithm"))?
+        .ok_or(Fault::Structure("truncated hash algorithm"))?
     {
         b"sha512" => Hash::Sha512,
         b"sha256" => Hash::Sha256,
-        other => {
-            return Err(SigError::HashAlgorithm(
-                String::from_utf8_lossy(other).into_owned(),
-            ))
-        }
+        _ => return Err(Fault::HashAlgorithm),
     };
-    let sig = r
-        .string()
-        .ok_or(SigError::Structure("truncated signature"))?;
+    let sig = r.string().ok_or(Fault::Structure("truncated signature"))?;
     if !r.is_empty() {
-        return Err(SigError::Structure("bytes after the signature"));
+        return Err(Fault::Structure("bytes after the signature"));
     }
     let mut s = Reader::new(sig);
     if s.string()
-        .ok_or(SigError::Structure("truncated signature type"))?
+        .ok_or(Fault::Structure("truncated signature type"))?
         != KEY_TYPE.as_bytes()
     {
-        return Err(SigError::KeyType);
+        return Err(Fault::KeyType);
     }
     let signature: [u8; 64] = s
         .string()
         .and_then(|b| b.try_into().ok())
-        .ok_or(SigError::Structure("the Ed25519 signature is not 64 bytes"))?;
+        .ok_or(Fault::Structure("the Ed25519 signature is not 64 bytes"))?;
     if !s.is_empty() {
-        return Err(SigError::Structure("bytes after the Ed25519 signature"));
+        return Err(Fault::Structure("bytes after the Ed25519 signature"));
     }
     Ok(Parsed {
         public,
-        namespace: namespace.to_vec(),
+        namespace,
         hash,
         signature,
     })

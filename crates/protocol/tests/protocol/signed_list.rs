@@ -250,3 +250,128 @@ fn ssh_keygen_signs_what_we_verify_and_verifies_what_we_sign() {
     assert!(!verify(&changed, NAMESPACE).0);
     assert!(!verify(&list, "git").0);
 }
+
+/// An armored signature around `blob`, wrapped as ssh-keygen wraps it.
+fn armored(blob: &[u8]) -> Vec<u8> {
+    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, blob);
+    let lines: Vec<&str> = b64
+        .as_bytes()
+        .chunks(70)
+        .map(|l| std::str::from_utf8(l).unwrap())
+        .collect();
+    format!(
+        "-----BEGIN SSH SIGNATURE-----\n{}\n-----END SSH SIGNATURE-----\n",
+        lines.join("\n")
+    )
+    .into_bytes()
+}
+
+fn blob_of(armored: &[u8]) -> Vec<u8> {
+    let b64: String = String::from_utf8_lossy(armored)
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap()
+}
+
+/// libgnomon's `no_std` build refuses every allocation: the one-key check
+/// must make none, for an accepted list and for every refusal (the
+/// refusals that quote the signature, a namespace or a hash name, among
+/// them).
+#[test]
+fn the_one_key_check_allocates_nothing() {
+    use gnomon_protocol::signed_list::{in_place, RefusalKind};
+    let signing = SigningKey::from_bytes(&[9; 32]);
+    let public = signing.verifying_key().to_bytes();
+    let sign = |key: &SigningKey, ns: &str, doc: &[u8]| {
+        let public = key.verifying_key().to_bytes();
+        sshsig::armor(
+            &public,
+            ns,
+            &key.sign(&sshsig::signed_data(ns, doc)).to_bytes(),
+        )
+        .into_bytes()
+    };
+    let good = sign(&signing, NAMESPACE, LIST);
+    let by_other = sign(&SigningKey::from_bytes(&[10; 32]), NAMESPACE, LIST);
+    let git = sign(&signing, "git", LIST);
+    let mut blob = blob_of(&good);
+    let at = blob.windows(6).position(|w| w == b"sha512").unwrap();
+    blob[at..at + 6].copy_from_slice(b"md5xxx");
+    let bad_hash = armored(&blob);
+    let malformed: &[u8] = br#"{"servers":[],"observatory":{"monitor":"m","sequence":"7"}}"#;
+    let sig_malformed = sign(&signing, NAMESPACE, malformed);
+    let digest = in_place::check(LIST, &good, &public, NOW, None)
+        .unwrap()
+        .sha256;
+    let short: &[u8] = b"-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n";
+    type Case<'a> = (
+        &'a [u8],
+        &'a [u8],
+        i64,
+        Option<(u64, [u8; 32])>,
+        Result<(), RefusalKind>,
+    );
+    let cases: [Case<'_>; 11] = [
+        (LIST, &good, NOW, None, Ok(())),
+        (LIST, &good, NOW, Some((7, digest)), Ok(())),
+        (&LIST[1..], &good, NOW, None, Err(RefusalKind::Signature)),
+        (LIST, &git, NOW, None, Err(RefusalKind::Signature)),
+        (LIST, short, NOW, None, Err(RefusalKind::Signature)),
+        (LIST, &bad_hash, NOW, None, Err(RefusalKind::Signature)),
+        (LIST, &by_other, NOW, None, Err(RefusalKind::OtherKey)),
+        (LIST, &good, NOW + 86_400, None, Err(RefusalKind::Expired)),
+        (
+            LIST,
+            &good,
+            NOW,
+            Some((8, digest)),
+            Err(RefusalKind::Replayed),
+        ),
+        (
+            LIST,
+            &good,
+            NOW,
+            Some((7, [0; 32])),
+            Err(RefusalKind::Reused),
+        ),
+        (
+            malformed,
+            &sig_malformed,
+            NOW,
+            None,
+            Err(RefusalKind::Malformed),
+        ),
+    ];
+    // ed25519-dalek with `std` (which these tests' dev-dependencies turn
+    // on) boxes the source of a failed check; without it, as in
+    // libgnomon's no_std build (tests/libgnomon/no_std.rs runs that),
+    // nothing. What dalek alone allocates there is the allowance.
+    let dalek = allocation_counter::measure(|| {
+        let key = ed25519_dalek::VerifyingKey::from_bytes(&public).unwrap();
+        let _ = key.verify_strict(b"x", &ed25519_dalek::Signature::from_bytes(&[0; 64]));
+    })
+    .count_total;
+    for (i, (doc, sig, now, last, want)) in cases.into_iter().enumerate() {
+        let mut got = None;
+        let info = allocation_counter::measure(|| {
+            got = Some(in_place::check(doc, sig, &public, now, last).map(|_| ()));
+        });
+        assert_eq!(got.unwrap(), want);
+        let allowed = if i == 2 { dalek } else { 0 };
+        assert_eq!(info.count_total, allowed, "case {i}, {want:?}, allocated");
+    }
+    let mut fp = [0u8; in_place::FINGERPRINT_LEN];
+    let info = allocation_counter::measure(|| {
+        assert_eq!(
+            in_place::signer(&by_other),
+            Some(SigningKey::from_bytes(&[10; 32]).verifying_key().to_bytes())
+        );
+        in_place::fingerprint(&public, &mut fp);
+    });
+    assert_eq!(info.count_total, 0);
+    assert_eq!(
+        std::str::from_utf8(&fp).unwrap(),
+        MonitorKey::from_ed25519(public, "").fingerprint()
+    );
+}
