@@ -49,7 +49,8 @@ Exit codes:
   1   no answer (timeouts, unreachable or closed port, too few answers for a consensus)
   2   invalid answer (bad signature, malformed, truncated or garbage response; invalid report or input)
   3   malfeasance detected (contradicting answers, a server outside the consensus, a report that proves a lie)
-  64  usage error (bad arguments, unreadable input file)
+  64  usage error (bad arguments, unreadable input file, no server list to use: none
+      readable, or every signed one refused or not downloaded)
   70  local failure (no socket, no random bytes)
   73  an output file cannot be written (--save-request, --save-response, --report-out)
 

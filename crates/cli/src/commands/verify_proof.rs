@@ -38,7 +38,8 @@ Exit codes:
   0   the bundle is written and proves an interval for now: the device will accept it
   1   not enough: no server answered, too few agree, or the interval is too wide
   3   malfeasance: the answers prove that a server lied (the bundle is written, as evidence)
-  64  usage error (bad arguments, unreadable server list)
+  64  usage error (bad arguments, unreadable server list, every signed list refused or not
+      downloaded)
   70  local failure (no socket, no random bytes)
   73  the bundle cannot be written
 

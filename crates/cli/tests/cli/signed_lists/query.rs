@@ -231,6 +231,39 @@ fn with_two_monitors_and_a_threshold_of_two_only_the_servers_both_list_are_used(
         "{}",
         run.stderr
     );
+    // With a threshold of 1 the verified one is enough: used, and the
+    // refused one said beside it.
+    let run = query(&urls, &keys, &[]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let v = run.json();
+    assert_eq!(asked(&v), names(&["alpha", "bravo", "charlie"]), "{v}");
+    assert_eq!(v["server_lists"]["lists"][1]["reason"], "signature", "{v}");
+    let text = gnomon(&[
+        "query",
+        "--all",
+        "--quorum",
+        "2",
+        "--max-liars",
+        "0",
+        "--servers-url",
+        urls[0],
+        "--servers-url",
+        urls[1],
+        "--servers-key",
+        keys[0],
+        "--servers-key",
+        keys[1],
+        "--timeout",
+        "500ms",
+    ]);
+    assert_eq!(text.code, 0, "{}{}", text.stdout, text.stderr);
+    let said = format!("not used: {}: refused: ", urls[1]);
+    assert!(text.stderr.contains(&said), "{}", text.stderr);
+    assert!(
+        text.stderr.contains("(signature); the other lists are"),
+        "{}",
+        text.stderr
+    );
 
     // A threshold above the number of keys is a usage error, said so.
     let run = query(&urls[..1], &keys[..1], &["--servers-threshold", "2"]);
