@@ -96,3 +96,102 @@ impl ChronySamples {
         self.too_wide.load(Ordering::Relaxed)
     }
 }
+
+// Kept by the signed lists (the service's fetches of them).
+
+/// Every refusal's label, the `reason` of
+/// `gnomon_sync_signed_list_refusals_total`
+/// (gnomon_protocol::signed_list::Refusal::label).
+pub const SIGNED_REFUSALS: [&str; 6] = [
+    "signature",
+    "other_key",
+    "expired",
+    "replayed",
+    "reused",
+    "malformed",
+];
+
+/// Every download failure's class, the `class` of
+/// `gnomon_sync_signed_list_fetch_failures_total` (the list refresh's
+/// labels that a download can give).
+pub const SIGNED_FAILURES: [&str; 6] =
+    ["timeout", "status", "redirect", "too_big", "tls", "network"];
+
+/// Signed lists accepted, refused by reason, and downloads failed by
+/// class, shared with the metrics.
+#[derive(Debug, Default)]
+pub struct SignedLists {
+    accepted: AtomicU64,
+    refused: [AtomicU64; SIGNED_REFUSALS.len()],
+    failed: [AtomicU64; SIGNED_FAILURES.len()],
+}
+
+impl SignedLists {
+    /// Count one list accepted.
+    pub fn accepted(&self) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count one `label`: a refusal's or a download failure's.
+    pub fn bump(&self, label: &str) {
+        if let Some(i) = SIGNED_REFUSALS.iter().position(|r| *r == label) {
+            self.refused[i].fetch_add(1, Ordering::Relaxed);
+        } else if let Some(i) = SIGNED_FAILURES.iter().position(|r| *r == label) {
+            self.failed[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lists accepted.
+    pub fn accepted_total(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
+    }
+
+    /// (reason, count) for each of [`SIGNED_REFUSALS`].
+    pub fn refusals(&self) -> Vec<(&'static str, u64)> {
+        SIGNED_REFUSALS
+            .iter()
+            .zip(&self.refused)
+            .map(|(l, c)| (*l, c.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// (class, count) for each of [`SIGNED_FAILURES`].
+    pub fn failures(&self) -> Vec<(&'static str, u64)> {
+        SIGNED_FAILURES
+            .iter()
+            .zip(&self.failed)
+            .map(|(l, c)| (*l, c.load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+/// What `/metrics` shows of each pinned monitor's list, as the service
+/// last judged it: plain data, filled by the service.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SignedView {
+    /// K.
+    pub threshold: usize,
+    /// Lists in force.
+    pub in_force: usize,
+    /// Servers in the merged list.
+    pub servers: usize,
+    /// Each pinned key, in pin order.
+    pub keys: Vec<SignedKeyView>,
+}
+
+/// One pinned key in [`SignedView`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SignedKeyView {
+    /// `SHA256:…`.
+    pub fingerprint: String,
+    /// Its comment.
+    pub comment: String,
+    /// `current`, `kept`, `expired` or `none`.
+    pub standing: &'static str,
+    /// The sequence of its list, when it has one.
+    pub sequence: Option<u64>,
+    /// When that list expires, Unix seconds.
+    pub expires_unix: Option<i64>,
+    /// When it was fetched, Unix seconds.
+    pub fetched_unix: Option<i64>,
+}

@@ -7,7 +7,8 @@
 //!  Service::round ──record_round──▶ SyncMetrics ◀──render── /metrics (own thread)
 //!  report thread ──report()──────────▲    ▲ counts::Refreshes (list refresh thread)
 //!                                         ├ counts::NowRequests (the now socket)
-//!                                         └ counts::ChronySamples (the SOCK sink)
+//!                                         ├ counts::ChronySamples (the SOCK sink)
+//!  Service (signed lists) ──set_signed──▶ ┴ counts::SignedLists, SignedView
 //! ```
 //!
 //! The offset and radius are those of the last round the quorum agreed on
@@ -24,7 +25,7 @@ use std::thread::JoinHandle;
 
 use gnomon_metrics_http::Reply;
 
-use crate::counts::{ChronySamples, NowRequests, Refreshes};
+use crate::counts::{ChronySamples, NowRequests, Refreshes, SignedLists, SignedView};
 use crate::round::Round;
 
 /// Round results, the `result` label of `gnomon_sync_rounds_total`.
@@ -66,6 +67,9 @@ pub struct SyncMetrics {
     chrony: Mutex<Option<Arc<ChronySamples>>>,
     /// The now socket's requests, by result.
     pub now: Arc<NowRequests>,
+    /// The signed lists' fetches: accepted, refused, failed.
+    pub signed: Arc<SignedLists>,
+    signed_view: Mutex<Option<SignedView>>,
 }
 
 impl SyncMetrics {
@@ -118,6 +122,11 @@ impl SyncMetrics {
     /// A round whose consensus lies wholly below the proven floor.
     pub fn floor_contradiction(&self) {
         self.floor_contradictions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Each pinned monitor's list as the service judged it last.
+    pub fn set_signed(&self, view: SignedView) {
+        *self.signed_view.lock().unwrap_or_else(|p| p.into_inner()) = Some(view);
     }
 
     /// The chrony sink's counters.
@@ -230,6 +239,9 @@ impl SyncMetrics {
             "result",
             self.now.get(),
         );
+        if let Some(v) = &*self.signed_view.lock().unwrap_or_else(|p| p.into_inner()) {
+            render_signed(&mut o, v, &self.signed);
+        }
         if let Some(c) = &*self.chrony.lock().unwrap_or_else(|p| p.into_inner()) {
             counter(
                 &mut o,
@@ -245,6 +257,103 @@ impl SyncMetrics {
         }
         o
     }
+}
+
+/// The signed lists: per pinned key (its fingerprint and comment as
+/// labels) the standing, sequence, expiry and fetch time of its list; the
+/// merged list's servers; refusals by reason and failures by class.
+fn render_signed(o: &mut String, v: &SignedView, counts: &SignedLists) {
+    let labels = |k: &crate::counts::SignedKeyView| {
+        format!(
+            "key=\"{}\",comment=\"{}\"",
+            escape(&k.fingerprint),
+            escape(&k.comment)
+        )
+    };
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_sync_signed_list_state Each pinned monitor's list: 1 for the state it is in (current; kept: in force though the last fetch failed or was refused; expired; none: never accepted).\n# TYPE gnomon_sync_signed_list_state gauge"
+    );
+    for k in &v.keys {
+        for state in ["current", "kept", "expired", "none"] {
+            let _ = writeln!(
+                o,
+                "gnomon_sync_signed_list_state{{{},state=\"{state}\"}} {}",
+                labels(k),
+                u8::from(k.standing == state)
+            );
+        }
+    }
+    for (name, help, pick) in [
+        (
+            "gnomon_sync_signed_list_sequence",
+            "The sequence of each pinned monitor's last accepted list.",
+            (|k: &crate::counts::SignedKeyView| k.sequence.map(|s| s as f64))
+                as fn(&crate::counts::SignedKeyView) -> Option<f64>,
+        ),
+        (
+            "gnomon_sync_signed_list_expiry_timestamp_seconds",
+            "When each pinned monitor's last accepted list expires, Unix seconds.",
+            |k| k.expires_unix.map(|t| t as f64),
+        ),
+        (
+            "gnomon_sync_signed_list_fetched_timestamp_seconds",
+            "When each pinned monitor's last accepted list was fetched, Unix seconds.",
+            |k| k.fetched_unix.map(|t| t as f64),
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for k in &v.keys {
+            if let Some(x) = pick(k) {
+                let _ = writeln!(o, "{name}{{{}}} {x}", labels(k));
+            }
+        }
+    }
+    for (name, help, x) in [
+        (
+            "gnomon_sync_signed_lists_in_force",
+            "Pinned monitors' lists in force (not expired); below the threshold no server is used.",
+            v.in_force,
+        ),
+        (
+            "gnomon_sync_signed_lists_threshold",
+            "servers-threshold: how many pinned monitors must list a server.",
+            v.threshold,
+        ),
+        (
+            "gnomon_sync_signed_list_servers",
+            "Servers in the merged list (listed by at least the threshold of lists in force).",
+            v.servers,
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {x}");
+    }
+    let _ = writeln!(
+        o,
+        "# HELP gnomon_sync_signed_lists_accepted_total Signed lists fetched and accepted.\n# TYPE gnomon_sync_signed_lists_accepted_total counter\ngnomon_sync_signed_lists_accepted_total {}",
+        counts.accepted_total()
+    );
+    counter(
+        o,
+        "gnomon_sync_signed_list_refusals_total",
+        "Signed lists refused, by reason (the last good list of that monitor is kept until its expiry).",
+        "reason",
+        counts.refusals(),
+    );
+    counter(
+        o,
+        "gnomon_sync_signed_list_fetch_failures_total",
+        "Downloads of a signed list or its .sig that failed, by class.",
+        "class",
+        counts.failures(),
+    );
+}
+
+/// A label value as Prometheus text escapes it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn counter<'a>(

@@ -36,6 +36,7 @@ use crate::state::{self, floor, Loaded, State, Store};
 
 mod one_round;
 mod reports;
+mod signed;
 mod summary;
 
 /// What the process asks of a running service.
@@ -73,6 +74,9 @@ pub struct Service {
     seed: Option<Vec<u8>>,
     /// What the now socket answers from.
     board: Arc<Board>,
+    /// The monitors' signed lists, with `servers-key`: the list is their
+    /// merge.
+    signed: Option<signed::Signed>,
 }
 
 /// What one round did, for `--once`, `--check` and tests.
@@ -102,13 +106,18 @@ impl Service {
         if settings.servers.is_none() && settings.servers_url.is_empty() {
             return Err(NO_LIST.into());
         }
+        // The CLI checked them; a library caller gets the same refusals.
+        settings.check(&crate::config::Layer::default())?;
+        let pins = crate::signed::pins(&settings.servers_key, settings.servers_threshold)?;
         let fetcher = refresh::Fetcher::new(settings.list_ca.as_deref(), settings.list_timeout)
             .map_err(|e| format!("list-ca: {e}"))?;
         // Nor for a list that does not load: without the directory there
         // is no cache to fall back on, so the list is read (or, with only
         // a URL, downloaded) before the directory is made.
         let mut first_download = None;
-        if !settings.state_dir.is_dir() {
+        // Signed lists need no list to start: with none in force the
+        // service runs, says why, and fetches again.
+        if !settings.state_dir.is_dir() && pins.is_none() {
             let at = Store::at(&settings.state_dir);
             match &settings.servers {
                 Some(path) => list::check_without_cache(path, &at)?,
@@ -149,11 +158,26 @@ impl Service {
             }
             _ => State::default(),
         };
-        let (list, seed) = match &settings.servers {
-            Some(path) => list::load(path, &settings.servers_url, &store, trusted)?,
+        let metrics = Arc::new(SyncMetrics::default());
+        let mut signed = None;
+        let (list, seed) = match (&settings.servers, pins) {
+            (_, Some(pins)) => {
+                let (s, l) = signed::Signed::start(
+                    &settings,
+                    pins,
+                    &store,
+                    trusted,
+                    state.floor_us,
+                    metrics.signed.clone(),
+                    &log,
+                )?;
+                signed = Some(s);
+                (l, None)
+            }
+            (Some(path), None) => list::load(path, &settings.servers_url, &store, trusted)?,
             // No file of the operator's: the last list fetched from these
             // URLs, or one fetched now.
-            None => {
+            (None, None) => {
                 let cached = match first_download {
                     Some(_) => Err(None),
                     None => list::cached_from_url(&store, &settings.servers_url, trusted),
@@ -177,23 +201,28 @@ impl Service {
                 }
             }
         };
-        let metrics = Arc::new(SyncMetrics::default());
         let board = Board::new(board_floor(&state, None), Arc::new(KernelClock));
-        let refresher =
-            (!settings.servers_url.is_empty() || !list.list.sources.is_empty()).then(|| {
-                Refresher::new(
-                    fetcher,
-                    metrics.refresh.clone(),
-                    settings.servers_url.clone(),
-                    settings.list_refresh,
-                    settings.jitter,
-                )
-            });
+        // Signed lists are fetched by their own schedule; a merged list's
+        // `sources` are the monitors' and are not refreshed from.
+        let plain = signed.is_none();
+        let refresher = (plain
+            && (!settings.servers_url.is_empty() || !list.list.sources.is_empty()))
+        .then(|| {
+            Refresher::new(
+                fetcher,
+                metrics.refresh.clone(),
+                settings.servers_url.clone(),
+                settings.list_refresh,
+                settings.jitter,
+            )
+        });
         for n in &list.notes {
             log(&format!("note: {n}"));
         }
         let n = list.servers.len();
-        if n < settings.quorum {
+        if n == 0 && signed.is_some() {
+            // Said by the signed lists (why none is in force).
+        } else if n < settings.quorum {
             log(&format!(
                 "warning: the list has {n} usable server(s), fewer than the quorum ({}): \
                  no consensus can be used",
@@ -205,6 +234,9 @@ impl Service {
                  RFC 10049's measurement sequence asks for at least 3",
                 settings.min_servers
             ));
+        }
+        if let Some(s) = &signed {
+            metrics.set_signed(s.report(&store, &log));
         }
         Ok(Service {
             settings,
@@ -223,6 +255,7 @@ impl Service {
             metrics,
             seed,
             board: Arc::new(board),
+            signed,
         })
     }
 
@@ -267,6 +300,11 @@ impl Service {
         // A floor the operator cleared is dropped now, not a round later.
         drop(floor::guard(&self.store, &mut self.state, &*self.log));
         self.board.update(None, board_floor(&self.state, None));
+        if let Some(s) = self.signed.as_mut() {
+            s.due_now();
+            (self.log)("reload: the signed lists will be fetched again");
+            return;
+        }
         let Some(path) = self.settings.servers.clone() else {
             // No file: the list is the URL's; download it again now (the
             // answer is taken at the next round).
@@ -336,6 +374,27 @@ impl Service {
     /// What `--metrics` shows.
     pub fn metrics(&self) -> Arc<SyncMetrics> {
         self.metrics.clone()
+    }
+
+    /// The signed lists: a finished fetch taken, the next started when
+    /// due, and the merge at the judged time installed when it changed.
+    fn poll_signed(&mut self) {
+        let Some(s) = self.signed.as_mut() else {
+            return;
+        };
+        if let Some(l) = s.poll(&self.list.raw, &self.store, &self.log) {
+            for n in &l.notes {
+                (self.log)(&format!("note: {n}"));
+            }
+            if !l.servers.is_empty() {
+                (self.log)(&format!(
+                    "signed lists: {} server(s) in the merged list",
+                    l.servers.len()
+                ));
+            }
+            self.backoff = vec![(0, 0); l.servers.len()];
+            self.list = l;
+        }
     }
 
     /// Take a finished refresh (installing a good list) and start the

@@ -54,6 +54,7 @@ mod sync_grammar;
 mod sync_list;
 mod sync_metrics;
 mod sync_service;
+mod sync_signed;
 mod systemd;
 mod tool_grammar;
 mod watch_browser;

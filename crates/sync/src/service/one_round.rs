@@ -54,6 +54,7 @@ impl Service {
     /// One round: measure, decide, save, report, log, sinks.
     pub fn round(&mut self) -> Result<Outcome, QueryError> {
         self.poll_refresh();
+        self.poll_signed();
         let ask = self.choose();
         let excluded: Vec<bool> = (0..self.list.servers.len())
             .map(|i| self.excluded_key(i))
@@ -73,6 +74,13 @@ impl Service {
             bar,
         )?;
         self.round_no += 1;
+        if self.list.servers.is_empty() {
+            // No server because too few signed lists are in force: the
+            // round says why, not only that nobody answered.
+            if let Some(why) = self.signed.as_ref().and_then(|s| s.shortfall()) {
+                round.why_none = Some(why);
+            }
+        }
         let servers = self.list.servers.clone();
         let name = |i: usize| servers[i].name.clone();
 
@@ -122,6 +130,11 @@ impl Service {
         // is a weaker bound, not a wrong one (max-radius only bounds what
         // may steer the clock).
         let proof = round.consensus.as_ref().filter(|_| round.quorum_met);
+        // What the quorum proved of the true time judges the signed
+        // lists' expiry from now on, however far behind the local clock.
+        if let (Some(s), Some(c)) = (self.signed.as_mut(), proof) {
+            s.proven_at_least(now_us + c.low_us, round.ended);
+        }
         let mut raised = false;
         if let Some(e) = proof.and(round.evidence()) {
             if below_floor(floor_before_us, &e, now_us) {
@@ -251,6 +264,9 @@ impl Service {
 
         // Before the line is logged: whoever reads the log and then
         // scrapes sees this round counted.
+        if let Some(s) = &self.signed {
+            self.metrics.set_signed(s.report(&self.store, &self.log));
+        }
         self.metrics.record_round(&round, self.list.servers.len());
         let line = self.summary(&round, &outside, report_file.as_ref());
         if self.log_rounds {

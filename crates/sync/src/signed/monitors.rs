@@ -17,6 +17,9 @@
 //! - with fewer than K lists in force, the merge names no server: sync
 //!   then has no time from the lists, rather than one monitor's.
 //!
+//! The property tests (`tests`) hold these against an adversary that
+//! drops, tampers, replays old lists and signs with the keys it holds.
+//!
 
 use gnomon_protocol::signed_list::{format_utc, Accepted, Merged, Pins, Seen};
 
@@ -266,3 +269,5 @@ fn why_nothing(fetch: &Fetch, kept: Option<&Kept>) -> String {
     }
 }
 
+#[cfg(test)]
+mod tests;

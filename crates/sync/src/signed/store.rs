@@ -20,11 +20,12 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use gnomon_protocol::signed_list::{header, Seen};
+use gnomon_protocol::signed_list::Seen;
 use serde::{Deserialize, Serialize};
 
 use super::key_name;
 use super::monitors::{Kept, Monitors, Standing};
+use crate::counts::SignedLists;
 use crate::state::Store;
 
 /// The directory of the signed lists, in the state directory.
@@ -122,12 +123,12 @@ pub fn restore(store: &Store, monitors: &mut Monitors, trusted: bool) -> Vec<Str
         let checked = sig
             .map_err(|e| format!("its signature: {e}"))
             .and_then(|sig| {
-                // Checked at its own publication time: whether it is still
-                // in force is judged whenever the lists are merged.
-                let at = header(&doc).map_err(|r| r.to_string())?.published_unix;
+                // Everything but the expiry (checked at the beginning of
+                // time): whether it is still in force is judged whenever
+                // the lists are merged, and an expired one shows as such.
                 monitors
                     .pins()
-                    .check(&doc, &sig, at, monitors.seen())
+                    .check(&doc, &sig, i64::MIN, monitors.seen())
                     .map_err(|r| r.to_string())
             });
         match checked {
@@ -212,8 +213,9 @@ pub struct MonitorStatus {
 }
 
 impl Status {
-    /// The status of `monitors` at `now_unix`.
-    pub fn of(monitors: &Monitors, now_unix: i64, judged_by: &str) -> Status {
+    /// The status of `monitors` at `now_unix`, judged by `judged_by`, with
+    /// the service's `counts`.
+    pub fn of(monitors: &Monitors, now_unix: i64, judged_by: &str, counts: &SignedLists) -> Status {
         let merged = monitors.merged(now_unix);
         let list = monitors
             .pins()
@@ -246,17 +248,44 @@ impl Status {
             servers: merged.servers,
             no_servers: monitors.shortfall(now_unix),
             monitors: list,
-            refusals: BTreeMap::new(),
-            failures: BTreeMap::new(),
+            refusals: counts
+                .refusals()
+                .into_iter()
+                .map(|(l, n)| (l.to_string(), n))
+                .collect(),
+            failures: counts
+                .failures()
+                .into_iter()
+                .map(|(l, n)| (l.to_string(), n))
+                .collect(),
         }
     }
 
     /// Each monitor's standing again at `now_unix` (a list in force when
-    /// the status was written may have expired since).
+    /// the status was written may have expired since), and with it the
+    /// lists in force and whether they still give servers.
     pub fn at(mut self, now_unix: i64) -> Status {
+        let mut expired = Vec::new();
         for m in &mut self.monitors {
+            let was = m.standing != Standing::Expired.label() && m.standing != "none";
             if m.expires_unix.is_some_and(|e| now_unix >= e) {
                 m.standing = Standing::Expired.label().to_string();
+                if was {
+                    expired.push(format!("{} ({})", m.fingerprint, m.comment));
+                }
+            }
+        }
+        if !expired.is_empty() {
+            self.in_force = self.in_force.saturating_sub(expired.len());
+            if self.in_force < self.threshold && self.servers > 0 {
+                self.servers = 0;
+                self.no_servers = Some(format!(
+                    "no servers from the signed lists: since the service wrote this, the list of \
+                     {} expired, leaving {} in force, fewer than servers-threshold {}",
+                    expired.join(", "),
+                    self.in_force,
+                    self.threshold
+                ));
             }
         }
         self

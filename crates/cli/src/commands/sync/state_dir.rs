@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use gnomon_client::{format_duration_us, format_utc};
 use gnomon_sync::config::Settings;
+use gnomon_sync::signed::store::{read_status, Status};
 use gnomon_sync::state::{Loaded, State, Store};
 use serde_json::json;
 
@@ -38,8 +39,14 @@ pub(super) fn status(settings: &Settings, as_json: bool) -> ExitCode {
         }
         Loaded::Warning(w) => return failed("unreadable_state", format!("warning: {w}")),
     };
+    let signed = match signed_status(&store, &state) {
+        Ok(s) => s,
+        Err(e) => return failed("unreadable_state", format!("warning: {e}")),
+    };
     if as_json {
-        words::print_outcome(status_json(settings, &state), Exit::Ok as u8);
+        let mut out = status_json(settings, &state);
+        out["signed_lists"] = signed.as_ref().map_or(serde_json::Value::Null, signed_json);
+        words::print_outcome(out, Exit::Ok as u8);
         return Exit::Ok.into();
     }
     let utc = |us: i64| format_utc(us.max(0) as u64);
@@ -93,7 +100,116 @@ pub(super) fn status(settings: &Settings, as_json: bool) -> ExitCode {
             utc(e.since_us)
         );
     }
+    if let Some(s) = &signed {
+        print_signed(s);
+    }
     Exit::Ok.into()
+}
+
+/// The signed lists' status the service last wrote, each list judged
+/// again now: by the later of the local clock and the proven floor, as
+/// the service judges them.
+fn signed_status(store: &Store, state: &State) -> Result<Option<Status>, String> {
+    let local = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let floor = state.floor_us.map(|f| f.div_euclid(1_000_000));
+    let now = gnomon_sync::signed::judged_now(local, floor);
+    Ok(read_status(store)?.map(|s| s.at(now)))
+}
+
+fn print_signed(s: &Status) {
+    let utc = |t: i64| gnomon_protocol::signed_list::format_utc(t);
+    println!(
+        "signed lists {} of {} monitors' lists in force (servers-threshold {}), {} server(s) in \
+         the merged list; expiry judged by {} at {}",
+        s.in_force,
+        s.monitors.len(),
+        s.threshold,
+        s.servers,
+        s.judged_by,
+        utc(s.written_unix)
+    );
+    for m in &s.monitors {
+        let key = if m.comment.is_empty() {
+            m.fingerprint.clone()
+        } else {
+            format!("{} ({})", m.fingerprint, m.comment)
+        };
+        let list = match (m.sequence, m.expires_unix) {
+            (Some(seq), Some(exp)) => format!(
+                "sequence {seq}{}, expires {}{}{}",
+                m.monitor
+                    .as_ref()
+                    .map_or(String::new(), |n| format!(" from monitor {n}")),
+                utc(exp),
+                m.fetched_unix
+                    .map_or(String::new(), |f| format!(", fetched {}", utc(f))),
+                m.url
+                    .as_ref()
+                    .map_or(String::new(), |u| format!(" from {u}")),
+            ),
+            _ => "no list".to_string(),
+        };
+        let standing = match m.standing.as_str() {
+            "current" => "current".to_string(),
+            "kept" => "KEPT after a failed fetch".to_string(),
+            "expired" => "EXPIRED (no longer counts)".to_string(),
+            _ => "NONE accepted".to_string(),
+        };
+        println!("monitor      {key}: {standing}: {list}");
+        if let Some(f) = &m.failure {
+            println!("             last fetch: {f}");
+        }
+    }
+    let counted = |v: &BTreeMap<String, u64>| {
+        let n: Vec<String> = v
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(l, n)| format!("{l} {n}"))
+            .collect();
+        if n.is_empty() {
+            "none".to_string()
+        } else {
+            n.join(", ")
+        }
+    };
+    println!(
+        "refused      {} (since the service started)",
+        counted(&s.refusals)
+    );
+    println!("fetch failed {}", counted(&s.failures));
+    if let Some(why) = &s.no_servers {
+        println!("no servers   {why}");
+    }
+}
+
+/// `--status --json`'s `signed_lists`.
+fn signed_json(s: &Status) -> serde_json::Value {
+    let utc = |t: Option<i64>| t.map(gnomon_protocol::signed_list::format_utc);
+    json!({
+        "threshold": s.threshold,
+        "in_force": s.in_force,
+        "servers": s.servers,
+        "judged_by": s.judged_by,
+        "written_utc": utc(Some(s.written_unix)),
+        "no_servers": s.no_servers,
+        "monitors": s.monitors.iter().map(|m| json!({
+            "fingerprint": m.fingerprint,
+            "comment": m.comment,
+            "state": m.standing,
+            "sequence": m.sequence,
+            "monitor": m.monitor,
+            "published_utc": utc(m.published_unix),
+            "expires_utc": utc(m.expires_unix),
+            "expires_unix": m.expires_unix,
+            "fetched_utc": utc(m.fetched_unix),
+            "url": m.url,
+            "failure": m.failure,
+        })).collect::<Vec<_>>(),
+        "refusals": s.refusals,
+        "fetch_failures": s.failures,
+    })
 }
 
 /// `--clear-floor`: the floor out of the state, under the lock a running
