@@ -321,6 +321,13 @@ impl WatchSettings {
         let required = |key: &str, var: &str| {
             format!("`{key}` is required: --{key}, {var} or `{key}` in the [watch] table")
         };
+        let no_url = over.publish.servers_url.is_none() && file.publish.servers_url.is_none();
+        if pick!(servers).is_none() && no_url {
+            return Err(format!(
+                "{}; or servers-url with servers-key for monitors' signed lists",
+                required("servers", "GNOMON_WATCH_SERVERS")
+            ));
+        }
         let s = WatchSettings {
             servers: pick!(servers),
             listen: pick!(listen).ok_or_else(|| required("listen", "GNOMON_WATCH_LISTEN"))?,
@@ -343,13 +350,16 @@ impl WatchSettings {
         match (&s.servers, s.publish.servers_url.is_empty()) {
             (None, true) => {
                 return Err(format!(
-                    "{}; or servers-url with servers-key for monitors' signed lists",
+                    "{}; servers-url holds no URL",
                     required("servers", "GNOMON_WATCH_SERVERS")
                 ))
             }
             (Some(_), false) => {
-                return Err("servers names a list file and servers-url signed lists: give one                             of them"
-                    .into())
+                return Err(
+                    "servers names a list file and servers-url signed lists: give one \
+                            of them"
+                        .into(),
+                )
             }
             _ => {}
         }

@@ -1,6 +1,7 @@
 //! The configuration's layering, printing back and refusals.
 
 use super::*;
+use gnomon_watch::sink::DEFAULT_MAX_BODY;
 
 const FILE: &str = "/etc/gnomon/gnomon-watch.toml";
 
@@ -17,7 +18,10 @@ fn layers_apply_in_order_and_print_back() {
         ..WatchLayer::default()
     };
     let w = WatchSettings::resolve(&file.watch, &over).unwrap();
-    assert_eq!(w.servers, Path::new("/etc/gnomon/list.json"));
+    assert_eq!(
+        w.servers.as_deref(),
+        Some(Path::new("/etc/gnomon/list.json"))
+    );
     assert_eq!(w.interval, Duration::from_secs(120));
     assert_eq!((w.burst, w.concurrency), (30, 8));
     assert_eq!(w.warn_radius, Duration::from_millis(500));
@@ -148,4 +152,60 @@ fn a_source_quota_as_large_as_the_total_is_refused() {
             .sink_config(None)
             .is_ok()
     );
+}
+
+/// The publication's keys load from the file, print back, and the ones
+/// that only make sense together are refused apart, saying what to add.
+#[test]
+fn publication_and_signed_input_keys_are_checked_together() {
+    let load = |text: &str| {
+        FileLayers::from_toml(
+            &format!("[watch]\nlisten = \"127.0.0.1:9000\"\n{text}"),
+            Path::new(FILE),
+        )
+        .and_then(|f| WatchSettings::resolve(&f.watch, &WatchLayer::default()))
+    };
+    let w = load(
+        "servers = \"list.json\"\npublish-key = \"key\"\npublish-expiry = \"2h\"\n\
+         publish-name = \"observatory.example\"\npublish-url = \"https://o.example/servers.json\"\n",
+    )
+    .unwrap();
+    assert_eq!(w.publish.key.as_deref(), Some(Path::new("/etc/gnomon/key")));
+    assert_eq!(w.publish.expiry, Duration::from_secs(7200));
+    assert_eq!(w.publish.window, Duration::from_secs(86_400));
+    let back = FileLayers::from_toml(&w.to_string(), Path::new(FILE)).unwrap();
+    assert_eq!(
+        WatchSettings::resolve(&back.watch, &WatchLayer::default()),
+        Ok(w)
+    );
+    let signed = load(
+        "servers-url = [\"http://a.example/servers.json\", \"http://b.example/servers.json\"]\n\
+         servers-key = [\"a.pub\", \"b.pub\"]\nservers-threshold = 2\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (signed.servers.clone(), signed.publish.servers_threshold),
+        (None, 2)
+    );
+    let back = FileLayers::from_toml(&signed.to_string(), Path::new(FILE)).unwrap();
+    assert_eq!(
+        WatchSettings::resolve(&back.watch, &WatchLayer::default()),
+        Ok(signed)
+    );
+    for (text, words) in [
+        ("", "servers-url"),
+        ("servers = \"l\"\nservers-url = [\"http://a/s.json\"]\nservers-key = [\"k\"]\n", "one of them"),
+        ("servers-url = [\"http://a/s.json\"]\n", "servers-key"),
+        ("servers-url = [\"http://a/s.json\"]\nservers-key = [\"k\"]\nservers-threshold = 2\n", "at least"),
+        ("servers = \"l\"\npublish-key = \"k\"\npkcs11-module = \"m\"\npkcs11-token = \"t\"\npkcs11-key = \"k\"\n", "give one"),
+        ("servers = \"l\"\npkcs11-module = \"m\"\n", "pkcs11-token"),
+        ("servers = \"l\"\npkcs11-key = \"k\"\n", "pkcs11-module"),
+        ("servers = \"l\"\npublish-url = \"https://o/servers.json\"\n", "publish-key"),
+        ("servers = \"l\"\npublish-key = \"k\"\npublish-expiry = \"1m\"\ninterval = \"5m\"\n", "longer than interval"),
+        ("servers = \"l\"\npublish-expiry = \"31d\"\n", "1m..=30d"),
+        ("servers = \"l\"\npublish-url = \"ftp://o\"\n", "http(s) URL"),
+    ] {
+        let e = load(text).unwrap_err();
+        assert!(e.contains(words), "{text:?}: {e}");
+    }
 }

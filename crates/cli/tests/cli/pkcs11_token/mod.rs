@@ -20,6 +20,7 @@ use base64::Engine as _;
 mod config;
 mod refusals;
 mod token_objects;
+mod watch_key;
 
 use serve_support::Started;
 
