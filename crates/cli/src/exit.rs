@@ -118,7 +118,9 @@ pub const TABLE: &[Status] = &[
         code: UNAVAILABLE,
         commands: "watch, report-server",
         meaning: "the database does not answer within 10 s, refuses the connection, or \
-                  refuses the user or database named in the URL (EX_UNAVAILABLE)",
+                  refuses the user or database named in the URL; watch --servers-url: \
+                  fewer than --servers-threshold of the pinned monitors give a list \
+                  (EX_UNAVAILABLE)",
     },
     Status {
         code: SOFTWARE,
