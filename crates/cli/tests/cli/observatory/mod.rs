@@ -243,11 +243,15 @@ pub fn wait_publication(
 }
 
 /// `doc` (a monitor's list as JSON) published `age` seconds ago and
-/// expired `age - valid` seconds ago: the same servers, an old header.
+/// expired `age - valid` seconds ago, with a sequence above any the
+/// monitor has published: the same servers, and nothing wrong with it but
+/// its expiry.
 pub fn aged(doc: &Value, age: i64, valid: i64) -> Vec<u8> {
     use gnomon_protocol::signed_list::format_utc;
     let now = crate::signed_lists::now_unix();
     let mut d = doc.clone();
+    let sequence = d["observatory"]["sequence"].as_u64().unwrap();
+    d["observatory"]["sequence"] = (sequence + 1_000_000_000).into();
     d["observatory"]["published"] = format_utc(now - age).into();
     d["observatory"]["expires"] = format_utc(now - age + valid).into();
     d["observatory"]["window"] = serde_json::json!({
