@@ -167,7 +167,8 @@ pub(crate) fn version_label(p: &Profile) -> String {
 
 /// What `query` says when it is given neither a server nor a list.
 pub(crate) const NO_SERVER_GIVEN: &str = "give a server (gnomon query HOST[:PORT] --key KEY) \
-     or a server list (gnomon query --servers LIST.json)";
+     or a server list (gnomon query --servers LIST.json, or a monitor's signed one: gnomon \
+     query --servers-url URL --servers-key KEY)";
 
 /// A switch every command spells the same way, `--report[=on|off]`: bare
 /// it is on, and it takes the words of [`crate::words::switch`] (`off`,
