@@ -92,6 +92,16 @@ fn excluded(doc: &serde_json::Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The report URL of the liar's exclusion, once there is one.
+fn liar_report(doc: &serde_json::Value) -> Option<String> {
+    doc["observatory"]["excluded"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == LIAR)?["report"]
+        .as_str()
+        .map(str::to_string)
+}
+
 fn names(doc: &serde_json::Value) -> Vec<String> {
     doc["servers"]
         .as_array()
@@ -161,11 +171,13 @@ fn the_published_list_verifies_with_ssh_keygen_and_leaves_out_the_liar_and_the_s
         "https://observatory.test/servers.json",
         "--database",
         &db,
+        "--sink",
     ];
     let mut watch = Watch::start_with(&lineup.list, &args);
     let (body, sig, doc) = published_where(&watch, |d| {
         let out = excluded(d);
-        out.iter().any(|(n, r)| n == LIAR && r == "lied")
+        liar_report(d).is_some()
+            && out.iter().any(|(n, r)| n == LIAR && r == "lied")
             && out.iter().any(|(n, r)| n == SILENT && r == "silent")
             && HONEST.iter().all(|h| names(d).iter().any(|n| n == h))
     });
@@ -186,6 +198,17 @@ fn the_published_list_verifies_with_ssh_keygen_and_leaves_out_the_liar_and_the_s
         .unwrap();
     assert_eq!(rfc["version"], 1, "{rfc}");
     assert!(rfc["measured"]["answered"].as_u64().unwrap() >= 1, "{rfc}");
+    // The proof is where the list says, in this monitor's sink.
+    let report = liar_report(&doc).unwrap();
+    let path = report
+        .strip_prefix("https://observatory.test")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        path.starts_with("/reports/") && path.ends_with(".json"),
+        "{report}"
+    );
+    let (status, proof) = watch.get(path);
+    assert_eq!(status, 200, "{proof}");
     // The page says who is left out and why.
     let (_, page) = watch.get("/");
     assert!(page.contains("Published server list"), "{page}");
