@@ -187,7 +187,7 @@ pub struct SignedKeyView {
     /// Its comment.
     pub comment: String,
     /// `current`, `kept`, `expired` or `none`.
-    pub standing: &'static str,
+    pub standing: String,
     /// The sequence of its list, when it has one.
     pub sequence: Option<u64>,
     /// When that list expires, Unix seconds.

@@ -286,33 +286,26 @@ impl Signed {
                 "note: cannot write the signed lists' status ({e}); --status shows it stale"
             ));
         }
-        view(&self.monitors, now)
+        view(&status)
     }
 }
 
-/// `/metrics`'s view of `monitors` at `now`.
-fn view(monitors: &Monitors, now: i64) -> SignedView {
-    let merged = monitors.merged(now);
+/// `/metrics`'s view of the status.
+fn view(status: &Status) -> SignedView {
     SignedView {
-        threshold: monitors.pins().threshold(),
-        in_force: merged.monitors,
-        servers: merged.servers,
-        keys: monitors
-            .pins()
-            .keys()
+        threshold: status.threshold,
+        in_force: status.in_force,
+        servers: status.servers,
+        keys: status
+            .monitors
             .iter()
-            .zip(monitors.slots())
-            .enumerate()
-            .map(|(i, (key, slot))| {
-                let k = slot.kept.as_ref();
-                SignedKeyView {
-                    fingerprint: key.fingerprint(),
-                    comment: key.comment().to_string(),
-                    standing: monitors.standing(i, now).label(),
-                    sequence: k.map(|k| k.list.header.sequence),
-                    expires_unix: k.map(|k| k.list.header.expires_unix),
-                    fetched_unix: k.map(|k| k.fetched_unix).filter(|&t| t > 0),
-                }
+            .map(|m| SignedKeyView {
+                fingerprint: m.fingerprint.clone(),
+                comment: m.comment.clone(),
+                standing: m.standing.clone(),
+                sequence: m.sequence,
+                expires_unix: m.expires_unix,
+                fetched_unix: m.fetched_unix,
             })
             .collect(),
     }

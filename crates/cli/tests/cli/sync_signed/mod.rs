@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::signed_lists::{document, entries, tampered, ListServer, Monitor};
 use crate::sync_support::{self, start_servers, tempdir, Run, FAST};
 
+mod clock;
 mod service;
 
 const THREE: [(&str, Option<&str>); 3] = [("alpha", None), ("bravo", None), ("charlie", None)];
