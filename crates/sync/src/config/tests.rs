@@ -146,3 +146,55 @@ fn chrony_max_radius_defaults_to_the_documented_5_s_and_is_range_checked() {
     assert_eq!(parse_chrony_max_radius("1ms"), Ok(Duration::from_millis(1)));
     assert_eq!(parse_chrony_max_radius("1h"), Ok(Duration::from_secs(3600)));
 }
+
+#[test]
+fn signed_list_keys_take_one_or_many_and_print_back() {
+    let p = Path::new("/etc/gnomon/sync.toml");
+    let key =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGLmG2Ljn2Z2xLC+EeomKTgnkwSMiAw0KjC2SPqzeJoo obs-a";
+    let one = Layer::from_toml("[sync]\nservers-url = \"https://a.example/l.json\"\n", p).unwrap();
+    assert_eq!(
+        one.servers_url.as_deref(),
+        Some(&["https://a.example/l.json".to_string()][..])
+    );
+    let many = Layer::from_toml(
+        &format!(
+            "[sync]\nservers-url = [\"http://a.example/l.json\", \"https://b.example/l.json\"]\n\
+             servers-key = [\"{key}\", \"keys/b.pub\"]\nservers-threshold = 2\n"
+        ),
+        p,
+    )
+    .unwrap();
+    let s = Settings::resolve(&many, &Layer::default());
+    assert_eq!(s.servers_url.len(), 2);
+    // A key line is kept as written; a file is relative to the file's
+    // directory.
+    assert_eq!(
+        s.servers_key,
+        [key.to_string(), "/etc/gnomon/keys/b.pub".to_string()]
+    );
+    assert_eq!(s.servers_threshold, 2);
+    let printed = s.to_string();
+    assert!(
+        printed
+            .contains("servers-url = [\"http://a.example/l.json\", \"https://b.example/l.json\"]")
+            && printed.contains("servers-threshold = 2"),
+        "{printed}"
+    );
+    let again = Layer::from_toml(&printed, Path::new("/x.toml")).unwrap();
+    assert_eq!(Settings::resolve(&again, &Layer::default()), s);
+    // The file's own check: the key file does not exist here.
+    let e = s.check(&many).unwrap_err();
+    assert!(e.contains("/etc/gnomon/keys/b.pub"), "{e}");
+    for bad in [
+        "servers-threshold = 0",
+        "servers-key = \"ssh-ed25519 AAAAnope x\"",
+        "servers-key = \"\"",
+        "servers-url = [\"ftp://x/l\"]",
+    ] {
+        let e = Layer::from_toml(&format!("[sync]\n{bad}\n"), p).unwrap_err();
+        assert!(e.0.contains("[sync] servers-"), "{bad}: {e}");
+    }
+    assert_eq!(Settings::default().servers_threshold, 1);
+    assert!(Settings::default().check(&Layer::default()).is_ok());
+}

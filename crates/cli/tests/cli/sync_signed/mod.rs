@@ -64,7 +64,11 @@ fn a_signed_list_over_plain_http_is_used_and_agrees_and_status_says_whose() {
     let servers = start_servers(test, &THREE, None);
     let http = ListServer::start();
     let a = Monitor::new(1, "a@observatory");
-    let doc = document(&a, &entries(&servers.list), 5, 60, 3600);
+    // alpha and bravo run by one operator, as the monitor's input list says.
+    let mut listed = entries(&servers.list);
+    listed[0]["operator"] = "op-1".into();
+    listed[1]["operator"] = "op-1".into();
+    let doc = document(&a, &listed, 5, 60, 3600);
     http.publish("/servers.json", &doc, &a.sign(&doc));
     let dir = tempdir(test);
     let state = dir.join("state");
@@ -73,9 +77,18 @@ fn a_signed_list_over_plain_http_is_used_and_agrees_and_status_says_whose() {
     let pub_file = dir.join("a.pub");
     std::fs::write(&pub_file, format!("{}\n", a.key_line())).unwrap();
 
-    let r = once(&[&url], &[pub_file.to_str().unwrap()], &state, &[]);
+    let r = once(
+        &[&url],
+        &[pub_file.to_str().unwrap()],
+        &state,
+        &["--max-liars", "0"],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert_eq!(agreeing(&r.json()), ["alpha", "bravo", "charlie"]);
+    let v = r.json();
+    assert_eq!(agreeing(&v), ["alpha", "bravo", "charlie"]);
+    // The monitor's operators feed the grouping: one operator, one vote.
+    assert_eq!(v["grouped"], serde_json::json!([["alpha", "bravo"]]), "{v}");
+    assert_eq!(v["consensus"]["agreeing_voters"], 2, "{v}");
     assert!(
         r.stderr.contains(&format!(
             "signed list {url}: 3 server(s), sequence 5 signed by SHA256:"
