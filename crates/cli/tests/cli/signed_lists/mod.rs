@@ -10,7 +10,7 @@
 //! end-to-end test (crate::observatory); the tests in `query`.
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,11 +23,15 @@ use serde_json::{json, Value};
 
 mod query;
 
+/// What each path answers: the first of these, which is then dropped
+/// unless it is the last.
+type Paths = Arc<Mutex<HashMap<String, VecDeque<Vec<u8>>>>>;
+
 /// A plain-HTTP server on loopback: each path answers the bytes the test
 /// last set for it, or 404.
 pub struct ListServer {
     pub addr: SocketAddr,
-    paths: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+    paths: Paths,
     stop: Arc<AtomicBool>,
 }
 
@@ -36,7 +40,7 @@ impl ListServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
-        let paths: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
+        let paths: Paths = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (p, s) = (paths.clone(), stop.clone());
         std::thread::spawn(move || {
@@ -55,10 +59,14 @@ impl ListServer {
 
     /// `path` answers `body` from now on.
     pub fn set(&self, path: &str, body: &[u8]) {
-        self.paths
-            .lock()
-            .unwrap()
-            .insert(path.to_owned(), body.to_vec());
+        self.set_then(path, &[body]);
+    }
+
+    /// `path` answers each of `bodies` once, in turn, and then the last
+    /// of them from then on.
+    pub fn set_then(&self, path: &str, bodies: &[&[u8]]) {
+        let queue = bodies.iter().map(|b| b.to_vec()).collect();
+        self.paths.lock().unwrap().insert(path.to_owned(), queue);
     }
 
     /// A list at `path` and its signature at `path.sig`.
@@ -78,7 +86,7 @@ impl Drop for ListServer {
     }
 }
 
-fn answer(conn: TcpStream, paths: &Mutex<HashMap<String, Vec<u8>>>) {
+fn answer(conn: TcpStream, paths: &Mutex<HashMap<String, VecDeque<Vec<u8>>>>) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
     let mut lines = BufReader::new(&conn).lines().map_while(Result::ok);
@@ -88,7 +96,13 @@ fn answer(conn: TcpStream, paths: &Mutex<HashMap<String, Vec<u8>>>) {
         .unwrap_or_default();
     // The headers, up to the empty line (at most a hundred).
     for _ in lines.take(100).take_while(|l| !l.is_empty()) {}
-    let found = paths.lock().unwrap().get(&path).cloned();
+    let found = paths.lock().unwrap().get_mut(&path).and_then(|q| {
+        if q.len() > 1 {
+            q.pop_front()
+        } else {
+            q.front().cloned()
+        }
+    });
     let (status, body) = match found {
         Some(b) => ("200 OK", b),
         None => ("404 Not Found", Vec::new()),

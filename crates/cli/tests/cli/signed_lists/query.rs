@@ -70,6 +70,7 @@ struct Bad {
 
 #[test]
 fn a_good_signed_list_is_used_and_a_tampered_expired_or_foreign_one_is_refused_with_its_reason() {
+    // Also: a pair fetched across a publication is fetched again.
     let servers = start_servers("signed_query", &THREE, None);
     let http = ListServer::start();
     let monitor = Monitor::new(1, "observatory.test");
@@ -91,6 +92,22 @@ fn a_good_signed_list_is_used_and_a_tampered_expired_or_foreign_one_is_refused_w
     assert_eq!(list["sequence"], 5, "{v}");
     assert_eq!(list["monitor"], "observatory.test", "{v}");
     assert!(list["key"].as_str().unwrap().starts_with("SHA256:"), "{v}");
+
+    // A list and its signature fetched across a publication (the old
+    // signature beside the new list) fail; the pair is fetched again.
+    let new = document(&monitor, &entries(&servers.list), 8, 0, 3600);
+    let (old_sig, new_sig) = (monitor.sign(&good), monitor.sign(&new));
+    http.set("/next.json", &new);
+    http.set_then("/next.json.sig", &[&old_sig, &new_sig]);
+    let next = http.url("/next.json");
+    let run = query(&[&next], &[&key], &[]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only_list(&run.json())["sequence"], 8, "{}", run.stdout);
+    // A signature that never fits is still refused, after the one retry.
+    http.set("/next.json.sig", &old_sig);
+    let run = query(&[&next], &[&key], &[]);
+    assert_eq!(run.code, 64, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only_list(&run.json())["reason"], "signature");
 
     // relay takes the same flags; the bundle it writes holds answers.
     let bundle = servers.dir.join("bundle.bin");
