@@ -16,6 +16,7 @@
 //!  Python ─▶ exchange.rs  versions, build_request, verify, query: one server
 //!            measure.rs   measure (the sequence over a list), verify_report
 //!            proof.rs     verify_proof: a relayed proof, as the device checks it
+//!            signed_list.rs verify_server_list: monitors' signed lists, k of n
 //!              ├─▶ args.rs      keys, versions, bounded ints, timeout and transport
 //!              ├─▶ blocking.rs  the network call's own thread; the wait, signals
 //!              └─▶ convert.rs   results as dicts; the exceptions of gnomon._errors
@@ -30,6 +31,7 @@ mod convert;
 mod exchange;
 mod measure;
 mod proof;
+mod signed_list;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -40,5 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(measure::measure, m)?)?;
     m.add_function(wrap_pyfunction!(measure::verify_report, m)?)?;
     m.add_function(wrap_pyfunction!(proof::verify_proof, m)?)?;
+    m.add_function(wrap_pyfunction!(signed_list::verify_server_list, m)?)?;
     Ok(())
 }

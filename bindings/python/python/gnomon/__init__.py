@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import time as _time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer, ProofError
+from ._errors import GnomonError, InvalidAnswer, Malfeasance, NoAnswer, ProofError, ServerListRefused
 from ._now import Now, NowError, now
 
 __all__ = [
@@ -48,6 +49,9 @@ __all__ = [
     "Proven",
     "ReportEntry",
     "ReportResult",
+    "ServerListRefused",
+    "SignedList",
+    "SignedServerList",
     "build_request",
     "measure",
     "now",
@@ -55,6 +59,7 @@ __all__ = [
     "verify",
     "verify_proof",
     "verify_report",
+    "verify_server_list",
     "versions",
 ]
 
@@ -622,3 +627,123 @@ def verify_proof(
             e.majority = Proven._of(e.majority)
         raise
     return Proven._of(d)
+
+
+@dataclass(frozen=True)
+class SignedList:
+    """One monitor's list, accepted: its signed header."""
+
+    key: int
+    """Index of the key that signed it, in the ``keys`` given."""
+    fingerprint: str
+    """That key as ``ssh-keygen -l`` names it (``SHA256:…``)."""
+    comment: str
+    """The comment of its OpenSSH line."""
+    monitor: str
+    """The name the monitor gives itself (``observatory.monitor``)."""
+    sequence: int
+    """Grows with each publication; an older one is refused as replayed."""
+    published: _dt.datetime
+    expires: _dt.datetime
+
+
+@dataclass(frozen=True)
+class SignedServerList:
+    """What :func:`verify_server_list` accepted and merged."""
+
+    document: bytes
+    """An RFC server list of the servers ``threshold`` pinned monitors
+    list, for :func:`measure`."""
+    servers: int
+    """Servers in :attr:`document`."""
+    monitors: int
+    """Current lists merged (one a key)."""
+    expires: Optional[_dt.datetime]
+    """When the first of those lists expires: check again before then."""
+    accepted: List[SignedList]
+    refused: List[Tuple[int, str, str]]
+    """Each list refused, as (index in ``lists``, label, words)."""
+    left_out: List[Tuple[str, int, int]]
+    """Servers some monitor lists but fewer than ``threshold`` do, as
+    (name, listed by, needed)."""
+    seen: str
+    """The updated record of lists seen (JSON): keep it, and pass it as
+    ``seen`` next time, so that an older list is refused."""
+
+
+def _seconds(t: Union[None, float, int, _dt.datetime]) -> int:
+    if t is None:
+        return int(_time.time())
+    if isinstance(t, _dt.datetime):
+        if t.tzinfo is None:
+            raise ValueError("now: an aware datetime (tzinfo set), or Unix seconds")
+        return int(t.timestamp())
+    return int(t)
+
+
+def _key_line(k: Union[str, "os.PathLike[str]"]) -> str:
+    if isinstance(k, str) and k.lstrip().startswith("ssh-"):
+        return k
+    with open(k, encoding="utf-8") as f:
+        return f.read()
+
+
+def verify_server_list(
+    lists: Sequence[Tuple[bytes, bytes]],
+    keys: Sequence[Union[str, "os.PathLike[str]"]],
+    *,
+    threshold: int = 1,
+    now: Union[None, float, int, _dt.datetime] = None,
+    seen: Optional[str] = None,
+) -> SignedServerList:
+    """Check monitors' signed server lists and merge them, k of n, as
+    ``gnomon sync --servers-url … --servers-key …`` does.
+
+    ``lists`` holds one ``(document, signature)`` pair per monitor: the
+    bytes of its ``/servers.json`` and of ``/servers.json.sig`` (an
+    OpenSSH signature in namespace ``roughtime-server-list``). ``keys`` are
+    the pinned monitor keys, each an OpenSSH public key line
+    (``"ssh-ed25519 AAAA… comment"``) or the path of a ``.pub`` file
+    holding one. A list is accepted when its signature verifies under a
+    pinned key, it has not expired at ``now`` (default: this machine's
+    clock), and its sequence is not below the last one ``seen`` recorded
+    for that key. A server is used when at least ``threshold`` distinct
+    keys' accepted lists give it with the same key and operator, at the
+    addresses that many give.
+
+    The assumption, as a number: fewer than ``threshold`` of the pinned
+    keys are held by an adversary (who may also replay, drop or change
+    anything on the network). Then every server in the result was listed
+    by an honest monitor in a current list it really published.
+
+    Keep :attr:`SignedServerList.seen` and pass it next time. Raises
+    :class:`ServerListRefused` (with ``label``) when fewer than
+    ``threshold`` keys have an accepted list; ``ValueError`` for a key
+    that is not an ``ssh-ed25519`` line, a threshold out of 1..len(keys),
+    keys given twice, or a ``seen`` that is not a record.
+    """
+    pairs = [(bytes(d), bytes(s)) for d, s in lists]
+    lines = [_key_line(k) for k in keys]
+    d = _native.verify_server_list(pairs, lines, threshold, _seconds(now), seen)
+    expires = d["expires_unix"]
+    return SignedServerList(
+        document=d["document"],
+        servers=d["servers"],
+        monitors=d["monitors"],
+        expires=None if expires is None else _EPOCH + _dt.timedelta(seconds=expires),
+        accepted=[
+            SignedList(
+                key=a["key"],
+                fingerprint=a["fingerprint"],
+                comment=a["comment"],
+                monitor=a["monitor"],
+                sequence=a["sequence"],
+                published=_EPOCH + _dt.timedelta(seconds=a["published_unix"]),
+                expires=_EPOCH + _dt.timedelta(seconds=a["expires_unix"]),
+            )
+            for a in d["accepted"]
+        ],
+        refused=[(int(i), str(label), str(words)) for i, label, words in d["refused"]],
+        left_out=[(str(name), int(by), int(needed)) for name, by, needed in d["left_out"]],
+        seen=d["seen"],
+    )

@@ -4,7 +4,7 @@ type) raise the built-in ValueError and TypeError instead."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 if TYPE_CHECKING:
     from . import Measurement
@@ -92,3 +92,23 @@ class ProofError(GnomonError):
     def malfeasance(self) -> bool:
         """The bundle proves that a server lied."""
         return self.kind in ("contradiction", "liar")
+
+
+class ServerListRefused(GnomonError):
+    """Too few of the pinned monitors' signed lists were accepted
+    (:func:`gnomon.verify_server_list`): fewer keys than the threshold have
+    a list that verifies, is current and is not older than one seen.
+
+    ``label`` names why, for programs: the first refusal's (``"signature"``,
+    ``"other_key"``, ``"expired"``, ``"replayed"``, ``"reused"``,
+    ``"malformed"``), or ``"too_few"`` when every list given was accepted
+    but they come from fewer keys than the threshold. ``refusals`` is each
+    refused list as ``(index, label, words)``; ``seen`` the record with the
+    lists that were accepted, to keep as on success.
+    """
+
+    def __init__(self, message: str, label: str, refusals: List[Tuple[int, str, str]], seen: str) -> None:
+        super().__init__(message)
+        self.label = label
+        self.refusals = [(int(i), str(lbl), str(words)) for i, lbl, words in refusals]
+        self.seen = seen

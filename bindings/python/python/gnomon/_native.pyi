@@ -3,7 +3,16 @@
 # (tests/test_types.py::test_stubs_match_the_compiled_module).
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-__all__ = ["build_request", "measure", "query", "verify", "verify_proof", "verify_report", "versions"]
+__all__ = [
+    "build_request",
+    "measure",
+    "query",
+    "verify",
+    "verify_proof",
+    "verify_report",
+    "verify_server_list",
+    "versions",
+]
 
 def versions() -> List[Tuple[str, int]]: ...
 def build_request(
@@ -40,4 +49,11 @@ def verify_proof(
     max_liars: Optional[int],
     max_radius_us: Optional[int],
     servers: Optional[List[int]] = None,
+) -> Dict[str, Any]: ...
+def verify_server_list(
+    lists: List[Tuple[bytes, bytes]],
+    keys: List[str],
+    threshold: int,
+    now: int,
+    seen: Optional[str] = None,
 ) -> Dict[str, Any]: ...
