@@ -4,14 +4,7 @@
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 __all__ = [
-    "build_request",
-    "measure",
-    "query",
-    "verify",
-    "verify_proof",
-    "verify_report",
-    "verify_server_list",
-    "versions",
+    "build_request", "measure", "query", "verify", "verify_proof", "verify_report", "verify_server_list", "versions"
 ]
 
 def versions() -> List[Tuple[str, int]]: ...
