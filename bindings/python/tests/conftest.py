@@ -49,14 +49,18 @@ def gnomon_bin() -> Path:
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built with maturin from the package's own pyproject.toml
-    (its `bindings` profile: release code that unwinds on panic).
+    in the `bindings-check` profile: the `bindings` profile a user's wheel
+    is built with (release code that unwinds on panic), unoptimised but for
+    the hashing and signing crates. The tests check how the module behaves,
+    not how fast: 119 CPU-s from cold on this 2-vCPU AMD EPYC against 193
+    for `bindings` (Cargo.toml).
 
     Not `--profile dev` to reuse what `cargo test --workspace` built: maturin
     builds this one package, so Cargo resolves other features than for the
     whole workspace (serde, getrandom, digest, syn and a dozen more), and
     the client's whole dependency tree compiles again either way; in dev,
     with the workspace's opt-level 3 and full debug info for dependencies,
-    that cost 154 s of CPU against 96 s for this profile from cold."""
+    that cost 154 s of CPU against 96 s for `bindings` from cold."""
     given = os.environ.get("GNOMON_PYTHON_WHEEL")
     if given:
         # A wheel built elsewhere, e.g. from a deliberately broken change,
@@ -68,7 +72,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(
         # test-panic: a hook for test_a_rust_panic_is_an_exception_not_an_abort
         # (Cargo.toml); the package's own features come from pyproject.toml.
-        [str(maturin), "build", "--quiet", "--locked", "--features", "test-panic", "-o", str(out)],
+        [
+            str(maturin), "build", "--quiet", "--locked", "--features", "test-panic",
+            "--profile", "bindings-check", "-o", str(out),
+        ],
         cwd=PACKAGE,
         check=True,
         timeout=1800,
