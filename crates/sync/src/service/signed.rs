@@ -112,7 +112,9 @@ impl Signed {
     /// What judged the time: the words status prints.
     fn judged_by(&self) -> &'static str {
         match self.proven_unix() {
-            Some(p) if p > local_unix() => "the last consensus (the local clock is behind it)",
+            Some(p) if p > local_unix() => {
+                "the last consensus or the floor (the local clock is behind the proven time)"
+            }
             _ => "the local clock",
         }
     }

@@ -175,7 +175,7 @@ fn print_signed(s: &Status) {
         }
     };
     println!(
-        "refused      {} (since the service started)",
+        "refused      {} (since the last start)",
         counted(&s.refusals)
     );
     println!("fetch failed {}", counted(&s.failures));
