@@ -347,3 +347,6 @@ fn local_unix() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
+
+#[cfg(test)]
+mod tests;

@@ -17,6 +17,6 @@ pub use fetch::{fetch, signature_url, Fetch, Fetched, NotAccepted};
 pub use monitors::{judged_now, Kept, Monitors, Standing};
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

@@ -149,3 +149,41 @@ fn keys_are_lines_or_files_distinct_and_the_threshold_fits() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_status_read_later_says_which_lists_expired_since() {
+    use crate::counts::SignedLists;
+    let (a, b) = (Monitor::new(1, "a@obs"), Monitor::new(2, "b@obs"));
+    let pins = Pins::new(vec![a.key(), b.key()], 2).unwrap();
+    let mut m = Monitors::new(pins.clone());
+    let http = Http::start();
+    let la = a.list(&[1, 2], 1, NOW - 60, NOW + 100);
+    let lb = b.list(&[1, 2], 1, NOW - 60, NOW + 1000);
+    http.serve("/a", la.clone(), a.sign(&la));
+    http.serve("/b", lb.clone(), b.sign(&lb));
+    let f = fetch(
+        &fetcher(),
+        &[http.url("/a"), http.url("/b")],
+        &pins,
+        m.seen(),
+        NOW,
+    );
+    m.apply(&f, NOW);
+    let s = store::Status::of(&m, NOW, "the local clock", &SignedLists::default());
+    assert_eq!(
+        (s.in_force, s.servers, s.no_servers.is_none()),
+        (2, 2, true)
+    );
+    assert_eq!(s.monitors[0].standing, "current");
+    // Read back after a's list expired: 1 of 2 in force, no servers.
+    let later = s.clone().at(NOW + 100);
+    assert_eq!(later.monitors[0].standing, "expired");
+    assert_eq!(later.monitors[1].standing, "current");
+    assert_eq!((later.in_force, later.servers), (1, 0));
+    let why = later.no_servers.unwrap();
+    assert!(
+        why.contains(&a.key().fingerprint()) && why.contains("fewer than servers-threshold 2"),
+        "{why}"
+    );
+    assert_eq!(s.at(NOW + 99).servers, 2);
+}
