@@ -279,6 +279,11 @@ impl Service {
         &self.list.servers
     }
 
+    /// The signed lists' status, with `servers-key`.
+    pub fn signed_status(&self) -> Option<crate::signed::store::Status> {
+        self.signed.as_ref().map(signed::Signed::status)
+    }
+
     /// What the now socket answers from (crate::now).
     pub fn board(&self) -> Arc<Board> {
         self.board.clone()

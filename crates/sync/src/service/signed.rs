@@ -278,11 +278,20 @@ impl Signed {
         self.monitors.shortfall(self.judged())
     }
 
+    /// The status now, as `--status` would read it.
+    pub(super) fn status(&self) -> Status {
+        Status::of(
+            &self.monitors,
+            self.judged(),
+            self.judged_by(),
+            &self.counts,
+        )
+    }
+
     /// What `--status` reads: written to the state directory. And what
     /// `/metrics` shows.
     pub(super) fn report(&self, store: &Store, log: &Log) -> SignedView {
-        let now = self.judged();
-        let status = Status::of(&self.monitors, now, self.judged_by(), &self.counts);
+        let status = self.status();
         if let Err(e) = store::write_status(store, &status) {
             log(&format!(
                 "note: cannot write the signed lists' status ({e}); --status shows it stale"

@@ -85,6 +85,9 @@ pub(super) fn once(service: &mut Service, args: &Args) -> ExitCode {
     } else {
         Exit::NoConsensus
     };
+    if let Some(s) = service.signed_status() {
+        out["signed_lists"] = super::state_dir::signed_json(&s);
+    }
     out["exit_code"] = json!(code as u8);
     if args.json {
         println!("{out}");

@@ -185,7 +185,7 @@ fn print_signed(s: &Status) {
 }
 
 /// `--status --json`'s `signed_lists`.
-fn signed_json(s: &Status) -> serde_json::Value {
+pub(super) fn signed_json(s: &Status) -> serde_json::Value {
     let utc = |t: Option<i64>| t.map(gnomon_protocol::signed_list::format_utc);
     json!({
         "threshold": s.threshold,

@@ -86,6 +86,7 @@ fn a_signed_list_over_plain_http_is_used_and_agrees_and_status_says_whose() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let v = r.json();
     assert_eq!(agreeing(&v), ["alpha", "bravo", "charlie"]);
+    assert_eq!(v["signed_lists"]["monitors"][0]["state"], "current", "{v}");
     // The monitor's operators feed the grouping: one operator, one vote.
     assert_eq!(v["grouped"], serde_json::json!([["alpha", "bravo"]]), "{v}");
     assert_eq!(v["consensus"]["agreeing_voters"], 2, "{v}");
