@@ -14,6 +14,39 @@
 //! arriving, never make one believed. The download limits are the list
 //! refresh's ([`Fetcher`]): a list server must not hold a command past its
 //! timeout or make it allocate at will.
+//!
+//! A command that reads a list once (query, relay) uses it so; one that
+//! keeps state (sync, watch) keeps `seen` and records into it:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use gnomon_protocol::signed_list::Seen;
+//! use gnomon_sync::refresh::Fetcher;
+//! use gnomon_sync::signed::{self, NotAccepted};
+//!
+//! # fn main() -> Result<(), String> {
+//! let keys = vec!["ssh-ed25519 AAAA… obs-a".to_string(), "/etc/gnomon/obs-b.pub".to_string()];
+//! let pins = signed::pins(&keys, 2)?.expect("keys were given");
+//! let fetcher = Fetcher::signed(None, Duration::from_secs(30))?;
+//! let urls = vec!["http://obs-a.example/servers.json".to_string()];
+//! let now = 1_800_000_000; // Unix seconds: the best lower bound on the true time
+//! let mut seen = Seen::default(); // or as kept from an earlier run
+//! let f = signed::fetch(&fetcher, &urls, &pins, &seen, now);
+//! for l in &f.lists {
+//!     if let Err(why) = &l.outcome {
+//!         // `why.label()` for a counter; the words for the user.
+//!         eprintln!("{}: {why} ({})", l.url, why.label());
+//!     }
+//! }
+//! f.record(&pins, &mut seen);
+//! // The k-of-n list, as ServerList::parse reads a file (no server when
+//! // fewer than the threshold were accepted).
+//! let list = gnomon_protocol::ServerList::parse(&f.merged.document).map_err(|e| format!("{e:?}"))?;
+//! # let _ = list;
+//! # let _: Option<&NotAccepted> = None;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::fmt;
 
