@@ -125,6 +125,16 @@
 // No entry: `entry` and `other` of a `gnomon_proven` that names none.
 #define GNOMON_NO_ENTRY -1
 
+// Longest list document `gnomon_verify_server_list` reads (4 MiB: a few
+// thousand servers with what a monitor measured of each).
+#define GNOMON_MAX_SERVER_LIST ((4 * 1024) * 1024)
+
+// Longest armored signature it reads (an Ed25519 one is under 300 bytes).
+#define GNOMON_MAX_LIST_SIGNATURE 4096
+
+// Bytes of `gnomon_list_result`'s `monitor`, NUL included.
+#define GNOMON_MONITOR_NAME_LEN 128
+
 // What a libgnomon call returns: `GNOMON_OK` (0) or why it failed. The
 // values are part of the ABI and never change; new failures get new
 // numbers.
@@ -246,6 +256,26 @@ typedef enum gnomon_error {
   // A relayed proof's structure is wrong: magic, format version, a count or
   // length out of range, an untrimmed request, trailing bytes.
   GNOMON_ERR_PROOF_MALFORMED = 38,
+  // A signed server list's signature does not verify under the pinned
+  // monitor key: the list was changed after it was signed, the signature
+  // is another's, or it was made for another namespace than
+  // `roughtime-server-list`.
+  GNOMON_ERR_LIST_SIGNATURE = 39,
+  // A signed server list carries a valid signature by a key other than
+  // the pinned one.
+  GNOMON_ERR_LIST_OTHER_KEY = 40,
+  // A signed server list has expired (`now_unix` is at or past its
+  // `observatory.expires`).
+  GNOMON_ERR_LIST_EXPIRED = 41,
+  // A signed server list's sequence is below the last one accepted from
+  // its key: an old list served again.
+  GNOMON_ERR_LIST_REPLAYED = 42,
+  // A signed server list has the sequence last accepted from its key,
+  // over other bytes.
+  GNOMON_ERR_LIST_REUSED = 43,
+  // A signed server list is not JSON with `servers` and a valid
+  // `observatory` header.
+  GNOMON_ERR_LIST_MALFORMED = 44,
 } gnomon_error;
 
 // What the quorum rule says of one answer (`gnomon_consensus`).
@@ -542,6 +572,42 @@ typedef struct gnomon_pinned_key {
   // voter whatever its `server`.
   uint32_t server;
 } gnomon_pinned_key;
+
+// The last list accepted from one monitor key: what
+// `gnomon_verify_server_list` reads and, on success, updates. Keep one per
+// pinned key across restarts (in flash, a file): without it an older list
+// served again cannot be told from the current one.
+typedef struct gnomon_list_seen {
+  // Whether a list from this key was accepted before (a zeroed struct:
+  // none). Any non-zero byte reads as true.
+  bool present;
+  // Its `observatory.sequence`.
+  uint64_t sequence;
+  // SHA-256 of its document: the same sequence over other bytes is
+  // refused as reused.
+  uint8_t sha256[32];
+} gnomon_list_seen;
+
+// The outcome of `gnomon_verify_server_list`. On a failure only `code`
+// and `message` are set (the rest is zero).
+typedef struct gnomon_list_result {
+  // `GNOMON_OK`, or why not; the same value the call returned.
+  enum gnomon_error code;
+  // `observatory.sequence`.
+  uint64_t sequence;
+  // `observatory.published`, Unix seconds.
+  int64_t published_unix;
+  // `observatory.expires`, Unix seconds: check again before then.
+  int64_t expires_unix;
+  // SHA-256 of the document.
+  uint8_t sha256[32];
+  // `observatory.monitor`, UTF-8, NUL-terminated (cut at a character
+  // boundary if longer than the field).
+  char monitor[GNOMON_MONITOR_NAME_LEN];
+  // A NUL-terminated English sentence: "success", or what was refused
+  // (naming the key by its `SHA256:` fingerprint) and what to do.
+  char message[GNOMON_MESSAGE_LEN];
+} gnomon_list_result;
 
 #ifdef __cplusplus
 extern "C" {
@@ -910,6 +976,53 @@ enum gnomon_error gnomon_verify_proof_any_key(const uint8_t *bundle,
                                               const struct gnomon_proof_policy *policy,
                                               struct gnomon_proof_workspace *ws,
                                               struct gnomon_proven *out);
+
+// Check one monitor's signed server list: `document` (the bytes of its
+// `/servers.json`, at most `GNOMON_MAX_SERVER_LIST`) and `signature` (of
+// `/servers.json.sig`, an armored OpenSSH signature, at most
+// `GNOMON_MAX_LIST_SIGNATURE`) against the pinned monitor key
+// `public_key` (32 bytes; from its `ssh-ed25519` line with
+// `gnomon_parse_monitor_key`) at `now_unix` (Unix seconds, the caller's
+// clock), given `*seen`, the last list accepted from that key.
+//
+// Accepted (`GNOMON_OK`) when the signature verifies under the key in
+// namespace `roughtime-server-list`, the document is JSON with `servers`
+// and a valid `observatory` header, `now_unix` is before its expiry, and
+// its sequence is not below `seen->sequence` (the same sequence is
+// accepted only over the same bytes: the same list fetched again). Then
+// `*result` holds the header and `*seen` is updated; keep it. Otherwise
+// one code says why: `GNOMON_ERR_LIST_SIGNATURE`,
+// `GNOMON_ERR_LIST_OTHER_KEY` (a valid signature by another key),
+// `GNOMON_ERR_LIST_EXPIRED`, `GNOMON_ERR_LIST_REPLAYED`,
+// `GNOMON_ERR_LIST_REUSED`, `GNOMON_ERR_LIST_MALFORMED`; `*seen` is left
+// as it was. The servers are in the document, for the caller's JSON
+// reader: with several monitors, use a server only when K of their
+// accepted lists give it (docs/C.md). Allocates nothing, reads no clock
+// (also in the `no_std` build).
+//
+// # Safety
+// `document` points to `document_len` readable bytes, `signature` to
+// `signature_len`, `public_key` to 32; `seen` to a readable and writable,
+// aligned `gnomon_list_seen`; `result` to a writable, aligned
+// `gnomon_list_result`. None of them changes during the call.
+enum gnomon_error gnomon_verify_server_list(const uint8_t *document,
+                                            size_t document_len,
+                                            const uint8_t *signature,
+                                            size_t signature_len,
+                                            const uint8_t *public_key,
+                                            int64_t now_unix,
+                                            struct gnomon_list_seen *seen,
+                                            struct gnomon_list_result *result);
+
+// The 32-byte Ed25519 key of a monitor's OpenSSH public key line
+// (`ssh-ed25519 AAAA… comment`, the text of its `.pub` file), `len` bytes
+// at `text` (no NUL needed; at most 4096), into `out`. `GNOMON_ERR_KEY` for anything
+// else (another key type, base64 that is not an ssh-ed25519 key);
+// `GNOMON_ERR_ARGUMENT` for text that is not UTF-8.
+//
+// # Safety
+// `text` points to `len` readable bytes; `out` to 32 writable bytes.
+enum gnomon_error gnomon_parse_monitor_key(const char *text, size_t len, uint8_t *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -71,15 +71,30 @@ pub(crate) fn message_or_text(message: &mut [u8; MESSAGE_LEN], code: GnomonError
 /// If `ptr` is not NULL it must point to `len` readable bytes that stay
 /// unchanged during the call.
 pub(crate) unsafe fn input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError> {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { input_at_most(ptr, len, MAX_INPUT) }
+}
+
+/// A required input: not NULL, not empty, not longer than `max` (which
+/// callers keep far below `isize::MAX`: a few MB at most).
+///
+/// # Safety
+/// If `ptr` is not NULL it must point to `len` readable bytes that stay
+/// unchanged during the call.
+pub(crate) unsafe fn input_at_most<'a>(
+    ptr: *const u8,
+    len: usize,
+    max: usize,
+) -> Result<&'a [u8], GnomonError> {
     if ptr.is_null() {
         Err(GnomonError::GnomonErrNull)
     } else if len == 0 {
         Err(GnomonError::GnomonErrEmpty)
-    } else if len > MAX_INPUT {
+    } else if len > max {
         Err(GnomonError::GnomonErrTooLong)
     } else {
         // SAFETY: non-NULL, and the caller promises `len` readable bytes;
-        // len ≤ 65536 keeps it far below isize::MAX.
+        // len ≤ max keeps it far below isize::MAX.
         Ok(unsafe { slice::from_raw_parts(ptr, len) })
     }
 }

@@ -126,10 +126,30 @@ pub enum GnomonError {
     /// A relayed proof's structure is wrong: magic, format version, a count or
     /// length out of range, an untrimmed request, trailing bytes.
     GnomonErrProofMalformed = 38,
+    /// A signed server list's signature does not verify under the pinned
+    /// monitor key: the list was changed after it was signed, the signature
+    /// is another's, or it was made for another namespace than
+    /// `roughtime-server-list`.
+    GnomonErrListSignature = 39,
+    /// A signed server list carries a valid signature by a key other than
+    /// the pinned one.
+    GnomonErrListOtherKey = 40,
+    /// A signed server list has expired (`now_unix` is at or past its
+    /// `observatory.expires`).
+    GnomonErrListExpired = 41,
+    /// A signed server list's sequence is below the last one accepted from
+    /// its key: an old list served again.
+    GnomonErrListReplayed = 42,
+    /// A signed server list has the sequence last accepted from its key,
+    /// over other bytes.
+    GnomonErrListReused = 43,
+    /// A signed server list is not JSON with `servers` and a valid
+    /// `observatory` header.
+    GnomonErrListMalformed = 44,
 }
 
 /// Every code, in order of value (tests walk it).
-pub const ALL: [GnomonError; 39] = {
+pub const ALL: [GnomonError; 45] = {
     use GnomonError::*;
     [
         GnomonOk,
@@ -171,6 +191,12 @@ pub const ALL: [GnomonError; 39] = {
         GnomonErrProofTooWide,
         GnomonErrProofTruncated,
         GnomonErrProofMalformed,
+        GnomonErrListSignature,
+        GnomonErrListOtherKey,
+        GnomonErrListExpired,
+        GnomonErrListReplayed,
+        GnomonErrListReused,
+        GnomonErrListMalformed,
     ]
 };
 
@@ -224,6 +250,20 @@ impl GnomonError {
             GnomonErrProofTooWide => "the proven interval is wider than the policy allows\0",
             GnomonErrProofTruncated => "the proof is truncated\0",
             GnomonErrProofMalformed => "the proof is malformed\0",
+            GnomonErrListSignature => {
+                "the server list's signature does not verify under the pinned key\0"
+            }
+            GnomonErrListOtherKey => {
+                "the server list is signed by another key than the pinned one\0"
+            }
+            GnomonErrListExpired => "the server list has expired\0",
+            GnomonErrListReplayed => {
+                "the server list is older than one already accepted (replayed)\0"
+            }
+            GnomonErrListReused => {
+                "the server list reuses an accepted sequence with other contents\0"
+            }
+            GnomonErrListMalformed => "the signed server list is not a monitor's server list\0",
         }
     }
 

@@ -16,6 +16,8 @@
 //!    │            now.rs      gnomon_now: gnomon sync's now socket (std)
 //!    │            proof.rs    a relayed proof, as the device checks it (the
 //!    │                        caller's workspace)
+//!    │            signed_list.rs  a monitor's signed server list, one key
+//!    │                        (the caller's now and last sequence)
 //!    │              ├─▶ args.rs   pointers → slices, results out, catch_unwind
 //!    │              └─▶ types.rs  the shared C structs and every constant
 //!    ▼
@@ -27,9 +29,9 @@
 //! ```
 //!
 //! Without the default `std` feature the crate is `#![no_std]` for
-//! firmware: build, verify, the chain check and the consensus, no
-//! allocation (its global allocator refuses every request, see
-//! [`NoHeap`]).
+//! firmware: build, verify, the chain check, the consensus and signed
+//! server lists, no allocation (its global allocator refuses every
+//! request, see [`NoHeap`]).
 #![no_std]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -66,6 +68,7 @@ pub mod now;
 pub mod proof;
 #[cfg(feature = "std")]
 pub mod query;
+pub mod signed_list;
 
 pub use any_key::*;
 pub use args::guard;
@@ -74,6 +77,7 @@ pub use ffi::*;
 #[cfg(feature = "std")]
 pub use now::{gnomon_now, GnomonNowResult};
 pub use proof::*;
+pub use signed_list::*;
 pub use types::*;
 
 /// Without `std` a panic has nowhere to unwind to; the code paths are

@@ -25,7 +25,7 @@ use gnomon_protocol::proof::{
 };
 use gnomon_protocol::scheme::PublicKey;
 
-use crate::args::{array, guard, input, key, writable};
+use crate::args::{array, guard, input, input_at_most, key, writable};
 use crate::error::GnomonError;
 use crate::types::{GNOMON_ED25519_KEY_LEN, GNOMON_MAX_LIARS_AUTO, GNOMON_ML_DSA_44_KEY_LEN};
 
@@ -136,17 +136,8 @@ const _: () = {
 /// If `ptr` is not NULL it must point to `len` readable bytes that stay
 /// unchanged during the call.
 unsafe fn bundle_input<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], GnomonError> {
-    if ptr.is_null() {
-        Err(GnomonError::GnomonErrNull)
-    } else if len == 0 {
-        Err(GnomonError::GnomonErrEmpty)
-    } else if len > GNOMON_MAX_PROOF_BUNDLE {
-        Err(GnomonError::GnomonErrTooLong)
-    } else {
-        // SAFETY: non-NULL, and the caller promises `len` readable bytes;
-        // len ≤ about 1 MB keeps it far below isize::MAX.
-        Ok(unsafe { core::slice::from_raw_parts(ptr, len) })
-    }
+    // SAFETY: the caller's promise, passed on; about 1 MB at most.
+    unsafe { input_at_most(ptr, len, GNOMON_MAX_PROOF_BUNDLE) }
 }
 
 /// The policy `policy` points to, or the default.

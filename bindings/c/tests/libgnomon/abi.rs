@@ -449,6 +449,23 @@ fn every_error_code_is_produced() {
         }
     }
 
+    // Each refusal of a signed server list has its own code (the lists
+    // behind them, signed by ssh-keygen: tests/c/signed_list.c, from
+    // tests/libgnomon/signed_list.rs).
+    {
+        use gnomon_protocol::signed_list::RefusalKind as K;
+        for (kind, want) in [
+            (K::Signature, GnomonErrListSignature),
+            (K::OtherKey, GnomonErrListOtherKey),
+            (K::Expired, GnomonErrListExpired),
+            (K::Replayed, GnomonErrListReplayed),
+            (K::Reused, GnomonErrListReused),
+            (K::Malformed, GnomonErrListMalformed),
+        ] {
+            saw(of_refusal(kind), want, kind.label());
+        }
+    }
+
     let all: BTreeSet<i32> = ALL.iter().map(|c| *c as i32).collect();
     assert_eq!(
         seen,

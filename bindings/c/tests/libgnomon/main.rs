@@ -11,3 +11,4 @@ mod messages;
 mod ml_dsa;
 mod no_std;
 mod proof_device;
+mod signed_list;

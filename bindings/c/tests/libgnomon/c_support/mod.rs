@@ -316,3 +316,30 @@ pub fn run_bounded(exe: &Path, args: &[PathBuf]) -> Output {
         .unwrap();
     out
 }
+
+/// Compile tests/c/`source` and run it bounded with `args`: it must exit 0
+/// having printed "ok …", and UBSan must have said nothing. A C compiler
+/// that cannot build with the sanitizers skips the test, saying so.
+pub fn run_c_check(
+    cc: &str,
+    name: &str,
+    source: &str,
+    link: Link,
+    lib_dir: &Path,
+    args: &[PathBuf],
+) {
+    let source = repo().join("bindings/c/tests/c").join(source);
+    let exe = match compile_with(cc, &source, name, link, lib_dir, TESTS_C) {
+        Ok(exe) => exe,
+        Err(e) if link == Link::Sanitized && e.contains("sanitize") => {
+            return gnomon_testkit::skip(name, &format!("cc cannot build with ASan/UBSan: {e}"));
+        }
+        Err(e) => panic!("{name}: {e}"),
+    };
+    let out = run_bounded(&exe, args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {stdout}{stderr}");
+    assert!(stdout.starts_with("ok "), "{stdout}");
+    assert!(!stderr.contains("runtime error"), "{stderr}");
+}
