@@ -7,7 +7,9 @@ use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use super::key;
+pub use super::time::Utc;
+
+use super::key::{self, KEY_TYPE};
 use super::scan::{self, RawHeader};
 use super::sshsig::{self, Fault};
 use super::NAMESPACE;
@@ -45,15 +47,13 @@ impl RefusalKind {
     }
 }
 
-/// An accepted list's header, borrowed from the document.
+/// A list's header, borrowed from the document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Checked<'a> {
+pub struct HeaderView<'a> {
     raw: RawHeader<'a>,
-    /// SHA-256 of the document: keep it with the sequence.
-    pub sha256: [u8; 32],
 }
 
-impl Checked<'_> {
+impl HeaderView<'_> {
     /// `observatory.sequence`.
     pub fn sequence(&self) -> u64 {
         self.raw.sequence
@@ -90,6 +90,21 @@ impl Checked<'_> {
     }
 }
 
+/// The header of a document, its signature not checked (for the words
+/// of a refusal); `None` when it has none we can read.
+pub fn header(document: &[u8]) -> Option<HeaderView<'_>> {
+    scan::scan(document).ok().map(|raw| HeaderView { raw })
+}
+
+/// An accepted list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checked<'a> {
+    /// Its header.
+    pub header: HeaderView<'a>,
+    /// SHA-256 of the document: keep it with the sequence.
+    pub sha256: [u8; 32],
+}
+
 /// Check `document` and its armored `signature` against the one pinned
 /// `key` at `now_unix`, given the `last` (sequence, SHA-256) accepted from
 /// that key. Allocates nothing; the same rules, in the same order, as
@@ -122,7 +137,10 @@ pub fn check<'a>(
             return Err(RefusalKind::Reused);
         }
     }
-    Ok(Checked { raw, sha256 })
+    Ok(Checked {
+        header: HeaderView { raw },
+        sha256,
+    })
 }
 
 /// The key an armored signature says made it, its structure checked (not
@@ -143,4 +161,21 @@ pub fn fingerprint<'b>(public: &[u8; 32], out: &'b mut [u8; FINGERPRINT_LEN]) ->
         .encode_slice(digest, &mut out[7..])
         .unwrap_or(0);
     core::str::from_utf8(&out[..7 + n]).unwrap_or("")
+}
+
+/// The Ed25519 key of an OpenSSH public key line (`ssh-ed25519 AAAA…
+/// [comment]`, a `.pub` file's text), without allocating; `None` for
+/// anything else. [`MonitorKey::parse`](super::MonitorKey::parse) says why.
+pub fn parse_key(text: &str) -> Option<[u8; 32]> {
+    let mut words = text.split_ascii_whitespace();
+    if words.next()? != KEY_TYPE {
+        return None;
+    }
+    let b64 = words.next()?;
+    // The blob is 51 bytes; base64 of more does not fit and is refused.
+    let mut blob = [0u8; 51];
+    let n = base64::engine::general_purpose::STANDARD
+        .decode_slice(b64, &mut blob)
+        .ok()?;
+    key::parse_blob(&blob[..n]).ok()
 }

@@ -68,7 +68,7 @@ impl fmt::Display for KeyError {
 impl MonitorKey {
     /// Parse `ssh-ed25519 BASE64 [comment]`, as in an OpenSSH `.pub` file.
     pub fn parse(text: &str) -> Result<MonitorKey, KeyError> {
-        let text = text.trim();
+        let text = text.trim_ascii();
         if text.is_empty() {
             return Err(KeyError::Empty);
         }
@@ -92,7 +92,7 @@ impl MonitorKey {
     pub fn from_ed25519(public: [u8; 32], comment: &str) -> MonitorKey {
         MonitorKey {
             public,
-            comment: comment.trim().to_string(),
+            comment: comment.trim_ascii().to_string(),
         }
     }
 
@@ -172,10 +172,11 @@ pub(crate) fn parse_blob(bytes: &[u8]) -> Result<[u8; 32], &'static str> {
     Ok(key)
 }
 
-/// The first white-space-separated word and the rest, trimmed.
+/// The first word and the rest, trimmed: ASCII white space separates, as
+/// OpenSSH reads a key line (and [`super::in_place::parse_key`] too).
 fn split_word(s: &str) -> (&str, &str) {
-    match s.find(char::is_whitespace) {
-        Some(i) => (&s[..i], s[i..].trim()),
+    match s.find(|c: char| c.is_ascii_whitespace()) {
+        Some(i) => (&s[..i], s[i..].trim_ascii()),
         None => (s, ""),
     }
 }

@@ -274,3 +274,26 @@ fn a_reserved_field_that_is_not_empty_is_refused() {
         Err(SigError::Structure("the reserved field is not empty"))
     );
 }
+
+#[test]
+fn the_allocation_free_key_reader_reads_what_the_other_does() {
+    use super::in_place::parse_key;
+    let k = vector_key();
+    assert_eq!(parse_key(VECTOR_KEY), Some(*k.public()));
+    assert_eq!(
+        parse_key(&alloc::format!("  {VECTOR_KEY}\n")),
+        Some(*k.public())
+    );
+    let b64 = VECTOR_KEY.split(' ').nth(1).unwrap();
+    for bad in [
+        String::new(),
+        String::from("ssh-ed25519"),
+        alloc::format!("ssh-rsa {b64}"),
+        alloc::format!("ssh-ed25519 {b64}AAAA"),
+        alloc::format!("ssh-ed25519 {}", &b64[..b64.len() - 4]),
+        String::from("ssh-ed25519 AAAA!"),
+    ] {
+        assert_eq!(parse_key(&bad), None, "{bad:?}");
+        assert!(MonitorKey::parse(&bad).is_err(), "{bad:?}");
+    }
+}

@@ -1,23 +1,35 @@
 //! RFC 3339 UTC times with a `Z` and whole seconds, the only form lists carry.
 
-use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
+use core::fmt;
 
 /// `2026-12-02T14:00:00Z` for a Unix time in seconds. Years outside
 /// 0000–9999 are clamped to those ends, which no list reaches.
 pub fn format_utc(unix: i64) -> String {
-    const MIN: i64 = -62_167_219_200; // 0000-01-01T00:00:00Z
-    const MAX: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
-    let unix = unix.clamp(MIN, MAX);
-    let days = unix.div_euclid(86_400);
-    let secs = unix.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    Utc(unix).to_string()
+}
+
+/// A Unix time in seconds that displays as [`format_utc`] writes it,
+/// without allocating (libgnomon's messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Utc(pub i64);
+
+impl fmt::Display for Utc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MIN: i64 = -62_167_219_200; // 0000-01-01T00:00:00Z
+        const MAX: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+        let unix = self.0.clamp(MIN, MAX);
+        let days = unix.div_euclid(86_400);
+        let secs = unix.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )
+    }
 }
 
 /// The Unix time of `YYYY-MM-DDTHH:MM:SSZ`; `None` for any other form
