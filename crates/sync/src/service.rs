@@ -235,7 +235,7 @@ impl Service {
                 settings.min_servers
             ));
         }
-        if let Some(s) = &signed {
+        if let Some(s) = signed.as_mut() {
             metrics.set_signed(s.report(&store, &log));
         }
         Ok(Service {

@@ -264,7 +264,7 @@ impl Service {
 
         // Before the line is logged: whoever reads the log and then
         // scrapes sees this round counted.
-        if let Some(s) = &self.signed {
+        if let Some(s) = self.signed.as_mut() {
             self.metrics.set_signed(s.report(&self.store, &self.log));
         }
         self.metrics.record_round(&round, self.list.servers.len());

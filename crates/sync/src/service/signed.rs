@@ -49,6 +49,9 @@ pub(super) struct Signed {
     proven: Option<(i128, Instant)>,
     /// The shortfall last said, so that it is said when it changes.
     said: Option<String>,
+    /// The status last written, less its time: written again only when
+    /// something else changed (each write is fsynced, every round).
+    written: Option<Status>,
 }
 
 impl Signed {
@@ -81,6 +84,7 @@ impl Signed {
             counts,
             proven: floor_us.map(|f| (i128::from(f), Instant::now())),
             said: None,
+            written: None,
         };
         let now = s.judged();
         let f = signed::fetch(
@@ -290,12 +294,19 @@ impl Signed {
 
     /// What `--status` reads: written to the state directory. And what
     /// `/metrics` shows.
-    pub(super) fn report(&self, store: &Store, log: &Log) -> SignedView {
+    pub(super) fn report(&mut self, store: &Store, log: &Log) -> SignedView {
         let status = self.status();
-        if let Err(e) = store::write_status(store, &status) {
-            log(&format!(
-                "note: cannot write the signed lists' status ({e}); --status shows it stale"
-            ));
+        let timeless = Status {
+            written_unix: 0,
+            ..status.clone()
+        };
+        if self.written.as_ref() != Some(&timeless) {
+            match store::write_status(store, &status) {
+                Ok(()) => self.written = Some(timeless),
+                Err(e) => log(&format!(
+                    "note: cannot write the signed lists' status ({e}); --status shows it stale"
+                )),
+            }
         }
         view(&status)
     }

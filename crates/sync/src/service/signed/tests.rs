@@ -53,6 +53,7 @@ fn with_kept(a: &Monitor, expires: i64) -> Signed {
         counts: Arc::default(),
         proven: None,
         said: None,
+        written: None,
     }
 }
 
@@ -85,7 +86,7 @@ fn a_consensus_later_than_the_clock_expires_a_list_the_clock_would_keep() {
     s.proven_at_least(i128::from(local) * 1_000_000, Instant::now());
     assert!(s.judged() >= local + 7200);
     assert!(s.poll(&none.raw, &st, &quiet()).is_none());
-    let status = read_back(&s, &st);
+    let status = read_back(&mut s, &st);
     assert_eq!(status.monitors[0].standing, "expired");
     assert_eq!(status.servers, 0);
     let _ = std::fs::remove_dir_all(&dir);
@@ -111,7 +112,7 @@ fn a_fetch_that_brings_nothing_new_is_retried_at_the_round_interval() {
     s.take(&failed, local, &st, &quiet());
     assert_eq!(s.monitors.standing(0, local), Standing::Kept);
     assert!(s.next <= Instant::now() + Duration::from_secs(60));
-    let status = read_back(&s, &st);
+    let status = read_back(&mut s, &st);
     assert_eq!(status.monitors[0].standing, "kept");
     assert_eq!(status.failures["timeout"], 1);
     assert!(status.monitors[0]
@@ -128,7 +129,7 @@ fn a_fetch_that_brings_nothing_new_is_retried_at_the_round_interval() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn read_back(s: &Signed, st: &Store) -> Status {
+fn read_back(s: &mut Signed, st: &Store) -> Status {
     s.report(st, &quiet());
     store::read_status(st).unwrap().unwrap()
 }
