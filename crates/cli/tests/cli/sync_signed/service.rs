@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use crate::signed_lists::{document, entries, ListServer, Monitor};
-use crate::sync_support::{metrics_addr, scrape, start_servers, tempdir, value, Service, FAST};
+use crate::sync_support::{
+    self, metrics_addr, scrape, start_servers, tempdir, value, Service, FAST,
+};
 
 use super::{signed_status, THREE};
 
@@ -121,6 +123,36 @@ fn the_last_good_list_is_kept_when_the_url_fails_until_it_expires_then_sync_stop
     assert_eq!(st["monitors"][0]["state"], "expired", "{st}");
     assert_eq!(st["servers"], 0, "{st}");
     s.stop_cleanly(Duration::from_secs(10));
+
+    // After a restart too (the URL still down, the kept list expired): a
+    // step is refused for want of a consensus, and the output says why.
+    let r = sync_support::sync(
+        &[
+            "--servers-url",
+            &url,
+            "--servers-key",
+            &key,
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--once",
+            "--set-clock",
+            "--dry-run",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let v = r.json();
+    assert_eq!(v["step"]["action"], "refused", "{v}");
+    assert_eq!(v["step"]["reason"], "no_consensus", "{v}");
+    assert!(
+        v["no_consensus"]
+            .as_str()
+            .unwrap()
+            .contains("no servers from the signed lists"),
+        "{v}"
+    );
+    assert_eq!(v["signed_lists"]["monitors"][0]["state"], "expired", "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -133,3 +133,38 @@ fn read_back(s: &mut Signed, st: &Store) -> Status {
     s.report(st, &quiet());
     store::read_status(st).unwrap().unwrap()
 }
+
+#[test]
+fn metrics_show_each_key_its_standing_and_the_counts_by_label() {
+    let a = Monitor::new(1, "a \"quoted\"");
+    let mut s = with_kept(&a, local_unix() + 3600);
+    let (dir, st) = store("metrics");
+    let m = crate::metrics::SyncMetrics::default();
+    // The service counts into the metrics' own counters.
+    s.counts = m.signed.clone();
+    s.counts.bump("replayed");
+    s.counts.bump("timeout");
+    s.counts.accepted();
+    m.set_signed(s.report(&st, &quiet()));
+    let text = m.render();
+    let labels = format!(
+        "key=\"{}\",comment=\"a \\\"quoted\\\"\"",
+        a.key().fingerprint()
+    );
+    for line in [
+        format!("gnomon_sync_signed_list_state{{{labels},state=\"current\"}} 1"),
+        format!("gnomon_sync_signed_list_state{{{labels},state=\"kept\"}} 0"),
+        format!("gnomon_sync_signed_list_sequence{{{labels}}} 1"),
+        "gnomon_sync_signed_list_servers 3".to_string(),
+        "gnomon_sync_signed_lists_in_force 1".to_string(),
+        "gnomon_sync_signed_lists_threshold 1".to_string(),
+        "gnomon_sync_signed_lists_accepted_total 1".to_string(),
+        "gnomon_sync_signed_list_refusals_total{reason=\"replayed\"} 1".to_string(),
+        "gnomon_sync_signed_list_refusals_total{reason=\"reused\"} 0".to_string(),
+        "gnomon_sync_signed_list_fetch_failures_total{class=\"timeout\"} 1".to_string(),
+        "gnomon_sync_signed_list_fetch_failures_total{class=\"tls\"} 0".to_string(),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
