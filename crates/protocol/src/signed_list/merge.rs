@@ -1,5 +1,6 @@
 //! k of n: the servers at least K pinned monitors list, as one RFC list.
 
+use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -53,8 +54,11 @@ struct Candidate {
     entry: Map<String, Value>,
     /// Which pinned keys list it.
     by: Vec<usize>,
-    /// Each address (protocol, address) and the pinned keys listing it there.
+    /// Each address (protocol, address) and the pinned keys listing it
+    /// there, in the order first given.
     addresses: Vec<((String, String), Vec<usize>)>,
+    /// Where each address is in `addresses`.
+    address_index: BTreeMap<(String, String), usize>,
 }
 
 impl Pins {
@@ -80,6 +84,7 @@ impl Pins {
         }
 
         let mut candidates: Vec<Candidate> = Vec::new();
+        let mut index: BTreeMap<Identity, usize> = BTreeMap::new();
         let mut reports: Vec<(String, usize)> = Vec::new();
         let mut monitors = 0;
         let mut expires_unix: Option<i64> = None;
@@ -108,27 +113,31 @@ impl Pins {
                 let Some(identity) = identity(entry) else {
                     continue;
                 };
-                let at = match candidates.iter().position(|c| c.identity == identity) {
-                    Some(i) => i,
-                    None => {
-                        candidates.push(Candidate {
-                            identity,
-                            entry: entry.clone(),
-                            by: Vec::new(),
-                            addresses: Vec::new(),
-                        });
-                        candidates.len() - 1
-                    }
-                };
+                // Looked up by map, not by scanning: a list of many
+                // servers, or of one with many addresses, costs n log n.
+                let at = *index.entry(identity.clone()).or_insert_with(|| {
+                    candidates.push(Candidate {
+                        identity,
+                        entry: entry.clone(),
+                        by: Vec::new(),
+                        addresses: Vec::new(),
+                        address_index: BTreeMap::new(),
+                    });
+                    candidates.len() - 1
+                });
                 let c = &mut candidates[at];
+                // At most one entry a key: `by` is as short as the pins.
                 if !c.by.contains(&key) {
                     c.by.push(key);
                 }
                 for address in addresses(entry) {
-                    match c.addresses.iter_mut().find(|(a, _)| *a == address) {
-                        Some((_, by)) if !by.contains(&key) => by.push(key),
-                        Some(_) => {}
-                        None => c.addresses.push((address, alloc::vec![key])),
+                    let slot = *c.address_index.entry(address.clone()).or_insert_with(|| {
+                        c.addresses.push((address, Vec::new()));
+                        c.addresses.len() - 1
+                    });
+                    let by = &mut c.addresses[slot].1;
+                    if !by.contains(&key) {
+                        by.push(key);
                     }
                 }
             }
