@@ -6,7 +6,9 @@
 //! one or more monitor keys and a threshold K ([`Pins`]), checks each list
 //! ([`Pins::check`]) against what it already saw ([`Seen`]), and merges the
 //! accepted ones ([`Pins::merge`]) into an RFC list that
-//! [`ServerList::parse`](crate::ServerList::parse) reads.
+//! [`ServerList::parse`](crate::ServerList::parse) reads. The decision for
+//! one list and one key is made without allocating ([`in_place`]), so that
+//! libgnomon's `no_std` build makes the same one.
 //!
 //! The assumption, as a number: **fewer than K of the pinned keys are held
 //! by an adversary**, who also owns the network (drops, delays, replays and
