@@ -426,6 +426,14 @@ fn run(sc: &Scenario) -> Result<(), TestCaseError> {
             }
         }
 
+        // The record only moves forward, key by key.
+        for m in &monitors {
+            let k = m.key();
+            if let Some((was, _)) = before.get(k.public()) {
+                prop_assert!(seen.get(k.public()).is_some_and(|(now, _)| now >= was));
+            }
+        }
+
         let lists: Vec<Accepted> = current.iter().flatten().cloned().collect();
         let merged = pins.merge(&lists, now);
         prop_assert!(ServerList::parse(&merged.document).is_ok());
