@@ -4,9 +4,9 @@
 //! judged by that proven time too, and the list no longer counts.
 
 use crate::signed_lists::{document, entries, ListServer, Monitor};
-use crate::sync_support::{self, have_faketime, start_servers, tempdir, FAST};
+use crate::sync_support::{self, have_faketime, start_servers, tempdir};
 
-use super::{signed_status, THREE};
+use super::{pinned, refused, signed_status, THREE};
 
 #[test]
 fn a_clock_far_behind_keeps_an_expired_list_only_until_a_consensus_proves_the_time() {
@@ -24,17 +24,7 @@ fn a_clock_far_behind_keeps_an_expired_list_only_until_a_consensus_proves_the_ti
     let state = dir.join("state");
     let url = http.url("/servers.json");
     let key = a.key_line();
-    let mut args = vec![
-        "--servers-url",
-        &url,
-        "--servers-key",
-        &key,
-        "--state-dir",
-        state.to_str().unwrap(),
-        "--once",
-        "--json",
-    ];
-    args.extend_from_slice(&FAST);
+    let args = pinned(&[&url], &[&key], &state, &["--once", "--json"]);
     let behind = Some("-86400");
 
     // By its own clock the list has a day to go: used, and the consensus
@@ -63,13 +53,7 @@ fn a_clock_far_behind_keeps_an_expired_list_only_until_a_consensus_proves_the_ti
     // kept and the one served are expired, no server is used.
     let r = sync_support::sync(&args, behind);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains(&format!(
-            "warning: signed list {url}: refused: the list expired at"
-        )),
-        "{}",
-        r.stderr
-    );
+    refused(&r, &url, "the list expired at");
     let why = r.json()["no_consensus"].as_str().unwrap_or("").to_owned();
     assert!(
         why.contains("no servers from the signed lists") && why.contains("expired at"),

@@ -21,10 +21,15 @@ mod service;
 
 const THREE: [(&str, Option<&str>); 3] = [("alpha", None), ("bravo", None), ("charlie", None)];
 
-/// `gnomon sync --once --json` over the lists at `urls` under `keys`,
-/// its state in `state`, then `extra`.
-fn once(urls: &[&str], keys: &[&str], state: &Path, extra: &[&str]) -> Run {
-    let mut a = vec!["--state-dir", state.to_str().unwrap(), "--once", "--json"];
+/// The lists at `urls` under `keys`, the state in `state`, then `extra`,
+/// then the short loopback waits: the arguments of every run here.
+fn pinned<'a>(
+    urls: &[&'a str],
+    keys: &[&'a str],
+    state: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut a = vec!["--state-dir", state.to_str().unwrap()];
     for u in urls {
         a.extend(["--servers-url", u]);
     }
@@ -33,7 +38,21 @@ fn once(urls: &[&str], keys: &[&str], state: &Path, extra: &[&str]) -> Run {
     }
     a.extend_from_slice(extra);
     a.extend_from_slice(&FAST);
-    sync_support::sync(&a, None)
+    a
+}
+
+/// `gnomon sync --once --json` over the lists at `urls` under `keys`,
+/// its state in `state`, then `extra`.
+fn once(urls: &[&str], keys: &[&str], state: &Path, extra: &[&str]) -> Run {
+    let mut e = vec!["--once", "--json"];
+    e.extend_from_slice(extra);
+    sync_support::sync(&pinned(urls, keys, state, &e), None)
+}
+
+/// The run logged that the list at `url` was refused, with `words`.
+fn refused(r: &Run, url: &str, words: &str) {
+    let line = format!("warning: signed list {url}: refused: {words}");
+    assert!(r.stderr.contains(&line), "{line} in\n{}", r.stderr);
 }
 
 /// `--status --json`'s `signed_lists` for the state in `state`.
@@ -165,13 +184,8 @@ fn a_tampered_an_expired_a_foreign_and_a_replayed_list_are_refused_and_counted()
         let state = dir.join(label);
         let r = once(&[&url], &[&key], &state, &[]);
         assert_eq!(r.code, 1, "{label}: {}{}", r.stdout, r.stderr);
-        assert!(
-            r.stderr
-                .contains(&format!("warning: signed list {url}: {says}"))
-                && r.stderr.contains(also),
-            "{label}: {}",
-            r.stderr
-        );
+        refused(&r, &url, says.trim_start_matches("refused: "));
+        assert!(r.stderr.contains(also), "{label}: {}", r.stderr);
         let why = r.json()["no_consensus"].as_str().unwrap_or("").to_owned();
         assert!(
             why.contains("no servers from the signed lists: 0 of the 1 pinned monitors' lists"),
@@ -206,13 +220,7 @@ fn a_tampered_an_expired_a_foreign_and_a_replayed_list_are_refused_and_counted()
     http.publish("/servers.json", &older, &a.sign(&older));
     let r = once(&[&url], &[&key], &state, &[]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains(&format!(
-            "warning: signed list {url}: refused: sequence 4 is older than 5 already seen"
-        )),
-        "{}",
-        r.stderr
-    );
+    refused(&r, &url, "sequence 4 is older than 5 already seen");
     assert!(
         r.stderr.contains("the list kept for SHA256:")
             && r.stderr.contains("keeping the list of SHA256:"),

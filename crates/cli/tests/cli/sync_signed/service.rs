@@ -5,11 +5,9 @@
 use std::time::Duration;
 
 use crate::signed_lists::{document, entries, ListServer, Monitor};
-use crate::sync_support::{
-    self, metrics_addr, scrape, start_servers, tempdir, value, Service, FAST,
-};
+use crate::sync_support::{metrics_addr, scrape, start_servers, tempdir, value, Service};
 
-use super::{signed_status, THREE};
+use super::{once, pinned, signed_status, THREE};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -27,13 +25,7 @@ fn the_last_good_list_is_kept_when_the_url_fails_until_it_expires_then_sync_stop
     let state = dir.join("state");
     let url = http.url("/servers.json");
     let key = a.key_line();
-    let mut args = vec![
-        "--servers-url",
-        &url,
-        "--servers-key",
-        &key,
-        "--state-dir",
-        state.to_str().unwrap(),
+    let every_second = [
         "--interval",
         "1s",
         "--list-refresh",
@@ -43,8 +35,7 @@ fn the_last_good_list_is_kept_when_the_url_fails_until_it_expires_then_sync_stop
         "--now-socket",
         "off",
     ];
-    args.extend_from_slice(&FAST);
-    let mut s = Service::start(&args);
+    let mut s = Service::start(&pinned(&[&url], &[&key], &state, &every_second));
     let metrics = metrics_addr(&mut s);
     assert!(
         s.wait_for("3 of 3 answering servers agree", PATIENCE),
@@ -126,21 +117,7 @@ fn the_last_good_list_is_kept_when_the_url_fails_until_it_expires_then_sync_stop
 
     // After a restart too (the URL still down, the kept list expired): a
     // step is refused for want of a consensus, and the output says why.
-    let r = sync_support::sync(
-        &[
-            "--servers-url",
-            &url,
-            "--servers-key",
-            &key,
-            "--state-dir",
-            state.to_str().unwrap(),
-            "--once",
-            "--set-clock",
-            "--dry-run",
-            "--json",
-        ],
-        None,
-    );
+    let r = once(&[&url], &[&key], &state, &["--set-clock", "--dry-run"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let v = r.json();
     assert_eq!(v["step"]["action"], "refused", "{v}");
