@@ -1,9 +1,14 @@
 //! The counters the service's parts keep and `--metrics` shows: plain
 //! atomics, bumped by whoever counts (the list refresh, the now socket,
-//! chrony's sink) and read by the metrics, which never reach into those
-//! parts. This module imports nothing of the crate.
+//! chrony's sink, the signed lists) and read by the metrics, which never
+//! reach into those parts; and the signed lists' status, plain data the
+//! service fills and both `--status` (through the state directory) and
+//! the metrics read. This module imports nothing of the crate.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
 
 // Kept by the list refresh (`refresh::Counts`).
 
@@ -165,33 +170,52 @@ impl SignedLists {
     }
 }
 
-/// What `/metrics` shows of each pinned monitor's list, as the service
-/// last judged it: plain data, filled by the service.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SignedView {
+/// What `--status` shows of the signed lists, as the service last wrote it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SignedStatus {
+    /// Format version.
+    pub format: u32,
+    /// When it was written (judged time), Unix seconds.
+    pub written_unix: i64,
+    /// How the time was judged then: "the local clock" or "a consensus".
+    pub judged_by: String,
     /// K.
     pub threshold: usize,
-    /// Lists in force.
+    /// Lists in force then.
     pub in_force: usize,
-    /// Servers in the merged list.
+    /// Servers in the merged list then.
     pub servers: usize,
+    /// Why there were no servers, when there were none.
+    pub no_servers: Option<String>,
     /// Each pinned key, in pin order.
-    pub keys: Vec<SignedKeyView>,
+    pub monitors: Vec<MonitorStatus>,
+    /// Lists refused since the service started, by reason.
+    pub refusals: BTreeMap<String, u64>,
+    /// Downloads that failed since the service started, by class.
+    pub failures: BTreeMap<String, u64>,
 }
 
-/// One pinned key in [`SignedView`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SignedKeyView {
+/// One pinned key in [`SignedStatus`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MonitorStatus {
     /// `SHA256:…`.
     pub fingerprint: String,
-    /// Its comment.
+    /// The key's comment.
     pub comment: String,
-    /// `current`, `kept`, `expired` or `none`.
+    /// `current`, `kept`, `expired` or `none` when written.
     pub standing: String,
-    /// The sequence of its list, when it has one.
+    /// The sequence of the list in force (or last kept).
     pub sequence: Option<u64>,
-    /// When that list expires, Unix seconds.
+    /// The monitor's name for itself, from that list.
+    pub monitor: Option<String>,
+    /// When that list was published, Unix seconds.
+    pub published_unix: Option<i64>,
+    /// When it expires, Unix seconds.
     pub expires_unix: Option<i64>,
     /// When it was fetched, Unix seconds.
     pub fetched_unix: Option<i64>,
+    /// Where from.
+    pub url: Option<String>,
+    /// Why the last fetch brought no new list of this key.
+    pub failure: Option<String>,
 }

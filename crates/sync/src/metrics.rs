@@ -8,7 +8,7 @@
 //!  report thread ──report()──────────▲    ▲ counts::Refreshes (list refresh thread)
 //!                                         ├ counts::NowRequests (the now socket)
 //!                                         ├ counts::ChronySamples (the SOCK sink)
-//!  Service (signed lists) ──set_signed──▶ ┴ counts::SignedLists, SignedView
+//!  Service (signed lists) ──set_signed──▶ ┴ counts::SignedLists, SignedStatus
 //! ```
 //!
 //! The offset and radius are those of the last round the quorum agreed on
@@ -25,7 +25,9 @@ use std::thread::JoinHandle;
 
 use gnomon_metrics_http::Reply;
 
-use crate::counts::{ChronySamples, NowRequests, Refreshes, SignedLists, SignedView};
+use crate::counts::{
+    ChronySamples, MonitorStatus, NowRequests, Refreshes, SignedLists, SignedStatus,
+};
 use crate::round::Round;
 
 /// Round results, the `result` label of `gnomon_sync_rounds_total`.
@@ -69,7 +71,7 @@ pub struct SyncMetrics {
     pub now: Arc<NowRequests>,
     /// The signed lists' fetches: accepted, refused, failed.
     pub signed: Arc<SignedLists>,
-    signed_view: Mutex<Option<SignedView>>,
+    signed_view: Mutex<Option<SignedStatus>>,
 }
 
 impl SyncMetrics {
@@ -125,7 +127,7 @@ impl SyncMetrics {
     }
 
     /// Each pinned monitor's list as the service judged it last.
-    pub fn set_signed(&self, view: SignedView) {
+    pub fn set_signed(&self, view: SignedStatus) {
         *self.signed_view.lock().unwrap_or_else(|p| p.into_inner()) = Some(view);
     }
 
@@ -262,8 +264,8 @@ impl SyncMetrics {
 /// The signed lists: per pinned key (its fingerprint and comment as
 /// labels) the standing, sequence, expiry and fetch time of its list; the
 /// merged list's servers; refusals by reason and failures by class.
-fn render_signed(o: &mut String, v: &SignedView, counts: &SignedLists) {
-    let labels = |k: &crate::counts::SignedKeyView| {
+fn render_signed(o: &mut String, v: &SignedStatus, counts: &SignedLists) {
+    let labels = |k: &MonitorStatus| {
         format!(
             "key=\"{}\",comment=\"{}\"",
             escape(&k.fingerprint),
@@ -274,7 +276,7 @@ fn render_signed(o: &mut String, v: &SignedView, counts: &SignedLists) {
         o,
         "# HELP gnomon_sync_signed_list_state Each pinned monitor's list: 1 for the state it is in (current; kept: in force though the last fetch failed or was refused; expired; none: never accepted).\n# TYPE gnomon_sync_signed_list_state gauge"
     );
-    for k in &v.keys {
+    for k in &v.monitors {
         for state in ["current", "kept", "expired", "none"] {
             let _ = writeln!(
                 o,
@@ -288,8 +290,7 @@ fn render_signed(o: &mut String, v: &SignedView, counts: &SignedLists) {
         (
             "gnomon_sync_signed_list_sequence",
             "The sequence of each pinned monitor's last accepted list.",
-            (|k: &crate::counts::SignedKeyView| k.sequence.map(|s| s as f64))
-                as fn(&crate::counts::SignedKeyView) -> Option<f64>,
+            (|k: &MonitorStatus| k.sequence.map(|s| s as f64)) as fn(&MonitorStatus) -> Option<f64>,
         ),
         (
             "gnomon_sync_signed_list_expiry_timestamp_seconds",
@@ -303,7 +304,7 @@ fn render_signed(o: &mut String, v: &SignedView, counts: &SignedLists) {
         ),
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge");
-        for k in &v.keys {
+        for k in &v.monitors {
             if let Some(x) = pick(k) {
                 let _ = writeln!(o, "{name}{{{}}} {x}", labels(k));
             }

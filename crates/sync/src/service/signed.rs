@@ -22,7 +22,7 @@ use gnomon_protocol::signed_list::{Merged, Pins};
 use gnomon_protocol::ServerList;
 
 use crate::config::Settings;
-use crate::counts::{SignedKeyView, SignedLists, SignedView};
+use crate::counts::SignedLists;
 use crate::jitter::{jittered, unit_random};
 use crate::list;
 use crate::refresh::Fetcher;
@@ -294,7 +294,7 @@ impl Signed {
 
     /// What `--status` reads: written to the state directory. And what
     /// `/metrics` shows.
-    pub(super) fn report(&mut self, store: &Store, log: &Log) -> SignedView {
+    pub(super) fn report(&mut self, store: &Store, log: &Log) -> Status {
         let status = self.status();
         let timeless = Status {
             written_unix: 0,
@@ -308,28 +308,7 @@ impl Signed {
                 )),
             }
         }
-        view(&status)
-    }
-}
-
-/// `/metrics`'s view of the status.
-fn view(status: &Status) -> SignedView {
-    SignedView {
-        threshold: status.threshold,
-        in_force: status.in_force,
-        servers: status.servers,
-        keys: status
-            .monitors
-            .iter()
-            .map(|m| SignedKeyView {
-                fingerprint: m.fingerprint.clone(),
-                comment: m.comment.clone(),
-                standing: m.standing.clone(),
-                sequence: m.sequence,
-                expires_unix: m.expires_unix,
-                fetched_unix: m.fetched_unix,
-            })
-            .collect(),
+        status
     }
 }
 

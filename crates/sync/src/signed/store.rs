@@ -17,7 +17,6 @@
 //! refused like one changed on the way. Nothing is read from a directory
 //! that fails [`Store::trust`].
 
-use std::collections::BTreeMap;
 use std::io;
 
 use gnomon_protocol::signed_list::Seen;
@@ -25,7 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use super::key_name;
 use super::monitors::{Kept, Monitors, Standing};
+// The status is plain data in counts, where the metrics read it too.
 use crate::counts::SignedLists;
+pub use crate::counts::{MonitorStatus, SignedStatus as Status};
 use crate::state::Store;
 
 /// The directory of the signed lists, in the state directory.
@@ -160,56 +161,6 @@ pub fn restore(store: &Store, monitors: &mut Monitors, trusted: bool) -> Vec<Str
         }
     }
     notes
-}
-
-/// What `--status` shows of the signed lists, as the service last wrote it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Status {
-    /// Format version.
-    pub format: u32,
-    /// When it was written (judged time), Unix seconds.
-    pub written_unix: i64,
-    /// How the time was judged then: "the local clock" or "a consensus".
-    pub judged_by: String,
-    /// K.
-    pub threshold: usize,
-    /// Lists in force then.
-    pub in_force: usize,
-    /// Servers in the merged list then.
-    pub servers: usize,
-    /// Why there were no servers, when there were none.
-    pub no_servers: Option<String>,
-    /// Each pinned key, in pin order.
-    pub monitors: Vec<MonitorStatus>,
-    /// Lists refused since the service started, by reason.
-    pub refusals: BTreeMap<String, u64>,
-    /// Downloads that failed since the service started, by class.
-    pub failures: BTreeMap<String, u64>,
-}
-
-/// One pinned key in [`Status`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MonitorStatus {
-    /// `SHA256:…`.
-    pub fingerprint: String,
-    /// The key's comment.
-    pub comment: String,
-    /// `current`, `kept`, `expired` or `none` when written ([`Standing`]).
-    pub standing: String,
-    /// The sequence of the list in force (or last kept).
-    pub sequence: Option<u64>,
-    /// The monitor's name for itself, from that list.
-    pub monitor: Option<String>,
-    /// When that list was published, Unix seconds.
-    pub published_unix: Option<i64>,
-    /// When it expires, Unix seconds.
-    pub expires_unix: Option<i64>,
-    /// When it was fetched, Unix seconds.
-    pub fetched_unix: Option<i64>,
-    /// Where from.
-    pub url: Option<String>,
-    /// Why the last fetch brought no new list of this key.
-    pub failure: Option<String>,
 }
 
 impl Status {

@@ -123,7 +123,7 @@ fn a_fetch_that_brings_nothing_new_is_retried_at_the_round_interval() {
     // And the metrics' view says the same.
     let v = s.report(&st, &quiet());
     assert_eq!(
-        (v.in_force, v.servers, v.keys[0].standing.as_str()),
+        (v.in_force, v.servers, v.monitors[0].standing.as_str()),
         (1, 3, "kept")
     );
     let _ = std::fs::remove_dir_all(&dir);
