@@ -126,17 +126,12 @@ impl Signed {
     /// A consensus the quorum agreed on: the true time was at least
     /// `low_us` (Unix µs) at `at`.
     pub(super) fn proven_at_least(&mut self, low_us: i128, at: Instant) {
-        self.proven = Some(match self.proven {
-            Some((us, then))
-                if us + at.saturating_duration_since(then).as_micros() as i128 > low_us =>
-            {
-                (
-                    us + at.saturating_duration_since(then).as_micros() as i128,
-                    at,
-                )
-            }
-            _ => (low_us, at),
-        });
+        // The bound held before, carried forward to `at`, may be the
+        // stronger one: a bound never goes down.
+        let carried = self
+            .proven
+            .map(|(us, then)| us + at.saturating_duration_since(then).as_micros() as i128);
+        self.proven = Some((carried.map_or(low_us, |c| c.max(low_us)), at));
     }
 
     /// Fetch again at the next poll (SIGHUP).
