@@ -22,6 +22,7 @@ use std::time::Duration;
 
 mod defaults;
 mod file;
+pub(crate) use file::unreadable;
 pub mod keys;
 mod values;
 

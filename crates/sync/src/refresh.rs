@@ -214,7 +214,7 @@ fn classify(e: ureq::Error) -> Failure {
             } else if io.kind() == std::io::ErrorKind::TimedOut {
                 Failure::Timeout
             } else {
-                Failure::Network(io.to_string())
+                Failure::Network(crate::config::unreadable(&io))
             }
         }
         other => {

@@ -17,7 +17,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gnomon_protocol::signed_list::{self, LeftOut, Pins, Refusal, Seen};
+use gnomon_protocol::signed_list::{self, LeftOut, Pins, Seen};
 use gnomon_sync::refresh::Fetcher;
 use gnomon_sync::signed::{self, Fetch, Fetched, NotAccepted};
 use serde_json::json;
@@ -126,31 +126,11 @@ impl SignedServers {
     }
 }
 
-/// Every list at `urls`, checked. A monitor publishes after every round,
-/// and a list and its signature are two requests: a pair that straddles a
-/// publication fails its signature. Those URLs are fetched once more; an
-/// adversary gains nothing by it, since every pair is checked whole.
+/// Every list at `urls`, checked (a pair fetched across a publication is
+/// fetched once more by `signed::fetch`).
 fn fetch_all(fetcher: &Fetcher, urls: &[String], pins: &Pins, now: i64) -> Fetch {
     // No state: nothing seen before (see the module's comment).
-    let seen = Seen::default();
-    let mut fetch = signed::fetch(fetcher, urls, pins, &seen, now);
-    let straddled: Vec<String> = fetch
-        .lists
-        .iter()
-        .filter(|f| matches!(f.outcome, Err(NotAccepted::Refused(Refusal::Signature(_)))))
-        .map(|f| f.url.clone())
-        .collect();
-    if straddled.is_empty() {
-        return fetch;
-    }
-    for again in signed::fetch(fetcher, &straddled, pins, &seen, now).lists {
-        if let Some(f) = fetch.lists.iter_mut().find(|f| f.url == again.url) {
-            *f = again;
-        }
-    }
-    let accepted = fetch.accepted();
-    fetch.merged = pins.merge(&accepted, now);
-    fetch
+    signed::fetch(fetcher, urls, pins, &Seen::default(), now)
 }
 
 /// gnomon-sync's words name its keys (`servers-key …`); here they are

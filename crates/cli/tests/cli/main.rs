@@ -59,8 +59,8 @@ mod systemd;
 mod tool_grammar;
 mod watch_browser;
 mod watch_cli;
-mod watch_publish;
 mod watch_http;
+mod watch_publish;
 mod watch_states;
 mod xdp_netns;
 

@@ -223,7 +223,7 @@ fn key_in(base: &Path, key: String) -> String {
 
 /// Why a file could not be read, in words a user acts on: the common
 /// kinds named, anything else without its `(os error N)`.
-fn unreadable(e: &std::io::Error) -> String {
+pub(crate) fn unreadable(e: &std::io::Error) -> String {
     use std::io::ErrorKind as K;
     match e.kind() {
         K::NotFound => "it does not exist".into(),

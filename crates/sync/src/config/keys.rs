@@ -29,9 +29,10 @@ pub fn load_key(given: &str) -> Result<MonitorKey, String> {
     let bytes = crate::state::read_bounded(path).map_err(|e| {
         format!(
             "servers-key {}: neither a key line (\"ssh-ed25519 AAAA… comment\") nor a file \
-             that can be read ({e}); give the monitor's public key line or the path of its \
+             that can be read ({}); give the monitor's public key line or the path of its \
              .pub file",
-            path.display()
+            path.display(),
+            super::file::unreadable(&e)
         )
     })?;
     let content = String::from_utf8_lossy(&bytes);

@@ -76,6 +76,18 @@ pub(crate) const WATCH_KEYS: &[&str] = &[
     "expiry-warning",
     "warn-radius",
     "sink",
+    "publish-key",
+    "publish-expiry",
+    "publish-name",
+    "publish-url",
+    "publish-window",
+    "pkcs11-module",
+    "pkcs11-token",
+    "pkcs11-key",
+    "pkcs11-pin-file",
+    "servers-url",
+    "servers-key",
+    "servers-threshold",
 ];
 
 /// `[report-server]`'s keys.
