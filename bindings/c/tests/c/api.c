@@ -54,14 +54,14 @@ int main(int argc, char **argv) {
   memcpy(wrong, key, 32);
   wrong[0] ^= 1;
 
-  /* Every code has a sentence (the last is GNOMON_ERR_PROOF_MALFORMED);
+  /* Every code has a sentence (the last is GNOMON_ERR_LIST_MALFORMED);
    * unknown values have one too. */
-  for (int c = GNOMON_OK; c <= GNOMON_ERR_PROOF_MALFORMED; c++) {
+  for (int c = GNOMON_OK; c <= GNOMON_ERR_LIST_MALFORMED; c++) {
     const char *s = gnomon_error_string(c);
     CHECK(s != NULL && strlen(s) > 0 && strcmp(s, "unknown error code") != 0);
   }
   CHECK(strcmp(gnomon_error_string(-1), "unknown error code") == 0);
-  CHECK(strcmp(gnomon_error_string(GNOMON_ERR_PROOF_MALFORMED + 1),
+  CHECK(strcmp(gnomon_error_string(GNOMON_ERR_LIST_MALFORMED + 1),
                "unknown error code") == 0);
 
   /* One exchange with a nonce from the OS, verified. */
