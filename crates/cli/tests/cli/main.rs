@@ -5,6 +5,7 @@ mod client_support;
 mod fleet_support;
 mod https_support;
 mod serve_support;
+mod ssh_support;
 mod sync_support;
 mod watch_support;
 mod xdp_support;

@@ -11,8 +11,7 @@
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gnomon_protocol::signed_list::{sshsig, MonitorKey, NAMESPACE};
@@ -47,106 +46,7 @@ pub fn each(servers: &Servers) -> Vec<(&str, &str, &str)> {
         .collect()
 }
 
-/// Whether ssh-keygen is here; records the skip when not.
-pub fn have_ssh_keygen(test: &str) -> bool {
-    let found = Command::new("ssh-keygen").arg("-?").output().is_ok();
-    if !found {
-        gnomon_testkit::skip(test, "ssh-keygen missing (package openssh-client)");
-    }
-    found
-}
-
-/// An Ed25519 key made by ssh-keygen, unencrypted: FILE and FILE.pub.
-pub struct SshKey {
-    pub file: PathBuf,
-    pub public: PathBuf,
-    pub comment: String,
-}
-
-impl SshKey {
-    pub fn make(dir: &Path, name: &str) -> SshKey {
-        let file = dir.join(name);
-        let out = Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ssh-keygen: {out:?}");
-        let mut public = file.clone().into_os_string();
-        public.push(".pub");
-        SshKey {
-            file,
-            public: public.into(),
-            comment: name.to_owned(),
-        }
-    }
-
-    /// The public key, parsed as clients pin it.
-    pub fn key(&self) -> MonitorKey {
-        MonitorKey::parse(std::fs::read_to_string(&self.public).unwrap().trim()).unwrap()
-    }
-
-    /// `ssh-keygen -Y sign`: the armored signature of `document`.
-    pub fn sign(&self, dir: &Path, document: &[u8]) -> Vec<u8> {
-        let at = dir.join(format!("to-sign-{}", self.comment));
-        std::fs::write(&at, document).unwrap();
-        let sig = dir.join(format!("to-sign-{}.sig", self.comment));
-        let _ = std::fs::remove_file(&sig);
-        let out = Command::new("ssh-keygen")
-            .args(["-Y", "sign", "-n", NAMESPACE, "-f"])
-            .arg(&self.file)
-            .arg(&at)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ssh-keygen -Y sign: {out:?}");
-        std::fs::read(&sig).unwrap()
-    }
-
-    /// `ssh-keygen -Y verify` of `document` and `sig` against an
-    /// allowed_signers file naming this key as `identity`: whether it
-    /// accepted, and what it said.
-    pub fn verify(
-        &self,
-        dir: &Path,
-        identity: &str,
-        document: &[u8],
-        sig: &[u8],
-    ) -> (bool, String) {
-        let allowed = dir.join(format!("allowed_signers-{}", self.comment));
-        std::fs::write(
-            &allowed,
-            format!(
-                "{identity} namespaces=\"{NAMESPACE}\" {}\n",
-                std::fs::read_to_string(&self.public).unwrap().trim()
-            ),
-        )
-        .unwrap();
-        let sig_file = dir.join(format!("verify-{}.sig", self.comment));
-        std::fs::write(&sig_file, sig).unwrap();
-        let mut child = Command::new("ssh-keygen")
-            .args(["-Y", "verify", "-f"])
-            .arg(&allowed)
-            .args(["-I", identity, "-n", NAMESPACE, "-s"])
-            .arg(&sig_file)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            use std::io::Write as _;
-            let mut stdin = child.stdin.take().unwrap();
-            stdin.write_all(document).unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), said)
-    }
-}
+pub use crate::ssh_support::{have_ssh_keygen, SshKey};
 
 /// One publication of a monitor, as served: the exact bytes and their
 /// signature.

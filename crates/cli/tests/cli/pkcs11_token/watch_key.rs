@@ -67,28 +67,17 @@ fn the_token_signs_the_list_and_its_loss_stops_publication_not_the_rounds() {
         std::thread::sleep(Duration::from_millis(200));
     };
     // The packaged tool agrees, where it is installed.
-    let key = MonitorKey::from_ed25519(public, "list");
-    let dir = &lineup.dir;
-    std::fs::write(
-        dir.join("signers"),
-        format!(
-            "observatory.test namespaces=\"{NAMESPACE}\" {}\n",
-            key.openssh()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("list.sig"), &signature).unwrap();
-    std::fs::write(dir.join("list.json"), &document).unwrap();
-    match Command::new("ssh-keygen")
-        .args(["-Y", "verify", "-f"])
-        .arg(dir.join("signers"))
-        .args(["-I", "observatory.test", "-n", NAMESPACE, "-s"])
-        .arg(dir.join("list.sig"))
-        .stdin(std::fs::File::open(dir.join("list.json")).unwrap())
-        .output()
-    {
-        Ok(out) => assert!(out.status.success(), "{out:?}"),
-        Err(_) => gnomon_testkit::skip(TEST, "ssh-keygen is not installed (the ssh-keygen part)"),
+    if crate::ssh_support::have_ssh_keygen(TEST) {
+        let key = MonitorKey::from_ed25519(public, "list");
+        let (ok, said) = crate::ssh_support::ssh_keygen_verify(
+            &lineup.dir,
+            "token",
+            "observatory.test",
+            &key.openssh(),
+            document.as_bytes(),
+            signature.as_bytes(),
+        );
+        assert!(ok, "{said}");
     }
 
     // The token goes.

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::ssh_support::{have_ssh_keygen, ssh_keygen_verify, SshKey};
 use crate::sync_support::have_faketime;
 use crate::watch_support::{self, Watch, HONEST, LIAR, SILENT};
 
@@ -23,30 +24,12 @@ fn ssh_key(dir: &Path, test: &str) -> Option<(PathBuf, String)> {
 
 /// [`ssh_key`] in the file `name` of `dir`.
 fn ssh_key_named(dir: &Path, name: &str, test: &str) -> Option<(PathBuf, String)> {
-    let key = dir.join(name);
-    let made = Command::new("ssh-keygen")
-        .args([
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            "observatory.test",
-            "-f",
-        ])
-        .arg(&key)
-        .status();
-    match made {
-        Ok(s) if s.success() => {
-            let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
-            Some((key, public.trim().to_string()))
-        }
-        _ => {
-            gnomon_testkit::skip(test, "ssh-keygen (openssh-client) is not installed");
-            None
-        }
+    if !have_ssh_keygen(test) {
+        return None;
     }
+    let key = SshKey::make_commented(dir, name, "observatory.test");
+    let line = key.line();
+    Some((key.file, line))
 }
 
 /// The published document and signature once `ready` holds for the
@@ -117,31 +100,15 @@ fn sequence(doc: &serde_json::Value) -> u64 {
 
 /// `ssh-keygen -Y verify` over the document with an allowed_signers line.
 fn ssh_verifies(dir: &Path, public: &str, document: &str, signature: &str) -> bool {
-    let signers = dir.join("allowed_signers");
-    std::fs::write(
-        &signers,
-        format!("observatory.test namespaces=\"roughtime-server-list\" {public}\n"),
-    )
-    .unwrap();
-    let sig = dir.join("servers.json.sig");
-    std::fs::write(&sig, signature).unwrap();
-    let doc = dir.join("servers.json");
-    std::fs::write(&doc, document).unwrap();
-    let out = Command::new("ssh-keygen")
-        .args(["-Y", "verify", "-f"])
-        .arg(&signers)
-        .args([
-            "-I",
-            "observatory.test",
-            "-n",
-            "roughtime-server-list",
-            "-s",
-        ])
-        .arg(&sig)
-        .stdin(std::fs::File::open(&doc).unwrap())
-        .output()
-        .unwrap();
-    out.status.success()
+    let (ok, _) = ssh_keygen_verify(
+        dir,
+        "monitor",
+        "observatory.test",
+        public,
+        document.as_bytes(),
+        signature.as_bytes(),
+    );
+    ok
 }
 
 fn metric(text: &str, name: &str) -> Option<f64> {
